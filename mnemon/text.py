@@ -1,0 +1,289 @@
+"""Tokenizer, recall stemmer, set similarity measures and UTF-8 length helpers.
+
+Owns contract §4.1 (``Tokenize``: lower-case, Han bigrams, letter/digit words, 80 English
+stopwords), the set measures of §4.2 (keyword score, token overlap, content similarity,
+Jaccard), the recall-only light stemmer of Decision 13 with the BM25 term sequences of
+Decision 12, and the byte/code-point helpers the CLI needs for Go-compatible limits and
+``--brief`` excerpts (§3.3, §3.4, §8).
+
+Pure functions: imports only ``regex`` (for ``\\p{Han}`` and Unicode categories); no numpy, no
+I/O, no clock. The diff, causal and semantic-fallback measures use :func:`tokenize` unstemmed so
+that their thresholds keep the meaning they have in the Go program (Decision 13).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from functools import lru_cache
+
+import regex
+
+__all__ = [
+    "STOPWORDS",
+    "byte_len",
+    "content_similarity",
+    "excerpt",
+    "insight_tokens",
+    "jaccard",
+    "keyword_score",
+    "recall_insight_terms",
+    "recall_terms",
+    "stem",
+    "token_overlap",
+    "token_sequence",
+    "tokenize",
+    "truncate_bytes",
+]
+
+# §4.1: the 80 English stopwords, dropped from words (Han bigrams can never match them).
+STOPWORDS: frozenset[str] = frozenset(
+    """
+    a an the is are was were be been being have has had do does did will would could should may
+    might shall can to of in for on with at by from as into about that this it its or and but if
+    not no so up out than then too very just also more some any all each i me my we you your he
+    she they them his her our their what which who how when where
+    """.split()
+)
+
+# One alternation per run kind. Han is the Unicode *script* (Go's unicode.Han), not
+# Script_Extensions, so the ideographic comma 、 ends a run. Words are letters (L*) and
+# decimal digits (Nd only, Go's unicode.IsDigit) that are not Han; everything else, combining
+# marks included, separates tokens (§4.1: marks split Devanagari/Bengali words, kept for parity).
+_RUN = regex.compile(r"(\p{Script=Han}+)|([[\p{L}\p{Nd}]--\p{Script=Han}]+)", regex.V1)
+
+# Characters whose Python full lower-casing differs from Go's per-rune simple mapping:
+# U+0130 lowers to "i" + U+0307 in Python (the mark would split the word) and capital sigma
+# becomes final sigma ς at word ends. Go yields "i" and σ.
+_GO_LOWER_EXCEPTIONS = {"\u0130": "i", "\u03a3": "\u03c3"}
+
+
+def _go_lower(text: str) -> str:
+    """Lower-case rune by rune as Go's ``strings.ToLower`` does."""
+    if "\u0130" not in text and "\u03a3" not in text:
+        return text.lower()
+    return "".join(_GO_LOWER_EXCEPTIONS.get(ch) or ch.lower() for ch in text)
+
+
+def token_sequence(text: str) -> list[str]:
+    """Return the §4.1 tokens of ``text`` in order, with repeats, stopwords dropped.
+
+    A Han run of two or more characters yields its overlapping bigrams, a lone Han character
+    yields itself. This sequence gives BM25 its term frequencies and document length
+    (Decision 12); :func:`tokenize` is its set.
+    """
+    out: list[str] = []
+    for match in _RUN.finditer(_go_lower(text)):
+        han = match.group(1)
+        if han is None:
+            word = match.group(2)
+            if word not in STOPWORDS:
+                out.append(word)
+        elif len(han) == 1:
+            out.append(han)
+        else:
+            out.extend(han[i : i + 2] for i in range(len(han) - 1))
+    return out
+
+
+def tokenize(text: str) -> set[str]:
+    """Return the §4.1 token set of ``text`` (Go ``Tokenize``)."""
+    return set(token_sequence(text))
+
+
+def insight_tokens(content: str, tags: Iterable[str], entities: Iterable[str]) -> set[str]:
+    """Return tokens(content) ∪ tokens(each tag) ∪ tokens(each entity) (§4.1).
+
+    Each field is tokenized on its own, so a Han bigram never spans two fields.
+    """
+    tokens = tokenize(content)
+    for field in (*tags, *entities):
+        tokens |= tokenize(field)
+    return tokens
+
+
+# --- Decision 13: light suffix stemming for recall ------------------------------------------
+
+_STEM_MIN_LETTERS = 4  # only tokens of at least this many ASCII letters are stemmed
+_ROOT_MIN_LETTERS = 3  # a suffix is only removed if this much root remains
+_LY_ROOT_MIN_LETTERS = 4  # -ly is riskier ("early", "apply", "reply"): demand a longer root
+_VOWELS = frozenset("aeiouy")
+_NO_UNDOUBLE = frozenset("lsfz")  # "falling" → "fall", "missing" → "miss", "staffed" → "staff"
+_PLURAL_KEEP = ("ss", "us", "is")  # "class", "status", "analysis" are not plurals
+
+
+def _has_vowel(root: str) -> bool:
+    # A leading y is a consonant ("yr" has no vowel); elsewhere y acts as one ("try").
+    return any(ch in _VOWELS for ch in root[1:]) or root[:1] in _VOWELS - {"y"}
+
+
+def _strip_verb_suffix(word: str, suffix: str) -> str | None:
+    """Remove -ed/-ing if a plausible root remains, undoubling a doubled final consonant."""
+    root = word[: -len(suffix)]
+    if len(root) == 2 and root[0] in _VOWELS and root[1] not in _VOWELS:
+        # "using" → "use", "aging" → "age", "owed" → "owe": the root is a 3-letter word in -e
+        # whose e was eaten by the suffix; restoring it meets the unstemmed 3-letter form.
+        return root + "e"
+    if len(root) < _ROOT_MIN_LETTERS or not _has_vowel(root):
+        return None  # "thing", "string", "need", "shed" are not inflections
+    if (
+        len(root) > _ROOT_MIN_LETTERS
+        and root[-1] == root[-2]
+        and root[-1] not in _VOWELS
+        and root[-1] not in _NO_UNDOUBLE
+    ):
+        root = root[:-1]  # "running" → "run", "stopped" → "stop", "embedding" → "embed"
+    return root
+
+
+def _stem_once(word: str) -> str:
+    """Apply at most one suffix rule, then the final -e rule; return ``word`` if none applies."""
+    stemmed = word
+    if word.endswith("ies") and len(word) - 3 + 1 >= _ROOT_MIN_LETTERS:
+        stemmed = word[:-3] + "y"  # "stories" → "story"
+    elif word.endswith("ied") and len(word) - 3 + 1 >= _ROOT_MIN_LETTERS:
+        stemmed = word[:-3] + "y"  # "studied" → "study"
+    elif word.endswith("s") and not word.endswith(_PLURAL_KEEP):
+        if len(word) - 1 >= _ROOT_MIN_LETTERS:
+            stemmed = word[:-1]  # "-es" falls out with the -e rule: "boxes" → "boxe" → "box"
+    elif word.endswith("eed"):
+        if len(word) - 3 >= _ROOT_MIN_LETTERS:
+            stemmed = word[:-1]  # "agreed" → "agree"; "speed", "need", "seed" stay whole
+    elif word.endswith("ed"):
+        stemmed = _strip_verb_suffix(word, "ed") or word
+    elif word.endswith("ing"):
+        stemmed = _strip_verb_suffix(word, "ing") or word
+    elif word.endswith("ily") and len(word) - 3 + 1 >= _LY_ROOT_MIN_LETTERS:
+        stemmed = word[:-3] + "y"  # "easily" → "easy", "happily" → "happy"
+    elif word.endswith("ly"):
+        root = word[:-2]
+        doubled = root[-1] == root[-2] and root[-1] not in _VOWELS
+        if len(root) >= _LY_ROOT_MIN_LETTERS and not doubled:
+            stemmed = root  # "quickly" → "quick"; "supply", "apply", "only" stay
+    # Final -e: "paste"/"pasted"/"pasting" meet at "past"; "-ee" is a real ending ("agree").
+    if stemmed.endswith("e") and not stemmed.endswith("ee") and len(stemmed) - 1 >= _ROOT_MIN_LETTERS:
+        stemmed = stemmed[:-1]
+    return stemmed
+
+
+@lru_cache(maxsize=1 << 16)  # vocabularies are small and BM25 indexing stems every token
+def stem(token: str) -> str:
+    """Return the Decision 13 recall stem of one token (idempotent: ``stem(stem(x)) == stem(x)``).
+
+    Only ASCII alphabetic tokens of at least 4 letters change; Han bigrams, digits and short
+    words pass through. One rule applies per round and rounds repeat until nothing changes,
+    so "paintings" → "painting" → "paint" and every stem is a fixed point. Rules, in order:
+
+    - ``-ies``/``-ied`` → ``-y`` ("stories", "studied" → "story", "study");
+    - plural ``-s`` unless the word ends in ``-ss``/``-us``/``-is`` ("class", "status");
+    - ``-eed`` → ``-ee`` only after a root of ≥ 3 letters ("agreed" → "agree"; "speed" stays);
+    - ``-ed``/``-ing`` when the root has a vowel and ≥ 3 letters, undoubling a doubled final
+      consonant other than l/s/f/z ("running" → "run", "falling" → "fall"); a 2-letter
+      vowel-consonant root gets its ``e`` back ("using", "used" → "use");
+    - ``-ily`` → ``-y`` and ``-ly`` after a root of ≥ 4 letters not ending in a doubled
+      consonant ("quickly" → "quick"; "early", "apply", "supply" stay);
+    - then a final ``-e`` goes if ≥ 3 letters remain and it is not ``-ee`` ("make" → "mak").
+
+    So "paint", "paints", "painted", "painting" → "paint"; "use", "uses", "used", "using" →
+    "use"; "box", "boxes" → "box"; "create", "created", "creates" → "creat". Every step
+    shortens the word, so the loop ends.
+    """
+    if len(token) < _STEM_MIN_LETTERS or not (token.isascii() and token.isalpha()):
+        return token
+    word = token
+    while len(word) >= _STEM_MIN_LETTERS:
+        nxt = _stem_once(word)
+        if nxt == word:
+            break
+        word = nxt
+    return word
+
+
+def recall_terms(text: str) -> list[str]:
+    """Return the stemmed token sequence of ``text`` with repeats (BM25 input, Decision 12/13)."""
+    return [stem(token) for token in token_sequence(text)]
+
+
+def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[str]) -> list[str]:
+    """Return an insight's BM25 terms: content terms, then tag/entity-only terms once each.
+
+    Decision 12: tf and document length come from the content's sequence; a term present only
+    through tags or entities counts tf = 1 however many fields carry it.
+    """
+    terms = recall_terms(content)
+    seen = set(terms)
+    for field in (*tags, *entities):
+        for term in recall_terms(field):
+            if term not in seen:
+                seen.add(term)
+                terms.append(term)
+    return terms
+
+
+# --- §4.2 set measures -----------------------------------------------------------------------
+
+
+def keyword_score(query: set[str], tokens: set[str]) -> float:
+    """Return |Q∩T| / |Q| (§4.2 keyword search; 0 when Q is empty)."""
+    if not query:
+        return 0.0
+    return len(query & tokens) / len(query)
+
+
+def token_overlap(a: set[str], b: set[str]) -> float:
+    """Return |A∩B| / max(|A|, |B|) (§4.2, the causal-edge overlap; 0 when either is empty)."""
+    if not a or not b:
+        return 0.0
+    return len(a & b) / max(len(a), len(b))
+
+
+def content_similarity(a: set[str], b: set[str]) -> float:
+    """Return max(|A∩B|/|A|, |A∩B|/|B|) (§4.2 semantic fallback; 0 when either is empty)."""
+    if not a or not b:
+        return 0.0
+    shared = len(a & b)
+    return max(shared / len(a), shared / len(b))
+
+
+def jaccard(a: set[str], b: set[str]) -> float:
+    """Return |A∩B| / |A∪B| (§4.2, the diff heuristic; 0 when both are empty)."""
+    union = len(a | b)
+    if union == 0:
+        return 0.0
+    return len(a & b) / union
+
+
+# --- UTF-8 helpers (§3.3 byte limits, §3.4 excerpts, §8) -------------------------------------
+
+_WHITESPACE_RUN = regex.compile(r"\p{White_Space}+")  # Go unicode.IsSpace / strings.Fields
+_ELLIPSIS = "\u2026"
+
+
+def byte_len(s: str) -> int:
+    """Return the UTF-8 length of ``s`` in bytes (Go ``len(s)``; the 8000/100/200 limits)."""
+    return len(s.encode("utf-8", "surrogatepass"))
+
+
+def truncate_bytes(s: str, n: int) -> str:
+    """Return the longest prefix of ``s`` of at most ``n`` UTF-8 bytes.
+
+    Go slices bytes (``s[:n]``) and may cut a character in half; we drop the partial trailing
+    character instead of emitting invalid UTF-8.
+    """
+    if n <= 0:
+        return ""
+    raw = s.encode("utf-8", "surrogatepass")
+    if len(raw) <= n:
+        return s
+    return raw[:n].decode("utf-8", "ignore")
+
+
+def excerpt(text: str, n: int) -> str:
+    """Return the ``--brief`` excerpt of ``text`` limited to ``n`` code points (§3.4).
+
+    Whitespace runs collapse to one space and the ends are trimmed; a longer text keeps its
+    first n−1 code points, right-trimmed, followed by "…".
+    """
+    collapsed = _WHITESPACE_RUN.sub(" ", text).strip(" ")
+    if len(collapsed) <= n:
+        return collapsed
+    return collapsed[: max(n - 1, 0)].rstrip(" ") + _ELLIPSIS

@@ -1,0 +1,219 @@
+"""Tests for mnemon.text: §4.1 tokenizer, Decision 13 stemmer, §4.2 measures, UTF-8 helpers."""
+
+from __future__ import annotations
+
+import pytest
+
+from mnemon.text import (
+    STOPWORDS,
+    byte_len,
+    content_similarity,
+    excerpt,
+    insight_tokens,
+    jaccard,
+    keyword_score,
+    recall_insight_terms,
+    recall_terms,
+    stem,
+    token_overlap,
+    token_sequence,
+    tokenize,
+    truncate_bytes,
+)
+
+# --- tokenizer (§4.1) -------------------------------------------------------------------------
+
+
+def test_stopword_list_has_the_contract_80_words() -> None:
+    assert len(STOPWORDS) == 80
+    assert {"a", "the", "where", "their", "shall"} <= STOPWORDS
+
+
+def test_lowercases_and_drops_stopwords() -> None:
+    assert tokenize("The Quick brown FOX is on the Table") == {"quick", "brown", "fox", "table"}
+
+
+def test_punctuation_splits_words_but_letters_and_digits_join() -> None:
+    assert token_sequence("http2, v1.2-beta_x; e-mail") == ["http2", "v1", "2", "beta", "x", "e", "mail"]
+
+
+def test_han_runs_become_overlapping_bigrams_and_lone_han_stays_alone() -> None:
+    assert token_sequence("选择向量数据库") == ["选择", "择向", "向量", "量数", "数据", "据库"]
+    assert token_sequence("我 and 你") == ["我", "你"]
+
+
+def test_han_and_latin_letters_do_not_share_a_token() -> None:
+    # Han ends the Latin word and vice versa; bigrams never cross the boundary.
+    assert token_sequence("用Qdrant存储") == ["用", "qdrant", "存储"]
+
+
+def test_ideographic_punctuation_is_not_han_script() -> None:
+    assert token_sequence("你好、世界") == ["你好", "世界"]
+
+
+def test_only_decimal_digits_count_as_digits() -> None:
+    # Go unicode.IsDigit is Nd only: superscripts (No) split, Arabic-Indic digits (Nd) stay.
+    assert token_sequence("x² ١٢٣") == ["x", "١٢٣"]
+
+
+def test_combining_marks_split_words_like_go() -> None:
+    # "नमस्ते" = न म स ् त े: virama and vowel sign are marks (Mn/Mc), so the word splits.
+    assert token_sequence("नमस्ते") == ["नमस", "त"]
+    # A precomposed letter is one letter; a decomposed one is letter + mark.
+    assert token_sequence("café") == ["café"]
+    assert token_sequence("cafe\u0301") == ["cafe"]
+
+
+def test_hiragana_is_a_letter_and_stays_in_words() -> None:
+    assert token_sequence("ひらがな test") == ["ひらがな", "test"]
+
+
+def test_go_rune_lowercasing_for_dotted_i_and_sigma() -> None:
+    assert tokenize("İstanbul") == {"istanbul"}
+    assert tokenize("ΟΔΟΣ") == {"οδοσ"}
+
+
+def test_sequence_keeps_repeats_and_set_drops_them() -> None:
+    assert token_sequence("rust rust go rust") == ["rust", "rust", "go", "rust"]
+    assert tokenize("rust rust go rust") == {"rust", "go"}
+
+
+def test_empty_and_stopword_only_texts() -> None:
+    assert tokenize("") == set()
+    assert tokenize("the and of ... !!!") == set()
+
+
+def test_insight_tokens_tokenize_each_field_separately() -> None:
+    tokens = insight_tokens("向量", ["数据"], ["Qdrant DB"])
+    assert tokens == {"向量", "数据", "qdrant", "db"}
+    assert "量数" not in tokens  # no bigram across content and tag
+
+
+# --- stemmer (Decision 13) --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("family", "expected"),
+    [
+        (["paint", "paints", "painted", "painting"], "paint"),
+        (["use", "uses", "used", "using"], "use"),
+        (["run", "running"], "run"),
+        (["story", "stories"], "story"),
+        (["study", "studies", "studied"], "study"),
+        (["box", "boxes"], "box"),
+        (["class", "classes"], "class"),
+        (["match", "matches"], "match"),
+        (["create", "creates", "created", "creating"], "creat"),
+        (["test", "tests", "tested", "testing"], "test"),
+        (["stop", "stops", "stopped", "stopping"], "stop"),
+        (["fall", "falls", "falling"], "fall"),
+        (["embed", "embeds", "embedded", "embedding"], "emb"),
+        (["need", "needs", "needed", "needing"], "need"),
+        (["agree", "agrees", "agreed", "agreeing"], "agree"),
+        (["quick", "quickly"], "quick"),
+        (["easy", "easily"], "easy"),
+        (["setting", "settings"], "set"),
+    ],
+)
+def test_inflections_collapse_to_one_stem(family: list[str], expected: str) -> None:
+    assert {stem(word) for word in family} == {expected}
+
+
+@pytest.mark.parametrize(
+    "word",
+    ["class", "status", "analysis", "thing", "string", "speed", "apply", "supply", "early", "only"],
+)
+def test_words_that_only_look_inflected_are_left_alone(word: str) -> None:
+    assert stem(word) == word
+
+
+@pytest.mark.parametrize("token", ["go", "run", "abc", "向量", "http2", "v8engine", "naïve", "1234"])
+def test_short_non_ascii_and_alphanumeric_tokens_pass_through(token: str) -> None:
+    assert stem(token) == token
+
+
+def test_stem_is_idempotent_over_a_vocabulary() -> None:
+    words = (
+        "paintings settings hundreds guaranteed kubernetes postgres timelines happily families "
+        "addresses processes caches sizes evenings embeddings committed buzzing staffed owing aging"
+    ).split()
+    for word in words:
+        once = stem(word)
+        assert stem(once) == once, word
+
+
+def test_recall_terms_are_stemmed_with_repeats() -> None:
+    assert recall_terms("Painted the paintings, painting again") == [
+        "paint",
+        "paint",
+        "paint",
+        "again",
+    ]
+
+
+def test_recall_insight_terms_count_field_only_terms_once() -> None:
+    terms = recall_insight_terms("Rust rust tests", ["testing", "vector-db"], ["Vector", "Rust"])
+    # content keeps its repeats; "vector" and "db" come from fields, once each.
+    assert terms == ["rust", "rust", "test", "vector", "db"]
+
+
+# --- measures (§4.2) --------------------------------------------------------------------------
+
+
+def test_keyword_score_is_share_of_query_tokens_found() -> None:
+    assert keyword_score({"a1", "b1", "c1", "d1"}, {"a1", "c1", "x"}) == 0.5
+    assert keyword_score(set(), {"a1"}) == 0.0
+
+
+def test_token_overlap_divides_by_larger_set() -> None:
+    assert token_overlap({"a", "b"}, {"a", "c", "d", "e"}) == 0.25
+    assert token_overlap(set(), {"a"}) == 0.0
+
+
+def test_content_similarity_divides_by_smaller_set() -> None:
+    assert content_similarity({"a", "b"}, {"a", "c", "d", "e"}) == 0.5
+    assert content_similarity({"a"}, set()) == 0.0
+
+
+def test_jaccard() -> None:
+    assert jaccard({"a", "b", "c"}, {"b", "c", "d"}) == 0.5
+    assert jaccard(set(), set()) == 0.0
+
+
+def test_diff_reference_jaccard_seven_ninths() -> None:
+    alpha = tokenize("Project Alpha uses PostgreSQL database for persistent application storage")
+    beta = tokenize("Project Beta uses PostgreSQL database for persistent application storage")
+    assert jaccard(alpha, beta) == pytest.approx(7 / 9)
+
+
+# --- UTF-8 helpers ----------------------------------------------------------------------------
+
+
+def test_byte_len_counts_utf8_bytes() -> None:
+    assert byte_len("abc") == 3
+    assert byte_len("é") == 2
+    assert byte_len("向量") == 6
+    assert byte_len("😀") == 4
+
+
+def test_truncate_bytes_never_splits_a_character() -> None:
+    assert truncate_bytes("héllo", 2) == "h"
+    assert truncate_bytes("héllo", 3) == "hé"
+    assert truncate_bytes("向量数据", 7) == "向量"
+    assert truncate_bytes("abc", 10) == "abc"
+    assert truncate_bytes("abc", 0) == ""
+
+
+def test_excerpt_collapses_whitespace_and_keeps_short_text() -> None:
+    assert excerpt("  alpha \n\t beta\u00a0gamma  ", 240) == "alpha beta gamma"
+
+
+def test_excerpt_cuts_to_n_code_points_with_ellipsis() -> None:
+    out = excerpt("hello world wide web", 7)
+    assert out == "hello…"  # first 6 code points "hello " right-trimmed, then the ellipsis
+    assert excerpt("向量数据库很好", 4) == "向量数…"
+    assert len(excerpt("x" * 500, 240)) == 240
+
+
+def test_excerpt_exactly_n_code_points_is_unchanged() -> None:
+    assert excerpt("abcde", 5) == "abcde"
