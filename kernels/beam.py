@@ -1,0 +1,306 @@
+"""Per-anchor beam search over the edge CSR (contract §4.10 step 4, newest behaviour).
+
+The caller builds an edge CSR holding *both* directions of every edge row: node ``u``'s incident
+entries are ``indptr[u]:indptr[u+1]`` with neighbour ``nbr_rows``, edge ``weights`` and edge type
+code ``etype`` (an index into ``type_weight``, the intent's traversal weight per type).
+
+Semantics, per anchor, independently (own visited set, own budget):
+
+1. The anchor starts at its anchor score and counts as visited (budget used: 1). Anchors outside
+   ``row_mask`` are skipped.
+2. For each depth level ``1..depth``, expand every node of the level in level order. A node's
+   transitions are its CSR entries whose neighbour is inside ``row_mask`` (traversal never leaves
+   the scope), each with ``delta = lambda_structural·type_weight[etype]·weight
+   + lambda_semantic·max(0, similarity[nbr])`` (semantic term only when ``similarity`` is given).
+   Transitions are ranked by delta desc, ``id_rank[nbr]`` asc, type code asc (then CSR position)
+   *before* the budget applies. For each transition in that order: if the anchor's budget is
+   spent (visited == ``max_visited``) the anchor's search stops; otherwise the neighbour's
+   candidate ``score + delta`` updates the global best score, and a neighbour this anchor has not
+   visited yet is marked visited (budget + 1) and enters the next level with that candidate score.
+3. The next level keeps its top ``width`` entries by score desc, ``id_rank`` asc (row asc).
+4. Stop at ``depth`` levels, an empty level, or a spent budget.
+
+Global result over all anchors: ``best[r]`` = the maximum score any anchor gave row ``r`` (its
+anchor score included), ``-inf`` if never reached. ``via[r]`` = the edge type code of the
+transition that gave the best score (the lowest code among equal bests), :data:`VIA_ANCHOR` for
+every anchor row (even if a traversal later beats its anchor score), :data:`VIA_NONE` if never
+reached. Both are independent of anchor order and thread count.
+
+Imports only numpy and ``kernels.*``; numba is loaded on the first jitted call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from kernels._jit import jit
+from kernels.topk import _argsort_desc, check_array, check_mask
+
+VIA_NONE = -1  # via of a row no anchor reached
+VIA_ANCHOR = -2  # via of an anchor row
+
+
+@jit()
+def _offer(best, via, v, cand, code):
+    """Record a candidate score for row v reached through edge type ``code``."""
+    if via[v] == VIA_ANCHOR:
+        if cand > best[v]:
+            best[v] = cand
+    elif cand > best[v]:
+        best[v] = cand
+        via[v] = code
+    elif cand == best[v] and code < via[v]:
+        via[v] = code
+
+
+@jit()
+def _beam_search(
+    indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
+    width, depth, max_visited, similarity, lambda_structural, lambda_semantic, id_rank, row_mask,
+):  # fmt: skip
+    n = indptr.shape[0] - 1
+    has_sim = similarity.shape[0] != 0
+    best = np.full(n, -np.inf)
+    via = np.full(n, VIA_NONE, dtype=np.int8)
+    for a in range(anchor_rows.shape[0]):
+        r = anchor_rows[a]
+        if row_mask[r]:
+            via[r] = VIA_ANCHOR
+            if anchor_scores[a] > best[r]:
+                best[r] = anchor_scores[a]
+
+    max_deg = 0
+    for u in range(n):
+        max_deg = max(max_deg, indptr[u + 1] - indptr[u])
+    t_delta = np.empty(max_deg, dtype=np.float64)
+    t_rank = np.empty(max_deg, dtype=np.int32)
+    t_code = np.empty(max_deg, dtype=np.int8)
+    t_row = np.empty(max_deg, dtype=np.int32)
+    level_rows = np.empty(n, dtype=np.int32)
+    level_scores = np.empty(n, dtype=np.float64)
+    next_rows = np.empty(n, dtype=np.int32)
+    next_scores = np.empty(n, dtype=np.float64)
+    next_ranks = np.empty(n, dtype=np.int32)
+    stamp = np.full(n, -1, dtype=np.int64)  # stamp[v] == a: anchor a has visited v
+
+    for a in range(anchor_rows.shape[0]):
+        root = anchor_rows[a]
+        if not row_mask[root]:
+            continue
+        stamp[root] = a
+        visited = 1
+        level_rows[0] = root
+        level_scores[0] = anchor_scores[a]
+        level_n = 1
+        spent = visited >= max_visited
+        level = 0
+        while level < depth and level_n > 0 and not spent:
+            next_n = 0
+            for li in range(level_n):
+                u = level_rows[li]
+                score = level_scores[li]
+                m = 0
+                for j in range(indptr[u], indptr[u + 1]):
+                    v = nbr_rows[j]
+                    if not row_mask[v]:
+                        continue
+                    delta = lambda_structural * type_weight[etype[j]] * weights[j]
+                    if has_sim:
+                        delta += lambda_semantic * max(0.0, similarity[v])
+                    t_delta[m] = delta
+                    t_rank[m] = id_rank[v]
+                    t_code[m] = etype[j]
+                    t_row[m] = v
+                    m += 1
+                order = _argsort_desc(t_delta[:m], t_rank[:m], t_code[:m])
+                for oi in range(m):
+                    if visited >= max_visited:
+                        spent = True
+                        break
+                    o = order[oi]
+                    v = t_row[o]
+                    cand = score + t_delta[o]
+                    _offer(best, via, v, cand, t_code[o])
+                    if stamp[v] != a:
+                        stamp[v] = a
+                        visited += 1
+                        next_rows[next_n] = v
+                        next_scores[next_n] = cand
+                        next_ranks[next_n] = id_rank[v]
+                        next_n += 1
+                if spent:
+                    break
+            if spent:
+                break
+            order = _argsort_desc(next_scores[:next_n], next_ranks[:next_n], next_rows[:next_n])
+            level_n = min(width, next_n)
+            for li in range(level_n):
+                level_rows[li] = next_rows[order[li]]
+                level_scores[li] = next_scores[order[li]]
+            level += 1
+    return best, via
+
+
+def _check_beam(
+    indptr: object, nbr_rows: object, weights: object, etype: object, type_weight: object,
+    anchor_rows: object, anchor_scores: object, width: int, depth: int, max_visited: int,
+    similarity: object, id_rank: object, row_mask: object,
+) -> tuple[np.ndarray, ...]:  # fmt: skip
+    indptr = check_array(indptr, "indptr", np.int64)
+    if indptr.shape[0] < 1:
+        raise ValueError("indptr must have n + 1 entries")
+    n = indptr.shape[0] - 1
+    nbr_rows = check_array(nbr_rows, "nbr_rows", np.int32)
+    m = nbr_rows.shape[0]
+    if indptr[0] != 0 or indptr[-1] != m:
+        raise ValueError("indptr must start at 0 and end at len(nbr_rows)")
+    weights = check_array(weights, "weights", np.float64, 1, m)
+    etype = check_array(etype, "etype", np.int8, 1, m)
+    type_weight = check_array(type_weight, "type_weight", np.float64)
+    if m and (etype.min() < 0 or etype.max() >= type_weight.shape[0]):
+        raise ValueError("etype holds a code outside [0, len(type_weight))")
+    anchors = np.asarray(anchor_rows)
+    if anchors.ndim != 1 or (anchors.size and anchors.dtype.kind not in "iu"):
+        raise TypeError("anchor_rows must be a 1-dimensional integer array")
+    if anchors.size and (anchors.min() < 0 or anchors.max() >= n):
+        raise ValueError(f"anchor_rows holds a row outside [0, {n})")
+    anchors = anchors.astype(np.int32)
+    a_scores = np.asarray(anchor_scores, dtype=np.float64)
+    if a_scores.shape != anchors.shape:
+        raise ValueError("anchor_scores must have the same length as anchor_rows")
+    for name, value in (("width", width), ("depth", depth), ("max_visited", max_visited)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0, got {value!r}")
+    if similarity is None:
+        similarity = np.zeros(0, dtype=np.float64)
+    similarity = check_array(similarity, "similarity", np.float64)
+    if similarity.shape[0] not in (0, n):
+        raise ValueError(f"similarity must have length 0 or {n}, got {similarity.shape[0]}")
+    id_rank = check_array(id_rank, "id_rank", np.int32, 1, n)
+    mask = check_mask(row_mask, "row_mask", n)
+    if mask.shape[0] == 0:
+        mask = np.ones(n, dtype=np.bool_)
+        mask.flags.writeable = False
+    return indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask
+
+
+def beam_search(
+    indptr: npt.NDArray[np.int64],
+    nbr_rows: npt.NDArray[np.int32],
+    weights: npt.NDArray[np.float64],
+    etype: npt.NDArray[np.int8],
+    type_weight: npt.NDArray[np.float64],
+    anchor_rows: npt.ArrayLike,
+    anchor_scores: npt.ArrayLike,
+    width: int,
+    depth: int,
+    max_visited: int,
+    similarity: npt.NDArray[np.float64] | None,
+    lambda_structural: float,
+    lambda_semantic: float,
+    id_rank: npt.NDArray[np.int32],
+    row_mask: npt.NDArray[np.bool_] | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    """Run the per-anchor beam search described in the module docstring (numba path, serial).
+
+    Parameters
+    ----------
+    indptr : int64 (n+1,); nbr_rows : int32 (m,), values in ``[0, n)``; weights : float64 (m,);
+        etype : int8 (m,), codes in ``[0, n_types)``. The CSR contents are trusted (built by the
+        store), only its shape and the type codes are checked.
+    type_weight : float64 (n_types,), the intent's traversal weight per edge type code.
+    anchor_rows : integer (a,), rows in ``[0, n)``; anchor_scores : float (a,).
+    width, depth, max_visited : ints >= 0 (``records.BEAM_PARAMS``).
+    similarity : float64 (n,) (cosine of each row with the query), or None / empty for no
+        semantic term. Must be finite.
+    lambda_structural, lambda_semantic : floats (``records.LAMBDA_STRUCTURAL``, ``LAMBDA_SEMANTIC``).
+    id_rank : int32 (n,), the tie-break rank of each row (lower first).
+    row_mask : bool (n,) or None (all rows in scope).
+
+    Returns
+    -------
+    best : float64 (n,), best score per row, ``-inf`` where unreached.
+    via : int8 (n,), edge type code of the best score, ``VIA_ANCHOR`` (-2) for anchors,
+        ``VIA_NONE`` (-1) where unreached.
+    """
+    (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask) = _check_beam(
+        indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
+        width, depth, max_visited, similarity, id_rank, row_mask,
+    )  # fmt: skip
+    return _beam_search(
+        indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores,
+        int(width), int(depth), int(max_visited), similarity,
+        float(lambda_structural), float(lambda_semantic), id_rank, mask,
+    )  # fmt: skip
+
+
+def beam_search_numpy(
+    indptr: npt.NDArray[np.int64],
+    nbr_rows: npt.NDArray[np.int32],
+    weights: npt.NDArray[np.float64],
+    etype: npt.NDArray[np.int8],
+    type_weight: npt.NDArray[np.float64],
+    anchor_rows: npt.ArrayLike,
+    anchor_scores: npt.ArrayLike,
+    width: int,
+    depth: int,
+    max_visited: int,
+    similarity: npt.NDArray[np.float64] | None,
+    lambda_structural: float,
+    lambda_semantic: float,
+    id_rank: npt.NDArray[np.int32],
+    row_mask: npt.NDArray[np.bool_] | None = None,
+) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
+    """Same contract as :func:`beam_search`, in numpy + Python (vectorised per node, no numba)."""
+    (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask) = _check_beam(
+        indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
+        width, depth, max_visited, similarity, id_rank, row_mask,
+    )  # fmt: skip
+    n = indptr.shape[0] - 1
+    lam_s, lam_v = float(lambda_structural), float(lambda_semantic)
+    best = np.full(n, -np.inf)
+    via = np.full(n, VIA_NONE, dtype=np.int8)
+    for r, s in zip(anchors.tolist(), a_scores.tolist()):
+        if mask[r]:
+            via[r] = VIA_ANCHOR
+            best[r] = max(best[r], s)
+    best_l = best.tolist()  # Python lists: per-element updates are cheaper than on arrays
+    via_l = via.tolist()
+    for root, root_score in zip(anchors.tolist(), a_scores.tolist()):
+        if not mask[root]:
+            continue
+        visited = {root}
+        level = [(root, root_score)]
+        spent = len(visited) >= max_visited
+        for _ in range(depth):
+            if not level or spent:
+                break
+            nxt: list[tuple[int, float]] = []
+            for u, score in level:
+                lo, hi = int(indptr[u]), int(indptr[u + 1])
+                nbrs = nbr_rows[lo:hi]
+                keep = mask[nbrs]
+                nbrs, codes = nbrs[keep], etype[lo:hi][keep]
+                delta = lam_s * type_weight[codes] * weights[lo:hi][keep]
+                if similarity.shape[0]:
+                    delta = delta + lam_v * np.maximum(0.0, similarity[nbrs])
+                order = np.lexsort((codes, id_rank[nbrs], -delta))
+                for v, d, code in zip(nbrs[order].tolist(), delta[order].tolist(), codes[order].tolist()):
+                    if len(visited) >= max_visited:
+                        spent = True
+                        break
+                    cand = score + d
+                    if via_l[v] == VIA_ANCHOR:
+                        best_l[v] = max(best_l[v], cand)
+                    elif cand > best_l[v] or (cand == best_l[v] and code < via_l[v]):
+                        best_l[v] = cand
+                        via_l[v] = code
+                    if v not in visited:
+                        visited.add(v)
+                        nxt.append((v, cand))
+                if spent:
+                    break
+            nxt.sort(key=lambda e: (-e[1], int(id_rank[e[0]]), e[0]))
+            level = nxt[:width]
+    return np.array(best_l, dtype=np.float64), np.array(via_l, dtype=np.int8)

@@ -1,0 +1,228 @@
+"""Token-overlap and BM25 scoring over the inverted token index (postings CSR by token id).
+
+Implements the counting core of contract §4.2 (keyword |Q∩T|/|Q|, causal |A∩B|/max(|A|,|B|),
+ContentSimilarity, Jaccard) and Decision 12 (BM25 for recall). The index is a postings CSR:
+token ``t`` occurs in rows ``post_rows[post_indptr[t]:post_indptr[t+1]]`` with term frequencies
+``post_tf[...]`` (1 everywhere for a set-semantics index). Rows inside one posting list are
+distinct. :func:`overlap_counts` returns |Q∩T| per row; the caller divides by |Q|, by the row's
+unique-token count, or by |Q∪T| = |Q| + |T| − |Q∩T| to get each similarity measure.
+
+Query tokens: each wrapper de-duplicates ``query_ids`` first (a token repeated in the query
+counts once) and ignores ids outside ``[0, V)`` (callers may map unknown tokens to -1). Both
+paths visit the query tokens in ascending id order, so the float sums are identical.
+
+Imports only numpy, math and ``kernels.*``; numba is loaded on the first jitted call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from kernels._jit import jit
+from kernels.topk import check_array, check_mask
+
+
+@jit()
+def _overlap_counts(post_indptr, post_rows, query_ids, n_rows):
+    counts = np.zeros(n_rows, dtype=np.int32)
+    n_tokens = post_indptr.shape[0] - 1
+    for q in range(query_ids.shape[0]):
+        t = query_ids[q]
+        if t < 0 or t >= n_tokens:
+            continue
+        for j in range(post_indptr[t], post_indptr[t + 1]):
+            counts[post_rows[j]] += 1
+    return counts
+
+
+@jit()
+def _bm25_scores(post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, avgdl, k1, b, row_mask):
+    n_rows = doc_len.shape[0]
+    scores = np.zeros(n_rows, dtype=np.float64)
+    has_mask = row_mask.shape[0] != 0
+    n_tokens = post_indptr.shape[0] - 1
+    for q in range(query_ids.shape[0]):
+        t = query_ids[q]
+        if t < 0 or t >= n_tokens:
+            continue
+        lo = post_indptr[t]
+        hi = post_indptr[t + 1]
+        if has_mask:
+            df = 0
+            for j in range(lo, hi):
+                if row_mask[post_rows[j]]:
+                    df += 1
+        else:
+            df = hi - lo
+        if df == 0:
+            continue
+        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        for j in range(lo, hi):
+            r = post_rows[j]
+            if has_mask and not row_mask[r]:
+                continue
+            tf = float(post_tf[j])
+            ratio = doc_len[r] / avgdl if avgdl > 0.0 else 1.0
+            scores[r] += idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+    return scores
+
+
+def _check_query(query_ids: object) -> np.ndarray:
+    """Return the sorted unique query token ids as int32 (any integer dtype is accepted)."""
+    q = np.asarray(query_ids)
+    if q.ndim != 1:
+        raise ValueError(f"query_ids must be 1-dimensional, got shape {q.shape}")
+    if q.size and q.dtype.kind not in "iu":
+        raise TypeError(f"query_ids must be integers, got {q.dtype.name}")
+    return np.unique(q).astype(np.int32)
+
+
+def _check_postings(post_indptr: object, post_rows: object, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    post_indptr = check_array(post_indptr, "post_indptr", np.int64)
+    if post_indptr.shape[0] < 1:
+        raise ValueError("post_indptr must have at least one entry (V + 1)")
+    post_rows = check_array(post_rows, "post_rows", np.int32)
+    if post_indptr[0] != 0 or post_indptr[-1] != post_rows.shape[0]:
+        raise ValueError("post_indptr must start at 0 and end at len(post_rows)")
+    if n_rows < 0:
+        raise ValueError(f"n_rows must be >= 0, got {n_rows}")
+    return post_indptr, post_rows
+
+
+def overlap_counts(
+    post_indptr: npt.NDArray[np.int64],
+    post_rows: npt.NDArray[np.int32],
+    query_ids: npt.ArrayLike,
+    n_rows: int,
+) -> npt.NDArray[np.int32]:
+    """Return |Q∩T| for every row: how many distinct query tokens each row contains (numba path).
+
+    Parameters
+    ----------
+    post_indptr : int64 (V+1,), postings offsets by token id.
+    post_rows : int32 (nnz,), row of each posting; values in ``[0, n_rows)`` (trusted, not checked).
+    query_ids : integer (q,), query token ids; de-duplicated, ids outside ``[0, V)`` ignored.
+    n_rows : int, number of rows in the store (length of the result).
+
+    Returns
+    -------
+    counts : int32 (n_rows,).
+    """
+    post_indptr, post_rows = _check_postings(post_indptr, post_rows, n_rows)
+    return _overlap_counts(post_indptr, post_rows, _check_query(query_ids), int(n_rows))
+
+
+def overlap_counts_numpy(
+    post_indptr: npt.NDArray[np.int64],
+    post_rows: npt.NDArray[np.int32],
+    query_ids: npt.ArrayLike,
+    n_rows: int,
+) -> npt.NDArray[np.int32]:
+    """Same contract as :func:`overlap_counts`, with numpy only."""
+    post_indptr, post_rows = _check_postings(post_indptr, post_rows, n_rows)
+    counts = np.zeros(int(n_rows), dtype=np.int32)
+    n_tokens = post_indptr.shape[0] - 1
+    for t in _check_query(query_ids):
+        if 0 <= t < n_tokens:
+            counts[post_rows[post_indptr[t] : post_indptr[t + 1]]] += 1  # rows are distinct per token
+    return counts
+
+
+def _check_bm25(
+    post_indptr: object,
+    post_rows: object,
+    post_tf: object,
+    doc_len: object,
+    row_mask: object,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    if not isinstance(doc_len, np.ndarray):
+        raise TypeError(f"doc_len must be a numpy array, got {type(doc_len).__name__}")
+    if doc_len.dtype == np.int32:
+        doc_len = doc_len.astype(np.float64)
+    doc_len = check_array(doc_len, "doc_len", np.float64)
+    n_rows = doc_len.shape[0]
+    post_indptr, post_rows = _check_postings(post_indptr, post_rows, n_rows)
+    post_tf = check_array(post_tf, "post_tf", np.int32, 1, post_rows.shape[0])
+    mask = check_mask(row_mask, "row_mask", n_rows)
+    return post_indptr, post_rows, post_tf, doc_len, mask
+
+
+def bm25_scores(
+    post_indptr: npt.NDArray[np.int64],
+    post_rows: npt.NDArray[np.int32],
+    post_tf: npt.NDArray[np.int32],
+    doc_len: npt.NDArray[np.float64] | npt.NDArray[np.int32],
+    query_ids: npt.ArrayLike,
+    n_docs: int,
+    avgdl: float,
+    k1: float,
+    b: float,
+    row_mask: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.float64]:
+    """Return the Okapi BM25 score of every row for the query (Decision 12; numba path).
+
+    ``score(r) = Σ_t idf(t) · tf·(k1+1) / (tf + k1·(1 − b + b·len(r)/avgdl))`` over the distinct
+    query tokens ``t`` that occur in row ``r``, with ``idf(t) = ln(1 + (N − df + 0.5)/(df + 0.5))``.
+
+    - ``N`` is ``n_docs`` as given by the caller: the number of active insights in scope (normally
+      ``row_mask.sum()`` when a mask is given).
+    - ``df`` is the length of ``t``'s posting list, or, when ``row_mask`` is given, the number of
+      masked-in rows in it.
+    - Rows outside ``row_mask`` score exactly 0. ``avgdl <= 0`` disables length normalisation
+      (``len/avgdl`` taken as 1).
+
+    Parameters
+    ----------
+    post_indptr : int64 (V+1,); post_rows : int32 (nnz,); post_tf : int32 (nnz,), term frequencies.
+    doc_len : float64 or int32 (n,), token-sequence length per row (int32 is converted).
+    query_ids : integer (q,), query token ids; de-duplicated, ids outside ``[0, V)`` ignored.
+    n_docs : int, N. avgdl : float, mean document length over the scope. k1, b : floats
+        (``records.BM25_K1``, ``records.BM25_B``).
+    row_mask : bool (n,) or None.
+
+    Returns
+    -------
+    scores : float64 (n,), >= 0.
+    """
+    post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
+    return _bm25_scores(
+        post_indptr, post_rows, post_tf, doc_len, _check_query(query_ids),
+        float(n_docs), float(avgdl), float(k1), float(b), mask,
+    )  # fmt: skip
+
+
+def bm25_scores_numpy(
+    post_indptr: npt.NDArray[np.int64],
+    post_rows: npt.NDArray[np.int32],
+    post_tf: npt.NDArray[np.int32],
+    doc_len: npt.NDArray[np.float64] | npt.NDArray[np.int32],
+    query_ids: npt.ArrayLike,
+    n_docs: int,
+    avgdl: float,
+    k1: float,
+    b: float,
+    row_mask: npt.NDArray[np.bool_] | None = None,
+) -> npt.NDArray[np.float64]:
+    """Same contract as :func:`bm25_scores`, with numpy only (same operation order, same floats)."""
+    post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
+    n_docs, avgdl, k1, b = float(n_docs), float(avgdl), float(k1), float(b)
+    scores = np.zeros(doc_len.shape[0], dtype=np.float64)
+    n_tokens = post_indptr.shape[0] - 1
+    for t in _check_query(query_ids):
+        if not 0 <= t < n_tokens:
+            continue
+        rows = post_rows[post_indptr[t] : post_indptr[t + 1]]
+        tf = post_tf[post_indptr[t] : post_indptr[t + 1]].astype(np.float64)
+        if mask.shape[0]:
+            keep = mask[rows]
+            rows, tf = rows[keep], tf[keep]
+        df = rows.shape[0]
+        if df == 0:
+            continue
+        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        ratio = doc_len[rows] / avgdl if avgdl > 0.0 else 1.0
+        scores[rows] += idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+    return scores
