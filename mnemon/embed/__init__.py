@@ -317,9 +317,13 @@ class HTTPEmbedder:
         if self._client is None:
             import httpx
 
+            # Plain-http endpoints never use TLS (no redirects are followed and every URL is
+            # joined onto the endpoint), so skip loading the CA bundle: ~20 ms of CLI start-up.
+            plain_http = self.endpoint.strip().lower().startswith("http://")
             self._client = httpx.Client(
                 timeout=httpx.Timeout(self.timeout, connect=self.connect_timeout),
                 trust_env=False,
+                verify=not plain_http,
                 follow_redirects=False,
                 headers=self._headers(),
                 transport=self._transport,
