@@ -80,7 +80,7 @@ from typing import Any
 if __package__ in (None, ""):  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mnemon.embed.fake import HashEmbedder  # noqa: E402
+from mnemon.embed.fake import HashEmbedder
 
 __all__ = ["MODES", "EmbedServer", "EmbedServerProcess", "RecordedRequest", "main"]
 
@@ -145,9 +145,7 @@ class EmbedServer:
         self._httpd.daemon_threads = True
         self._httpd.owner = self  # type: ignore[attr-defined]
         self._httpd.handle_error = lambda request, client_address: None  # type: ignore[method-assign]
-        self._thread = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        )
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
 
     # -- public API --
@@ -170,6 +168,7 @@ class EmbedServer:
     def url(self) -> str:
         """The Ollama base URL, ``http://127.0.0.1:<port>``."""
         host = self._httpd.server_address[0]
+        assert isinstance(host, str)
         return f"http://{host}:{self.port}"
 
     @property
@@ -357,10 +356,7 @@ def _control(owner: EmbedServer, method: str, path: str, body: Any) -> tuple[int
         owner.clear()
         return 200, _dumps({})
     if (method, path) == ("GET", "/_control/requests"):
-        rows = [
-            {"method": r.method, "path": r.path, "headers": r.headers, "body": r.body}
-            for r in owner.requests
-        ]
+        rows = [{"method": r.method, "path": r.path, "headers": r.headers, "body": r.body} for r in owner.requests]
         return 200, _dumps(rows)
     return 404, _dumps({"error": "not found"})
 

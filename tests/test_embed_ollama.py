@@ -255,9 +255,9 @@ def test_bad_responses_raise_response_error(server: EmbedServer, mode: str, text
 
 def test_wrong_dimension_raises_when_dimensions_were_requested(server: EmbedServer) -> None:
     server.mode = "wrong_dim"
-    with ollama(server.url, dimensions=16) as embedder:
-        with pytest.raises(EmbedderResponseError, match="17-dimensional embeddings, 16 were requested"):
-            embedder.embed("x")
+    expected = "17-dimensional embeddings, 16 were requested"
+    with ollama(server.url, dimensions=16) as embedder, pytest.raises(EmbedderResponseError, match=expected):
+        embedder.embed("x")
 
 
 def test_wrong_dimension_is_accepted_when_no_dimensions_were_requested(server: EmbedServer) -> None:
@@ -341,9 +341,11 @@ def test_inconsistent_lengths_across_batches_raise() -> None:
         return httpx.Response(200, json={"embeddings": next(calls)})
 
     transport = httpx.MockTransport(handler)
-    with ollama("http://mock", batch_size=1, transport=transport) as embedder:
-        with pytest.raises(EmbedderResponseError, match="changed the embedding length"):
-            embedder.embed_batch(["a", "b"])
+    with (
+        ollama("http://mock", batch_size=1, transport=transport) as embedder,
+        pytest.raises(EmbedderResponseError, match="changed the embedding length"),
+    ):
+        embedder.embed_batch(["a", "b"])
 
 
 def test_errors_share_the_embedder_base_class() -> None:
@@ -418,8 +420,7 @@ def test_join_url_is_path_wise() -> None:
 
 def test_importing_mnemon_embed_loads_neither_httpx_nor_numpy() -> None:
     code = (
-        "import sys, mnemon.embed, mnemon.embed.fake\n"
-        "print(sorted(m for m in ('httpx', 'numpy') if m in sys.modules))"
+        "import sys, mnemon.embed, mnemon.embed.fake\nprint(sorted(m for m in ('httpx', 'numpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=20)
     assert out.stdout.strip() == "[]"

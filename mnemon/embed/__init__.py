@@ -154,9 +154,7 @@ def join_url(endpoint: str, path: str) -> str:
     return endpoint.strip().rstrip("/") + "/" + path.lstrip("/")
 
 
-def to_matrix(
-    vectors: object, *, count: int, dimensions: int | None, source: str
-) -> NDArray[np.float64]:
+def to_matrix(vectors: object, *, count: int, dimensions: int | None, source: str) -> NDArray[np.float64]:
     """Validate decoded JSON vectors and return them as a float64 (count, d) array.
 
     Raises ``EmbedderResponseError`` for a non-list, a wrong count, empty, ragged, non-numeric,
@@ -265,17 +263,21 @@ class HTTPEmbedder:
 
         if not texts:
             return np.empty((0, self.dimensions or 0), dtype=np.float64)
-        parts = []
+        parts: list[NDArray[np.float64]] = []
         for start in range(0, len(texts), self.batch_size):
             chunk = list(texts[start : start + self.batch_size])
             parts.append(self._embed_chunk(chunk))
         if len({p.shape[1] for p in parts}) > 1:
             raise EmbedderResponseError(f"{self._source()} changed the embedding length between batches")
-        return parts[0] if len(parts) == 1 else np.concatenate(parts, axis=0)
+        if len(parts) == 1:
+            return parts[0]
+        matrix: NDArray[np.float64] = np.concatenate(parts, axis=0)
+        return matrix
 
     def embed(self, text: str) -> NDArray[np.float64]:
         """Embed one text; return a float64 (d,) vector."""
-        return self.embed_batch([text])[0]
+        vector: NDArray[np.float64] = self.embed_batch([text])[0]
+        return vector
 
     def close(self) -> None:
         """Close the connection pool (idempotent; a later call opens a new one)."""
@@ -330,9 +332,7 @@ class HTTPEmbedder:
             )
         return self._client
 
-    def _send(
-        self, method: str, path: str, body: dict[str, Any] | None, limit: float
-    ) -> tuple[int, bytes]:
+    def _send(self, method: str, path: str, body: dict[str, Any] | None, limit: float) -> tuple[int, bytes]:
         """Send one request and read the whole response within ``limit`` seconds.
 
         httpx time-outs are per operation (connect, each read), so a server that trickles bytes

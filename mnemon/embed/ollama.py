@@ -80,5 +80,5 @@ class OllamaEmbedder(HTTPEmbedder):
 
     def _vectors_from(self, payload: Any, count: int) -> object:
         if not isinstance(payload, dict) or "embeddings" not in payload:
-            raise EmbedderResponseError(f"{self._source()} returned no \"embeddings\" field")
+            raise EmbedderResponseError(f'{self._source()} returned no "embeddings" field')
         return payload["embeddings"]

@@ -77,10 +77,10 @@ class OpenAIEmbedder(HTTPEmbedder):
     def _vectors_from(self, payload: Any, count: int) -> object:
         data = payload.get("data") if isinstance(payload, dict) else None
         if not isinstance(data, list) or not all(isinstance(item, dict) for item in data):
-            raise EmbedderResponseError(f"{self._source()} returned no \"data\" list")
+            raise EmbedderResponseError(f'{self._source()} returned no "data" list')
         indices = [item.get("index") for item in data]
         if all(type(i) is int for i in indices):
-            if sorted(indices) != list(range(len(data))):  # type: ignore[type-var]
+            if sorted(indices) != list(range(len(data))):
                 raise EmbedderResponseError(f"{self._source()} returned inconsistent embedding indices")
             data = sorted(data, key=lambda item: item["index"])
         return [item.get("embedding") for item in data]
