@@ -328,6 +328,25 @@ def test_unusable_payloads_raise_response_error(payload: object) -> None:
         embedder.embed("x")
 
 
+def test_undecodable_body_fails_the_probe_and_the_request() -> None:
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, headers={"content-encoding": "gzip"}, content=b"not gzip at all")
+    )
+    with ollama("http://mock", transport=transport) as embedder:
+        assert embedder.probe() is False
+        with pytest.raises(EmbedderResponseError) as info:
+            embedder.embed("x")
+    assert isinstance(info.value.__cause__, httpx.DecodingError)
+
+
+def test_oversized_response_is_refused(server: EmbedServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mnemon.embed
+
+    monkeypatch.setattr(mnemon.embed, "MAX_RESPONSE_BYTES", 100)
+    with ollama(server.url) as embedder, pytest.raises(EmbedderResponseError, match="oversized"):
+        embedder.embed("a text whose 32-dimensional vector takes far more than 100 bytes of JSON")
+
+
 def test_integer_vectors_are_converted_to_float64() -> None:
     with ollama("http://mock", transport=mock({"embeddings": [[1, 0, 2]]})) as embedder:
         vector = embedder.embed("x")

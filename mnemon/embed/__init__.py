@@ -20,7 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-from mnemon.errors import EmbedderResponseError, EmbedderUnavailable
+from mnemon.errors import EmbedderError, EmbedderResponseError, EmbedderUnavailable
 
 if TYPE_CHECKING:
     import httpx
@@ -253,7 +253,7 @@ class HTTPEmbedder:
         """Return True when the server answers the availability request with 200 in time."""
         try:
             status, _ = self._send("GET", self._probe_path(), None, self.probe_timeout)
-        except EmbedderUnavailable:
+        except EmbedderError:  # a probe answers yes or no, it never raises
             return False
         return status == 200
 
