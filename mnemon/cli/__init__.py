@@ -1,0 +1,83 @@
+"""The command line: a Typer app whose commands parse, call one Engine method and render.
+
+``main(argv)`` is the single place where a usage error or a ``MnemonError`` becomes
+``Error: <msg>`` on stderr and exit status 1 (contract §3.1, Decision 9). Command modules import
+the engine lazily, so ``--help``, ``--version`` and ``store list`` never import numpy or numba.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+from typer._click import exceptions as click_exceptions
+
+from mnemon import __version__
+from mnemon.cli import graph, maint, memory, stores
+from mnemon.cli.state import GlobalOptions, split_global
+from mnemon.errors import MnemonError
+
+HELP = """mnemon: persistent memory for AI agents.
+
+Global flags (anywhere on the line): --data-dir PATH, --store NAME, --readonly,
+--embed-model NAME, --version."""
+
+app = typer.Typer(
+    name="mnemon",
+    help=HELP,
+    add_completion=False,
+    rich_markup_mode=None,
+    pretty_exceptions_enable=False,
+    no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+for module in (memory, graph, maint, stores):
+    module.register(app)
+
+
+def _usage_message(exc: click_exceptions.UsageError) -> str:
+    """Word framework usage errors the way Cobra does (§3.1)."""
+    if isinstance(exc, click_exceptions.NoSuchOption):
+        return f"unknown flag: {exc.option_name}"
+    if isinstance(exc, click_exceptions.BadOptionUsage) and "requires an argument" in exc.message:
+        return f"flag needs an argument: {exc.option_name}"
+    if isinstance(exc, click_exceptions.BadParameter) and exc.param is not None:
+        flag = (exc.param.opts or [exc.param.name or ""])[0]
+        return f'invalid argument for "{flag}" flag: {exc.message}'
+    message = exc.message
+    if message.startswith("No such command"):
+        name = message.split("'")[1] if "'" in message else message
+        return f'unknown command "{name}" for "mnemon"'
+    return message
+
+
+def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None) -> int:
+    """Run the CLI and return the exit status (0 ok, 1 any error)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    opts = options or GlobalOptions()
+    try:
+        rest = split_global(args, opts)
+        if opts.version:
+            print(f"mnemon version {__version__}")
+            return 0
+        result = app(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
+        return result if isinstance(result, int) else 0
+    except click_exceptions.UsageError as exc:
+        print(f"Error: {_usage_message(exc)}", file=sys.stderr)
+        return 1
+    except MnemonError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
+    except click_exceptions.Exit as exc:
+        return exc.exit_code
+    except click_exceptions.Abort:
+        print("Error: aborted", file=sys.stderr)
+        return 1
+    except BrokenPipeError:
+        return 0
+    except KeyboardInterrupt:
+        print("Error: interrupted", file=sys.stderr)
+        return 130
+    except click_exceptions.ClickException as exc:
+        print(f"Error: {exc.format_message()}", file=sys.stderr)
+        return 1

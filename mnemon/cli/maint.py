@@ -1,0 +1,73 @@
+"""Maintenance commands: gc, status, log, receipt (contract §3.10-3.13)."""
+
+from __future__ import annotations
+
+import typer
+
+from mnemon.cli import render
+from mnemon.cli.state import open_engine
+from mnemon.validate import check_limit, check_threshold
+
+LOG_DETAIL_MAX = 60  # bytes; longer details are cut to 57 + "..." (§3.12)
+
+
+def gc(
+    ctx: typer.Context,
+    threshold: float = typer.Option(0.5, "--threshold", help="EI below which insights are suggested"),
+    limit: int = typer.Option(20, "--limit", help="maximum candidates"),
+    keep: str = typer.Option("", "--keep", help="retain this insight (+3 accesses)"),
+    compact: bool = typer.Option(False, "--compact", help="checkpoint and VACUUM the database"),
+) -> None:
+    """Suggest low-value insights to prune, retain one, or compact the database."""
+    if not keep and not compact:
+        check_threshold(threshold)
+        check_limit(limit)
+    with open_engine(ctx.obj) as engine:
+        if keep:
+            render.emit_json(engine.gc_keep(keep))
+        elif compact:
+            render.emit_json(engine.gc_compact())
+        else:
+            render.emit_json(engine.gc(threshold, limit))
+
+
+def status(ctx: typer.Context) -> None:
+    """Show counts, categories, top entities and the database path."""
+    with open_engine(ctx.obj) as engine:
+        render.emit_json(engine.status())
+
+
+def _cut_bytes(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return data[:limit].decode("utf-8", errors="ignore")
+
+
+def log(ctx: typer.Context, limit: int = typer.Option(20, "--limit", help="rows")) -> None:
+    """Show the operation log, newest first."""
+    check_limit(limit)
+    with open_engine(ctx.obj) as engine:
+        rows = engine.log(limit)
+    if not rows:
+        render.emit_text("No operations recorded yet.")
+        return
+    table = [["TIME", "OP", "INSIGHT", "DETAIL"], ["----", "--", "-------", "------"]]
+    for row in rows:
+        detail = " ".join(row.detail.split("\n"))
+        if len(detail.encode("utf-8")) > LOG_DETAIL_MAX:
+            detail = _cut_bytes(detail, LOG_DETAIL_MAX - 3) + "..."
+        table.append([row.created_at, row.operation, row.insight_id[:8], detail])
+    render.emit_text(render.table(table))
+
+
+def receipt(ctx: typer.Context, limit: int = typer.Option(20, "--limit", help="rows")) -> None:
+    """Export a privacy-reduced receipt of recent operations."""
+    check_limit(limit)
+    with open_engine(ctx.obj) as engine:
+        render.emit_json(engine.receipt(limit))
+
+
+def register(app: typer.Typer) -> None:
+    app.command("gc")(gc)
+    app.command("status")(status)
+    app.command("log")(log)
+    app.command("receipt")(receipt)

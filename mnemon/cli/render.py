@@ -1,0 +1,127 @@
+"""The only code that writes command results to stdout, in the Go program's JSON layout.
+
+Go's encoder: two-space indent, ``"key": value``, raw UTF-8, ``<``, ``>``, ``&``, U+2028 and
+U+2029 escaped as ``\\u003c``-style sequences (not in ``--brief`` output), integral floats without
+``.0``, empty slices as ``[]``. Hooks parse ``"total_insights": <n>`` with sed, so the layout is
+part of the contract (§3.1). Callers order dict keys: sorted for map-shaped outputs, field order
+for struct-shaped ones.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+
+_BASE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+def _string(value: str, html: bool) -> str:
+    out = ['"']
+    for ch in value:
+        esc = _BASE_ESCAPES.get(ch)
+        if esc is None and html:
+            esc = _HTML_ESCAPES.get(ch)
+        if esc is not None:
+            out.append(esc)
+        elif ch < " ":
+            out.append(f"\\u{ord(ch):04x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def format_float(value: float) -> str:
+    """Format a float the way Go's encoding/json does (shortest repr, no ``.0``, ``e-7`` not ``e-07``)."""
+    if math.isnan(value) or math.isinf(value):
+        return "null"  # Go would fail; never let a NaN break a hook's parser
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    absolute = abs(value)
+    if absolute < 1e-6 or absolute >= 1e21:
+        mantissa, exponent = f"{value:e}".split("e")
+        text = repr(value)
+        if "e" in text:  # repr is the shortest round-trip form, as Go's 'g' with precision -1
+            mantissa, exponent = text.split("e")
+        sign = exponent[0] if exponent[0] in "+-" else "+"
+        digits = exponent.lstrip("+-").lstrip("0") or "0"
+        return f"{mantissa}e{sign}{digits}"
+    return repr(value)
+
+
+def _encode(value: object, html: bool, indent: str | None, level: int, out: list[str]) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(_string(value, html))
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        out.append(format_float(value))
+    elif isinstance(value, Mapping):
+        if not value:
+            out.append("{}")
+            return
+        out.append("{")
+        for i, (key, item) in enumerate(value.items()):
+            if i:
+                out.append(",")
+            if indent is not None:
+                out.append("\n" + indent * (level + 1))
+            out.append(_string(str(key), html))
+            out.append(": " if indent is not None else ":")
+            _encode(item, html, indent, level + 1, out)
+        if indent is not None:
+            out.append("\n" + indent * level)
+        out.append("}")
+    elif isinstance(value, Sequence) and not isinstance(value, (bytes, bytearray)):
+        if not value:
+            out.append("[]")
+            return
+        out.append("[")
+        for i, item in enumerate(value):
+            if i:
+                out.append(",")
+            if indent is not None:
+                out.append("\n" + indent * (level + 1))
+            _encode(item, html, indent, level + 1, out)
+        if indent is not None:
+            out.append("\n" + indent * level)
+        out.append("]")
+    else:
+        raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def to_json(value: object, *, pretty: bool = True, html_escape: bool = True) -> str:
+    """Encode ``value`` as Go would: MarshalIndent(v, "", "  ") when pretty, Marshal otherwise."""
+    out: list[str] = []
+    _encode(value, html_escape, "  " if pretty else None, 0, out)
+    return "".join(out)
+
+
+def emit_json(value: object, *, pretty: bool = True, html_escape: bool = True) -> None:
+    """Write ``value`` as JSON plus one trailing newline to stdout."""
+    sys.stdout.write(to_json(value, pretty=pretty, html_escape=html_escape) + "\n")
+
+
+def emit_text(text: str) -> None:
+    sys.stdout.write(text if text.endswith("\n") else text + "\n")
+
+
+def table(rows: Sequence[Sequence[str]], padding: int = 2) -> str:
+    """Align columns like Go's tabwriter with the given padding (last column not padded)."""
+    widths = [0] * max((len(r) for r in rows), default=0)
+    for row in rows:
+        for i, cell in enumerate(row[:-1]):
+            widths[i] = max(widths[i], len(cell))
+    lines = []
+    for row in rows:
+        cells = [cell.ljust(widths[i] + padding) for i, cell in enumerate(row[:-1])]
+        lines.append("".join(cells) + (row[-1] if row else ""))
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,110 @@
+"""Global flags and the engine a command runs against.
+
+Global flags may appear anywhere on the command line, as with Cobra's persistent flags
+(``mnemon remember "x" --store work``), so ``split_global`` lifts them out of argv before the
+command parser sees it. The engine is imported lazily: ``--help``, ``--version`` and
+``store list`` never pay for numpy, numba or apsw.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mnemon import config
+from mnemon.errors import InputError
+
+if TYPE_CHECKING:
+    from mnemon.engine import Engine
+
+_VALUE_FLAGS = {"--data-dir": "data_dir", "--store": "store", "--embed-model": "embed_model"}
+
+
+@dataclass(slots=True)
+class GlobalOptions:
+    """The persistent flags of §3.1, plus injectable parts for tests (``engine_kwargs``)."""
+
+    data_dir: str | None = None
+    store: str | None = None
+    readonly: bool = False
+    embed_model: str | None = None
+    version: bool = False
+    engine_kwargs: dict[str, Any] = field(default_factory=dict)
+    environ: dict[str, str] | None = None
+
+    def settings(self) -> config.Settings:
+        resolved = config.resolve(
+            data_dir=self.data_dir, store=self.store, readonly=self.readonly,
+            embed_model=self.embed_model, environ=self.environ,
+        )
+        for warning in resolved.warnings:
+            print(warning, file=sys.stderr)
+        return resolved
+
+
+def split_global(argv: list[str], options: GlobalOptions) -> list[str]:
+    """Move global flags from anywhere before ``--`` into ``options``; return the rest."""
+    rest: list[str] = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            rest.extend(argv[i:])
+            break
+        name, eq, inline = arg.partition("=")
+        if name in _VALUE_FLAGS:
+            if eq:
+                value = inline
+            elif i + 1 < len(argv):
+                i += 1
+                value = argv[i]
+            else:
+                raise InputError(f"flag needs an argument: {name}")
+            setattr(options, _VALUE_FLAGS[name], value)
+        elif arg == "--readonly":
+            options.readonly = True
+        elif arg == "--version":
+            options.version = True
+        else:
+            rest.append(arg)
+        i += 1
+    return rest
+
+
+@contextmanager
+def open_engine(options: GlobalOptions) -> Iterator[Engine]:
+    """Build the engine for this command and close it (checkpointing the WAL) afterwards."""
+    from mnemon.engine import Engine
+
+    engine = Engine(options.settings(), **options.engine_kwargs)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+def join_words(words: list[str] | None, *, at_least: int = 1) -> str:
+    """Join positional words with single spaces, checking arity with Cobra's wording."""
+    words = list(words or [])
+    if len(words) < at_least:
+        raise InputError(f"requires at least {at_least} arg(s), only received {len(words)}")
+    return " ".join(words)
+
+
+def exactly(words: list[str] | None, n: int) -> list[str]:
+    words = list(words or [])
+    if len(words) != n:
+        raise InputError(f"accepts {n} arg(s), received {len(words)}")
+    return words
+
+
+def read_stdin_text() -> str:
+    """Read all of stdin as strict UTF-8 (``remember -``, Decision 10)."""
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError("content is not valid UTF-8") from None

@@ -1,0 +1,220 @@
+"""Settings: the one table of configurable values and the only reader of ``os.environ``.
+
+Resolution order (contract §2.2, §3.2): command-line flag > environment variable >
+``<data-dir>/active`` (store name only) > default. Invalid values of the spec'd variables produce
+the contract's stderr warning and fall back to the default; the warnings are collected here and
+printed by the CLI. stdlib only: imported on every CLI start.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mnemon.errors import InputError
+from mnemon.records import DEFAULT_MAX_INSIGHTS, DEFAULT_PRUNE_MIN_AGE_SECONDS
+
+STORE_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]*")
+DEFAULT_STORE = "default"
+DEFAULT_EMBED_ENDPOINT = "http://localhost:11434"
+DEFAULT_EMBED_MODEL = "nomic-embed-text"
+DEFAULT_KEEP_ALIVE = "30m"
+EMBED_PROTOCOLS = ("auto", "ollama", "openai")
+
+
+@dataclass(frozen=True, slots=True)
+class SettingSpec:
+    """One configurable value: its name, environment variable and help text."""
+
+    name: str
+    env: str | None
+    help: str
+
+
+SETTINGS: tuple[SettingSpec, ...] = (
+    SettingSpec("data_dir", "MNEMON_DATA_DIR", "base directory (default ~/.mnemon; no ~ expansion)"),
+    SettingSpec("store", "MNEMON_STORE", "store name (below --store, above <data-dir>/active)"),
+    SettingSpec("embed_endpoint", "MNEMON_EMBED_ENDPOINT", "embedding server URL"),
+    SettingSpec("embed_model", "MNEMON_EMBED_MODEL", "embedding model name"),
+    SettingSpec("embed_dimensions", "MNEMON_EMBED_DIMENSIONS", "positive int sent as `dimensions`"),
+    SettingSpec("embed_protocol", "MNEMON_EMBED_PROTOCOL", "ollama | openai | auto"),
+    SettingSpec("embed_api_key", "MNEMON_EMBED_API_KEY", "bearer key (openai protocol only)"),
+    SettingSpec("embed_keep_alive", "MNEMON_EMBED_KEEP_ALIVE", "Ollama keep_alive"),
+    SettingSpec("max_insights", "MNEMON_MAX_INSIGHTS", "auto-prune ceiling; <= 0 disables"),
+    SettingSpec("auto_prune_min_age", "MNEMON_AUTO_PRUNE_MIN_AGE", "auto-prune grace (Go duration, <n>d, 0)"),
+)
+ENV_NAMES: dict[str, str] = {s.name: s.env for s in SETTINGS if s.env}
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Resolved configuration for one command; the engine never reads the environment itself."""
+
+    data_dir: Path
+    store: str
+    readonly: bool = False
+    embed_endpoint: str = DEFAULT_EMBED_ENDPOINT
+    embed_model: str = DEFAULT_EMBED_MODEL
+    embed_dimensions: int | None = None
+    embed_protocol: str = "auto"
+    embed_api_key: str | None = None
+    embed_keep_alive: str = DEFAULT_KEEP_ALIVE
+    max_insights: int = DEFAULT_MAX_INSIGHTS
+    auto_prune_min_age: float = float(DEFAULT_PRUNE_MIN_AGE_SECONDS)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @property
+    def store_dir(self) -> Path:
+        return self.data_dir / "data" / self.store
+
+    @property
+    def db_path(self) -> Path:
+        return self.store_dir / "mnemon.db"
+
+
+def valid_store_name(name: str) -> bool:
+    """Return whether ``name`` is a legal store name (§2.2); fullmatch, so no trailing newline slips by."""
+    return STORE_NAME_RE.fullmatch(name) is not None
+
+
+def check_store_name(name: str) -> str:
+    """Return ``name`` or raise the contract's error for a name that is not a valid store name."""
+    if not valid_store_name(name):
+        raise InputError(f'invalid store name "{name}"')
+    return name
+
+
+def default_data_dir(environ: dict[str, str]) -> Path:
+    """Return ``$MNEMON_DATA_DIR`` as given, else ``~/.mnemon``."""
+    value = environ.get("MNEMON_DATA_DIR", "")
+    if value:
+        return Path(value)
+    return Path(environ.get("HOME") or os.path.expanduser("~")) / ".mnemon"
+
+
+def read_active(data_dir: Path) -> str | None:
+    """Return the trimmed, valid store name in ``<data-dir>/active``, or None."""
+    try:
+        name = (data_dir / "active").read_text(encoding="utf-8", errors="replace").strip()
+    except OSError:
+        return None
+    return name if name and valid_store_name(name) else None
+
+
+# --- Go durations (§3.2 MNEMON_AUTO_PRUNE_MIN_AGE, §3.12 prune detail) ----------------------
+
+_DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+
+def parse_duration(text: str) -> float:
+    """Parse a Go duration (``24h``, ``1h30m``, ``90s``), ``<n>d`` or ``0`` into seconds.
+
+    Raises ValueError for anything else, including negative values (the caller warns and
+    falls back to the default, as the contract says).
+    """
+    s = text.strip()
+    if s == "0":
+        return 0.0
+    day = re.fullmatch(r"(\d+(?:\.\d+)?)d", s)
+    if day:
+        return float(day.group(1)) * 86400.0
+    if not s or s.startswith("-"):
+        raise ValueError(text)
+    s = s.lstrip("+")
+    pos, total = 0, 0.0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if not m:
+            raise ValueError(text)
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    if pos == 0:
+        raise ValueError(text)
+    return total
+
+
+def format_duration(seconds: float) -> str:
+    """Format seconds the way Go's ``time.Duration.String`` does for whole seconds (``24h0m0s``)."""
+    total = int(round(seconds))
+    if total == 0:
+        return "0s"
+    hours, rest = divmod(total, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes}m{secs}s"
+    if minutes:
+        return f"{minutes}m{secs}s"
+    return f"{secs}s"
+
+
+def resolve(
+    *,
+    data_dir: str | None = None,
+    store: str | None = None,
+    readonly: bool = False,
+    embed_model: str | None = None,
+    environ: dict[str, str] | None = None,
+) -> Settings:
+    """Resolve flags and environment into Settings (flag > env > active file > default)."""
+    env = dict(os.environ) if environ is None else environ
+    warnings: list[str] = []
+    base = Path(data_dir) if data_dir else default_data_dir(env)
+
+    name = store if store else env.get("MNEMON_STORE", "")
+    if not name:
+        name = read_active(base) or DEFAULT_STORE
+
+    dimensions: int | None = None
+    raw_dims = env.get("MNEMON_EMBED_DIMENSIONS", "").strip()
+    if raw_dims:
+        try:
+            dimensions = int(raw_dims)
+            if dimensions <= 0:
+                raise ValueError(raw_dims)
+        except ValueError:
+            dimensions = None
+            warnings.append(f'mnemon: ignoring invalid MNEMON_EMBED_DIMENSIONS "{raw_dims}"')
+
+    protocol = env.get("MNEMON_EMBED_PROTOCOL", "").strip().lower() or "auto"
+    if protocol not in EMBED_PROTOCOLS:
+        warnings.append(f'mnemon: ignoring invalid MNEMON_EMBED_PROTOCOL "{protocol}"; using auto')
+        protocol = "auto"
+
+    max_insights = DEFAULT_MAX_INSIGHTS
+    raw_max = env.get("MNEMON_MAX_INSIGHTS", "").strip()
+    if raw_max:
+        try:
+            max_insights = int(raw_max)
+        except ValueError:
+            warnings.append(
+                f'mnemon: ignoring invalid MNEMON_MAX_INSIGHTS "{raw_max}"; using default {DEFAULT_MAX_INSIGHTS}'
+            )
+
+    min_age = float(DEFAULT_PRUNE_MIN_AGE_SECONDS)
+    raw_age = env.get("MNEMON_AUTO_PRUNE_MIN_AGE", "").strip()
+    if raw_age:
+        try:
+            min_age = parse_duration(raw_age)
+        except ValueError:
+            warnings.append(
+                f'mnemon: ignoring invalid MNEMON_AUTO_PRUNE_MIN_AGE "{raw_age}"; using default '
+                f"{format_duration(DEFAULT_PRUNE_MIN_AGE_SECONDS)}"
+            )
+
+    return Settings(
+        data_dir=base,
+        store=name,
+        readonly=readonly,
+        embed_endpoint=env.get("MNEMON_EMBED_ENDPOINT", "").strip() or DEFAULT_EMBED_ENDPOINT,
+        embed_model=(embed_model or env.get("MNEMON_EMBED_MODEL", "").strip() or DEFAULT_EMBED_MODEL),
+        embed_dimensions=dimensions,
+        embed_protocol=protocol,
+        embed_api_key=env.get("MNEMON_EMBED_API_KEY") or None,
+        embed_keep_alive=env.get("MNEMON_EMBED_KEEP_ALIVE", "").strip() or DEFAULT_KEEP_ALIVE,
+        max_insights=max_insights,
+        auto_prune_min_age=min_age,
+        warnings=tuple(warnings),
+    )

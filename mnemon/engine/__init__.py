@@ -1,0 +1,18 @@
+"""The engine: one method per command, returning records; it never prints.
+
+Split by pipeline (architecture §2): ``write`` (remember, link, forget), ``read`` (show, related,
+status, log, receipt), ``upkeep`` (gc). Each pipeline owns its transaction boundaries.
+"""
+
+from __future__ import annotations
+
+from mnemon.engine.core import EngineBase, format_ts, utc_now
+from mnemon.engine.read import ReadMixin
+from mnemon.engine.upkeep import UpkeepMixin
+from mnemon.engine.write import WriteMixin
+
+__all__ = ["Engine", "EngineBase", "format_ts", "utc_now"]
+
+
+class Engine(WriteMixin, ReadMixin, UpkeepMixin):
+    """Every command's entry point for the CLI, the MCP server and library users."""

@@ -1,0 +1,124 @@
+"""EngineBase: settings, the clock, the open store and the embedder, shared by every pipeline.
+
+The engine owns transaction boundaries and I/O order; it never prints. The clock is injectable
+(``now``) so the contract's time rules are testable. The embedder is probed lazily and at most
+once per engine: an unreachable server is a state (embedding-free mode), not an error.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from mnemon.config import Settings, check_store_name
+from mnemon.errors import EmbedderError, ReadonlyModeError
+from mnemon.store import Store
+from mnemon.store.layout import migrate_legacy
+
+if TYPE_CHECKING:
+    from mnemon.embed import Embedder
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc).replace(microsecond=0)
+
+
+def format_ts(moment: datetime) -> str:
+    """RFC 3339 UTC with second precision (§2.3): ``2026-02-18T10:00:00Z``."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class EngineBase:
+    """State shared by the pipelines: settings, clock, store connection, embedder."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        embedder: Embedder | None = None,
+        notice: Callable[[str], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._clock = clock
+        self._store: Store | None = None
+        self._embedder = embedder
+        self._embedder_checked = embedder is not None
+        self._embedder_ok = embedder is not None
+        self._notice = notice or (lambda msg: print(msg, file=sys.stderr))
+
+    # --- time -------------------------------------------------------------------------------
+
+    def now(self) -> datetime:
+        return self._clock()
+
+    def now_ts(self) -> str:
+        return format_ts(self._clock())
+
+    # --- store ------------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The open store, opened (and created, unless read-only) on first use."""
+        if self._store is None:
+            self._store = self._open_store()
+        return self._store
+
+    def _open_store(self) -> Store:
+        settings = self.settings
+        check_store_name(settings.store)
+        if not settings.readonly:
+            moved = migrate_legacy(settings.data_dir)
+            if moved is not None:
+                self._notice(f"mnemon: migrated database to {moved}")
+        return Store.open(settings.db_path, readonly=settings.readonly, now=self.now_ts())
+
+    def after_write(self) -> None:
+        """Called after every committed write; derived indexes catch up here (overridden)."""
+
+    def require_writable(self, action: str) -> None:
+        """Refuse a mutating command early under --readonly (§2.3 newest)."""
+        if self.settings.readonly:
+            raise ReadonlyModeError(action)
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+        if self._embedder is not None:
+            self._embedder.close()
+
+    def __enter__(self) -> EngineBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- embedder ---------------------------------------------------------------------------
+
+    def make_embedder(self) -> Embedder:
+        """Build (without contacting) the embedder the settings describe."""
+        from mnemon.embed import make_embedder
+
+        s = self.settings
+        return make_embedder(
+            endpoint=s.embed_endpoint,
+            model=s.embed_model,
+            protocol=s.embed_protocol,
+            api_key=s.embed_api_key,
+            keep_alive=s.embed_keep_alive,
+            dimensions=s.embed_dimensions,
+        )
+
+    def embedder(self) -> Embedder | None:
+        """Return a reachable embedder after one 2 s probe, or None (embedding-free mode)."""
+        if not self._embedder_checked:
+            self._embedder_checked = True
+            try:
+                self._embedder = self.make_embedder()
+                self._embedder_ok = self._embedder.probe()
+            except EmbedderError:
+                self._embedder_ok = False
+        return self._embedder if self._embedder_ok else None

@@ -1,0 +1,123 @@
+"""Read commands that are not retrieval: show, related, status, log, receipt (§3.6, §3.9, §3.11-3.13)."""
+
+from __future__ import annotations
+
+import hashlib
+
+from mnemon.engine.core import EngineBase
+from mnemon.errors import InputError, NotFoundError
+from mnemon.records import OplogEntry
+from mnemon.related import bfs
+from mnemon.store import edges, insights, oplog
+from mnemon.validate import check_edge_type, check_limit, check_text
+
+RELATED_MAX_NODES = 1000  # `related` has no flag for it; the depth bounds the walk in practice
+TOP_ENTITIES = 20
+RECEIPT_SCHEMA = "mnemon.memory.receipt.v1"
+
+
+class ReadMixin(EngineBase):
+    """show / related / status / log / receipt."""
+
+    def neighbours(self, node: str) -> list[tuple[str, str]]:
+        """Both directions of every edge row touching ``node``, rowid order (BFS adjacency)."""
+        out = []
+        for e in edges.touching(self.store.conn, node):
+            out.append((e.target_id if e.source_id == node else e.source_id, e.edge_type))
+        return out
+
+    def is_active(self, insight_id: str) -> bool:
+        return insights.get(self.store.conn, insight_id) is not None
+
+    def bump_access(self, ids: list[str], operation: str, detail: str) -> None:
+        """Access-count side effect plus oplog row in one short transaction; skipped under --readonly."""
+        if self.settings.readonly:
+            return
+        stamp = self.now_ts()
+        with self.store.transaction(operation) as conn:
+            insights.bump_access(conn, ids, stamp)
+            oplog.append(conn, operation, ids[0] if len(ids) == 1 and operation == "show" else "", detail, stamp)
+        self.after_write()
+
+    def show(self, insight_id: str) -> dict[str, object]:
+        check_text(insight_id, "id")
+        found = insights.get(self.store.conn, insight_id)
+        if found is None:
+            raise NotFoundError(f"insight {insight_id} not found")
+        self.bump_access([insight_id], "show", "full insight")
+        return found.to_json()
+
+    def related(self, insight_id: str, *, edge_type: str | None = None, depth: int = 2) -> list[dict[str, object]]:
+        check_text(insight_id, "id")
+        if edge_type:
+            check_edge_type(edge_type)
+        if depth <= 0:
+            raise InputError("depth must be greater than 0")
+        if insights.get(self.store.conn, insight_id) is None:
+            raise NotFoundError(f"insight not found: {insight_id}")
+        hits = bfs(
+            insight_id, self.neighbours, depth, RELATED_MAX_NODES, edge_type=edge_type or None,
+            is_active=self.is_active,
+        )
+        out = []
+        for hit in hits:
+            ins = insights.get(self.store.conn, hit.id)
+            if ins is None:
+                continue
+            out.append({
+                "id": ins.id, "content": ins.content, "category": ins.category, "importance": ins.importance,
+                "depth": hit.depth, "via_edge_type": hit.via,
+            })
+        return out
+
+    def status(self) -> dict[str, object]:
+        conn = self.store.conn
+        return {
+            "total_insights": insights.active_count(conn),
+            "deleted_insights": insights.deleted_count(conn),
+            "by_category": dict(sorted(insights.count_by_category(conn).items())),
+            "edge_count": edges.count_all(conn),
+            "top_entities": [{"entity": e, "count": n} for e, n in insights.top_entities(conn, TOP_ENTITIES)],
+            "oplog_count": oplog.count(conn),
+            "db_path": str(self.settings.db_path),
+            "db_size_bytes": self.store.size_bytes(),
+        }
+
+    def log(self, limit: int) -> list[OplogEntry]:
+        check_limit(limit)
+        return oplog.recent(self.store.conn, limit)
+
+    def receipt(self, limit: int) -> dict[str, object]:
+        """Privacy-reduced export of the last oplog rows: hashes, never raw content (§3.13)."""
+        check_limit(limit)
+        rows = oplog.recent(self.store.conn, limit)
+        events = []
+        for row in rows:
+            event: dict[str, object] = {
+                "event_name": "mnemon.memory.operation.observed",
+                "operation": row.operation,
+                "created_at": row.created_at,
+            }
+            if row.insight_id:
+                event["insight_id_hash"] = _digest(row.insight_id)
+            if row.detail:
+                event["detail_hash"] = _digest(row.detail)
+            event["detail_present"] = bool(row.detail)
+            events.append(event)
+        return {
+            "schema": RECEIPT_SCHEMA,
+            "generated_at": self.now_ts(),
+            "store": self.settings.store,
+            "limit": limit,
+            "count": len(events),
+            "privacy": {
+                "raw_detail_included": False,
+                "hash_algorithm": "sha256",
+                "note": "insight ids and details are SHA-256 digests; raw content is never included",
+            },
+            "events": events,
+        }
+
+
+def _digest(value: str) -> str:
+    return hashlib.sha256(value.encode("utf-8")).hexdigest()

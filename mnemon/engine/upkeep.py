@@ -1,0 +1,162 @@
+"""Lifecycle upkeep (contract §4.8, §3.10): effective importance, auto-prune, gc, compaction."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime, timedelta
+
+import apsw
+
+from mnemon import lifecycle
+from mnemon.config import Settings, format_duration
+from mnemon.engine.core import EngineBase, format_ts
+from mnemon.errors import NotFoundError, StoreError
+from mnemon.records import AUTO_PRUNE_BATCH, GC_KEEP_ACCESS_BONUS, IMMUNE_ACCESS_COUNT, IMMUNE_IMPORTANCE, Insight
+from mnemon.store import edges, insights, oplog
+
+
+def effective_importance_of(insight: Insight, edge_rows: int, now: datetime) -> float:
+    return lifecycle.effective_importance(
+        insight.importance, insight.access_count, insight.last_accessed_at, insight.created_at, edge_rows, now
+    )
+
+
+def refresh_effective_importance(conn: apsw.Connection, ids: Iterable[str], now: datetime) -> dict[str, float]:
+    """Recompute and store EI for ``ids`` (active ones); return the new values."""
+    values: dict[str, float] = {}
+    for insight_id in dict.fromkeys(ids):
+        insight = insights.get(conn, insight_id)
+        if insight is None:
+            continue
+        values[insight_id] = effective_importance_of(insight, edges.count_touching(conn, insight_id), now)
+    insights.set_effective_importance(conn, ((v, k) for k, v in values.items()))
+    return values
+
+
+def auto_prune(
+    conn: apsw.Connection, settings: Settings, now: datetime, *, exclude: list[str], trigger: str
+) -> list[str]:
+    """Soft-delete up to 10 lowest-EI, non-immune, past-grace insights over the ceiling (§4.8).
+
+    Runs inside the caller's transaction; every pruned id gets its own ``prune`` oplog row.
+    """
+    ceiling = settings.max_insights
+    if ceiling <= 0:
+        return []
+    active = insights.active_count(conn)
+    if active <= ceiling:
+        return []
+    cutoff = format_ts(now - timedelta(seconds=settings.auto_prune_min_age))
+    victims = insights.prune_candidates(
+        conn,
+        max_importance=IMMUNE_IMPORTANCE,
+        max_access=IMMUNE_ACCESS_COUNT,
+        stored_before=cutoff,
+        exclude=exclude,
+        limit=min(active - ceiling, AUTO_PRUNE_BATCH),
+    )
+    stamp = format_ts(now)
+    detail = (
+        f"auto-prune: over capacity (active={active}, max={ceiling}, "
+        f"min_age={format_duration(settings.auto_prune_min_age)}) trigger={trigger}"
+    )
+    pruned: list[str] = []
+    for victim in victims:
+        if insights.soft_delete(conn, victim.id, stamp):
+            edges.delete_touching(conn, victim.id)
+            oplog.append(conn, "prune", victim.id, detail, stamp)
+            pruned.append(victim.id)
+    return pruned
+
+
+class UpkeepMixin(EngineBase):
+    """gc suggest / keep / compact."""
+
+    def gc(self, threshold: float, limit: int) -> dict[str, object]:
+        """Recompute EI for every active insight and list the prunable ones (§3.10)."""
+        self.require_writable("gc")
+        now = self.now()
+        with self.store.transaction("gc") as conn:
+            active = insights.all_active(conn)
+            counts = edges.counts_by_node(conn)
+            scored = []
+            for ins in active:
+                ei = effective_importance_of(ins, counts.get(ins.id, 0), now)
+                ins.effective_importance = ei
+                scored.append(ins)
+            insights.set_effective_importance(conn, ((i.effective_importance, i.id) for i in scored))
+            found = [
+                i for i in scored
+                if i.effective_importance < threshold and not lifecycle.is_immune(i.importance, i.access_count)
+            ]
+            found.sort(key=lambda i: (i.effective_importance, i.created_at, i.id))
+            shown = found[:limit]
+            oplog.append(
+                conn, "gc", "", f"threshold={threshold:.2f} found={len(found)} total={len(active)}", format_ts(now)
+            )
+        candidates = [
+            {
+                "insight": i.to_json(),
+                "effective_importance": i.effective_importance,
+                "days_since_access": lifecycle.days_since(i.last_accessed_at or i.created_at, now),
+                "edge_count": counts.get(i.id, 0),
+                "immune": lifecycle.is_immune(i.importance, i.access_count),
+            }
+            for i in shown
+        ]
+        return {
+            "total_insights": len(active),
+            "threshold": threshold,
+            "candidates_found": len(found),
+            "candidates": candidates,
+            "max_insights": max(self.settings.max_insights, 0),
+            "actions": {"purge": "mnemon forget <id>", "keep": "mnemon gc --keep <id>"},
+        }
+
+    def gc_keep(self, insight_id: str) -> dict[str, object]:
+        """Retain an insight: +3 accesses, touched now, EI refreshed (§3.10)."""
+        self.require_writable("gc")
+        now = self.now()
+        stamp = format_ts(now)
+        with self.store.transaction("gc") as conn:
+            if not insights.keep(conn, insight_id, stamp, GC_KEEP_ACCESS_BONUS):
+                raise NotFoundError(f"insight {insight_id} not found")
+            ei = refresh_effective_importance(conn, [insight_id], now)[insight_id]
+            kept = insights.get(conn, insight_id)
+            assert kept is not None
+            oplog.append(conn, "gc_keep", insight_id, f"access={kept.access_count}", stamp)
+        return {
+            "status": "retained",
+            "id": insight_id,
+            "content": kept.content,
+            "new_access": kept.access_count,
+            "effective_importance": ei,
+            "immune": lifecycle.is_immune(kept.importance, kept.access_count),
+        }
+
+    def gc_compact(self) -> dict[str, object]:
+        """Checkpoint the WAL, VACUUM, checkpoint again; report the size before and after."""
+        self.require_writable("gc --compact")
+        store = self.store
+        before = store.size_bytes() + _wal_size(store.path)
+        try:
+            store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            store.conn.execute("VACUUM")
+            row = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except apsw.BusyError as exc:
+            raise StoreError("gc --compact: database is busy; retry when no other mnemon process is writing") from exc
+        except apsw.Error as exc:
+            raise StoreError(f"gc --compact failed: {exc}") from exc
+        if row is not None and row[0]:
+            raise StoreError("gc --compact: database is busy; retry when no other mnemon process is writing")
+        after = store.size_bytes() + _wal_size(store.path)
+        return {"status": "compacted", "before_bytes": before, "after_bytes": after}
+
+
+def _wal_size(path: object) -> int:
+    import os
+
+    try:
+        return os.stat(f"{path}-wal").st_size
+    except OSError:
+        return 0

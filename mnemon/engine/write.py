@@ -1,0 +1,275 @@
+"""The write pipeline: remember, link, forget (contract §3.3, §3.7, §3.8).
+
+Order (§3.3): validate, then embed and run the advisory diff outside any transaction, then one
+``BEGIN IMMEDIATE`` transaction for the exact-duplicate check, insert, blob, edges, lifecycle and
+oplog, then the post-commit candidates. The exact-duplicate check sits inside the transaction so
+that two agents writing the same content at once store it once.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING
+
+from mnemon import diff as diffing
+from mnemon import entities as entity_extraction
+from mnemon import linking
+from mnemon.engine import graph
+from mnemon.engine.core import format_ts
+from mnemon.engine.scan import ActiveTokens
+from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
+from mnemon.engine.vectors import VectorMixin
+from mnemon.errors import InputError, NotFoundError
+from mnemon.records import (
+    CAUSAL_CANDIDATE_DEPTH,
+    CAUSAL_CANDIDATE_MAX,
+    DIFF_CANDIDATES,
+    DIFF_COSINE_EXTRA,
+    SEMANTIC_AUTO_COSINE,
+    SEMANTIC_AUTO_TOP,
+    SEMANTIC_CANDIDATE_COSINE,
+    SEMANTIC_CANDIDATE_TOP,
+    SEMANTIC_FALLBACK_SIMILARITY,
+    Edge,
+    Insight,
+)
+from mnemon.store import blob, edges, insights, oplog
+from mnemon.text import jaccard, tokenize
+from mnemon.validate import (
+    check_category,
+    check_content,
+    check_edge_type,
+    check_entities,
+    check_entity_mode,
+    check_importance,
+    check_tags,
+    check_text,
+    check_weight,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+class WriteMixin(VectorMixin):
+    """remember / link / forget."""
+
+    def remember(
+        self,
+        content: str,
+        *,
+        category: str = "general",
+        importance: int = 3,
+        tags: list[str] | None = None,
+        entities: list[str] | None = None,
+        entity_mode: str = "merge",
+        source: str = "user",
+        no_diff: bool = False,
+    ) -> dict[str, object]:
+        """Store one insight and build its edges; return the §3.3 output object."""
+        check_content(content)
+        check_category(category)
+        check_importance(importance)
+        check_entity_mode(entity_mode)
+        tags = check_tags(list(tags or []))
+        provided = check_entities(list(entities or []))
+        check_text(source, "source")
+        self.require_writable("remember")
+
+        now = self.now()
+        stamp = format_ts(now)
+        new = Insight(
+            id=new_id(), content=content, category=category, importance=importance, tags=tags,
+            entities=[], source=source, created_at=stamp, updated_at=stamp,
+        )
+        store = self.store
+        vector = self.embed_for_write(content)
+
+        suggestion = "ADD"
+        scan: ActiveTokens | None = None
+        if not no_diff:
+            scan = ActiveTokens(store.conn)
+            suggestion = self._diff_suggestion(content, vector, scan)
+
+        with store.transaction("remember") as conn:
+            if not no_diff:
+                existing = insights.exact_duplicate(conn, content)
+                if existing is not None:
+                    oplog.append(conn, "diff-skip", new.id, f"duplicate of {existing}", stamp)
+                    return {
+                        "id": new.id, "content": content, "action": "skipped",
+                        "diff_suggestion": "DUPLICATE", "replaced_id": existing,
+                    }
+            known = insights.known_entities(conn)
+            new.entities = entity_extraction.resolve_entities(provided, content, entity_mode, known)
+            insights.insert(conn, new, stamp)
+            if vector is not None:
+                self._store_vector(conn, new.id, vector)
+            counts = graph.EdgeCounts()
+            graph.temporal_edges(conn, new, now, counts)
+            graph.entity_edges(conn, new, now, counts)
+            graph.causal_edges(conn, new, now, counts)
+            semantic_matches: list[tuple[str, float]] = []
+            if vector is not None:
+                semantic_matches = self.cosine_neighbours(
+                    vector, SEMANTIC_AUTO_COSINE, SEMANTIC_AUTO_TOP, exclude=new.id
+                )
+                graph.semantic_edges(conn, new, now, counts, semantic_matches)
+            if new.entities:
+                insights.set_entities(conn, new.id, new.entities)
+            ei = refresh_effective_importance(conn, [new.id], now)[new.id]
+            pruned = auto_prune(conn, self.settings, now, exclude=[new.id], trigger=new.id)
+            oplog.append(conn, "remember", new.id, content, stamp)
+        self.after_write()
+
+        semantic = self._semantic_candidates(new, vector, scan)
+        causal = self._causal_candidates(new)
+        return {
+            "id": new.id, "content": content, "category": category, "importance": importance,
+            "tags": tags, "entities": new.entities, "action": "added", "diff_suggestion": suggestion,
+            "created_at": stamp, "edges_created": counts.to_json(),
+            "semantic_candidates": semantic, "causal_candidates": causal,
+            "embedded": vector is not None, "effective_importance": ei,
+            "auto_pruned": len(pruned), "auto_pruned_ids": pruned,
+        }
+
+    # --- hooks the vector index overrides ------------------------------------------------------
+
+    def _store_vector(self, conn: object, insight_id: str, vector: NDArray[np.float64]) -> None:
+        self.store.conn.execute(
+            "UPDATE insights SET embedding = ? WHERE id = ?",
+            (blob.encode(vector, self.store.embedding_format), insight_id),
+        )
+
+    # --- diff and candidates ------------------------------------------------------------------
+
+    def _diff_suggestion(self, content: str, vector: NDArray[np.float64] | None, scan: ActiveTokens) -> str:
+        """Advisory classification against the closest active insights (§4.9)."""
+        new_tokens = tokenize(content)
+        top = scan.keyword(new_tokens, DIFF_CANDIDATES)
+        cosines: dict[str, float] = {}
+        extra: list[diffing.DiffCandidate] = []
+        by_id = {r.id: r for r in scan.rows}
+        if vector is not None:
+            cosines = dict(self.cosine_neighbours(vector, -1.0, len(by_id) or 1))
+            present = {hit.row.id for hit in top}
+            for other_id, cos in self.cosine_neighbours(vector, DIFF_COSINE_EXTRA, DIFF_CANDIDATES + len(present)):
+                if other_id in present or other_id not in by_id or len(extra) >= DIFF_CANDIDATES:
+                    continue
+                row = by_id[other_id]
+                extra.append(diffing.DiffCandidate(row.id, row.content, jaccard(new_tokens, set(row.tokens)), cos))
+        candidates = [
+            diffing.DiffCandidate(
+                hit.row.id, hit.row.content, jaccard(new_tokens, tokenize(hit.row.content)), cosines.get(hit.row.id)
+            )
+            for hit in top
+        ]
+        suggestion, _ = diffing.suggest(content, candidates, extra)
+        return suggestion
+
+    def _semantic_candidates(
+        self, new: Insight, vector: NDArray[np.float64] | None, scan: ActiveTokens | None
+    ) -> list[dict[str, object]]:
+        """cosine ≥ 0.40 top 5; without vectors, ContentSimilarity ≥ 0.10 top 5 (§4.7)."""
+        out: list[dict[str, object]] = []
+        if vector is not None:
+            for other_id, cos in self.cosine_neighbours(
+                vector, SEMANTIC_CANDIDATE_COSINE, SEMANTIC_CANDIDATE_TOP, exclude=new.id
+            ):
+                other = insights.get(self.store.conn, other_id)
+                if other is None:
+                    continue
+                out.append({
+                    "id": other.id, "content": other.content, "category": other.category,
+                    "cosine": cos, "auto_linked": cos >= SEMANTIC_AUTO_COSINE,
+                })
+        if out:
+            return out
+        if scan is None:
+            scan = ActiveTokens(self.store.conn)
+        for hit in scan.similar(tokenize(new.content), SEMANTIC_FALLBACK_SIMILARITY, SEMANTIC_CANDIDATE_TOP, new.id):
+            out.append({
+                "id": hit.row.id, "content": hit.row.content, "category": hit.row.category,
+                "cosine": hit.score, "auto_linked": False,
+            })
+        return out
+
+    def _causal_candidates(self, new: Insight) -> list[dict[str, object]]:
+        """Neighbours within 2 hops of the new insight, with their causal signal (§4.6)."""
+        from mnemon.related import bfs
+
+        conn = self.store.conn
+        found = bfs(new.id, self.neighbours, CAUSAL_CANDIDATE_DEPTH, CAUSAL_CANDIDATE_MAX)
+        out: list[dict[str, object]] = []
+        for hit in found:
+            other = insights.get(conn, hit.id)
+            if other is None:
+                continue
+            signal = linking.causal_signal(other.content) or linking.causal_signal(new.content)
+            out.append({
+                "id": other.id, "content": other.content, "category": other.category, "hop": hit.depth,
+                "via_edge": hit.via, "causal_signal": signal,
+                "suggested_sub_type": linking.causal_sub_type(new.content, other.content),
+            })
+        return out
+
+    # --- link / forget ------------------------------------------------------------------------
+
+    def link(
+        self, source_id: str, target_id: str, *, edge_type: str = "semantic", weight: float = 0.5, meta: str | None = None
+    ) -> dict[str, object]:
+        """Create (or replace) a user edge; both directions except ``supersedes`` (§3.8)."""
+        import json
+
+        check_edge_type(edge_type)
+        check_weight(weight)
+        check_text(source_id, "source id")
+        check_text(target_id, "target id")
+        metadata: dict[str, str] = {}
+        if meta:
+            try:
+                parsed = json.loads(meta)
+            except ValueError as exc:
+                raise InputError(f"invalid metadata JSON: {exc}") from None
+            if not isinstance(parsed, dict) or not all(isinstance(v, str) for v in parsed.values()):
+                raise InputError("invalid metadata JSON: must be an object of string values")
+            metadata = {str(k): v for k, v in parsed.items()}
+        metadata["created_by"] = "claude"
+        if edge_type == "supersedes" and source_id == target_id:
+            raise InputError("supersedes requires distinct insights")
+        self.require_writable("link")
+        stamp = self.now_ts()
+        with self.store.transaction("link") as conn:
+            if insights.get(conn, source_id) is None:
+                raise NotFoundError(f"source insight {source_id} not found")
+            if insights.get(conn, target_id) is None:
+                raise NotFoundError(f"target insight {target_id} not found")
+            edges.upsert(conn, Edge(source_id, target_id, edge_type, weight, metadata, stamp))
+            if edge_type != "supersedes":
+                edges.upsert(conn, Edge(target_id, source_id, edge_type, weight, dict(metadata), stamp))
+            oplog.append(
+                conn, "link", source_id, f"{source_id[:8]}→{target_id[:8]} type={edge_type} weight={weight:.2f}", stamp
+            )
+        self.after_write()
+        return {
+            "status": "linked", "source_id": source_id, "target_id": target_id, "edge_type": edge_type,
+            "weight": weight, "metadata": dict(sorted(metadata.items())),
+        }
+
+    def forget(self, insight_id: str) -> dict[str, object]:
+        """Soft-delete an insight and delete every edge touching it (§3.7)."""
+        check_text(insight_id, "id")
+        self.require_writable("forget")
+        stamp = self.now_ts()
+        with self.store.transaction("forget") as conn:
+            if not insights.soft_delete(conn, insight_id, stamp):
+                raise NotFoundError(f"forget: insight {insight_id} not found or already deleted")
+            edges.delete_touching(conn, insight_id)
+            oplog.append(conn, "forget", insight_id, "", stamp)
+        self.after_write()
+        return {"id": insight_id, "message": "Insight soft-deleted successfully", "status": "deleted"}

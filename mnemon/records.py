@@ -1,0 +1,192 @@
+"""Records and constants that cross layers: insights, edges, oplog rows, categories, intents.
+
+Every spec constant is named once here and cited to its contract section, so that a weight or
+threshold can be found and re-tuned in one place. stdlib only: this module is imported by the
+CLI before numpy is, and must stay cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+# --- §1 data model -------------------------------------------------------------------------
+
+CATEGORIES: tuple[str, ...] = ("preference", "decision", "fact", "insight", "context", "general")
+LEGACY_CATEGORY = "narrative"  # soft-deleted on open (§1)
+EDGE_TYPES: tuple[str, ...] = ("temporal", "semantic", "causal", "entity", "supersedes")
+# The order of the validation message in §3.8 ("valid: temporal, semantic, causal, entity, supersedes").
+CAUSAL_SUB_TYPES: tuple[str, ...] = ("causes", "enables", "prevents")
+ENTITY_MODES: tuple[str, ...] = ("merge", "provided", "auto")
+
+MAX_CONTENT_BYTES = 8000  # §3.3
+MAX_TAGS = 20
+MAX_TAG_BYTES = 100
+MAX_ENTITIES = 50
+MAX_ENTITY_BYTES = 200
+DEFAULT_IMPORTANCE = 3
+DEFAULT_CATEGORY = "general"
+DEFAULT_SOURCE = "user"
+IMPORT_SOURCE = "import"
+
+# --- §2.4 storage --------------------------------------------------------------------------
+
+OPLOG_KEEP = 5000  # oplog trimmed to the newest 5000 rows after every insert
+BUSY_TIMEOUT_MS = 30_000  # §5: the Go program set none; concurrent agents need one
+
+# --- §4.4-4.7 graph engine -------------------------------------------------------------------
+
+PROXIMITY_WINDOW_HOURS = 24.0
+PROXIMITY_LIMIT = 10
+ENTITY_EDGE_NEIGHBOURS = 5  # per entity
+ENTITY_EDGE_CAP = 50  # counted inserts per insight
+CAUSAL_LOOKBACK = 10
+CAUSAL_MIN_OVERLAP = 0.15
+CAUSAL_CANDIDATE_DEPTH = 2
+CAUSAL_CANDIDATE_MAX = 10
+SEMANTIC_AUTO_COSINE = 0.80
+SEMANTIC_AUTO_TOP = 3
+SEMANTIC_CANDIDATE_COSINE = 0.40
+SEMANTIC_CANDIDATE_TOP = 5
+SEMANTIC_FALLBACK_SIMILARITY = 0.10
+
+# --- §4.8 lifecycle ------------------------------------------------------------------------
+
+DEFAULT_MAX_INSIGHTS = 1000
+AUTO_PRUNE_BATCH = 10
+DEFAULT_PRUNE_MIN_AGE_SECONDS = 24 * 3600
+IMMUNE_IMPORTANCE = 4
+IMMUNE_ACCESS_COUNT = 3
+GC_KEEP_ACCESS_BONUS = 3
+DECAY_HALF_LIFE_DAYS = 30.0
+EDGE_FACTOR_STEP = 0.1
+EDGE_FACTOR_CAP = 5
+BASE_IMPORTANCE: dict[int, float] = {5: 1.0, 4: 0.8, 3: 0.5, 2: 0.3}
+BASE_IMPORTANCE_OTHER = 0.15
+
+# --- §4.9 diff heuristic -------------------------------------------------------------------
+
+DIFF_CANDIDATES = 5
+DIFF_COSINE_OVERRIDE = 0.85
+DIFF_COSINE_EXTRA = 0.70
+DIFF_ADD_BELOW = 0.5
+DIFF_CONFLICT_AT = 0.7
+DIFF_DUPLICATE_ABOVE = 0.9
+DIFF_EXTENSION_RATIO = 1.25
+
+# --- §4.10 smart recall (and Decisions 1, 2, 12-14) ----------------------------------------
+
+ANCHOR_TOP_K = 20
+RRF_K = 60
+LAMBDA_STRUCTURAL = 1.0
+LAMBDA_SEMANTIC = 0.4
+VECTOR_ANCHOR_FLOOR = 0.1
+SUPERSEDED_FACTOR = 0.25
+NEIGHBOUR_EXPANSION = 0.3  # Decision 14
+BM25_K1 = 1.2  # Decision 12
+BM25_B = 0.75
+# Decision 1: one rerank table for every intent: (keyword, entity, similarity, graph).
+RERANK_WEIGHTS_EMBEDDED: tuple[float, float, float, float] = (0.30, 0.15, 0.35, 0.20)
+RERANK_WEIGHTS_TOKENS: tuple[float, float, float, float] = (0.45, 0.25, 0.0, 0.30)
+DEFAULT_RECALL_LIMIT = 10
+DEFAULT_EXCERPT_CHARS = 240
+CONFIDENCE_LOW_BELOW = 0.25
+CONFIDENCE_MEDIUM_BELOW = 0.6
+
+
+class Intent(str, Enum):
+    """Query intent (§4.12); selects beam parameters, traversal weights and WHY ordering."""
+
+    WHY = "WHY"
+    WHEN = "WHEN"
+    ENTITY = "ENTITY"
+    GENERAL = "GENERAL"
+
+
+@dataclass(frozen=True, slots=True)
+class BeamParams:
+    """Beam width, depth and visit budget for one intent (§4.10 step 4)."""
+
+    width: int
+    depth: int
+    max_visited: int
+
+
+BEAM_PARAMS: dict[Intent, BeamParams] = {
+    Intent.WHY: BeamParams(15, 5, 500),
+    Intent.WHEN: BeamParams(10, 5, 400),
+    Intent.ENTITY: BeamParams(10, 4, 400),
+    Intent.GENERAL: BeamParams(10, 4, 500),
+}
+
+# Traversal weights per intent and edge type (§4.10 step 4); supersedes never carries relevance.
+INTENT_EDGE_WEIGHTS: dict[Intent, dict[str, float]] = {
+    Intent.WHY: {"causal": 0.70, "temporal": 0.20, "entity": 0.05, "semantic": 0.05, "supersedes": 0.0},
+    Intent.WHEN: {"temporal": 0.65, "causal": 0.15, "entity": 0.10, "semantic": 0.10, "supersedes": 0.0},
+    Intent.ENTITY: {"entity": 0.55, "semantic": 0.30, "causal": 0.10, "temporal": 0.05, "supersedes": 0.0},
+    Intent.GENERAL: {"temporal": 0.25, "causal": 0.25, "entity": 0.25, "semantic": 0.25, "supersedes": 0.0},
+}
+
+
+# --- records ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Insight:
+    """One stored memory (§1). ``embedding`` and the lifecycle fields are never serialised."""
+
+    id: str
+    content: str
+    category: str = DEFAULT_CATEGORY
+    importance: int = DEFAULT_IMPORTANCE
+    tags: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    source: str = DEFAULT_SOURCE
+    access_count: int = 0
+    created_at: str = ""
+    updated_at: str = ""
+    deleted_at: str | None = None
+    last_accessed_at: str | None = None
+    effective_importance: float = 0.5
+    stored_at: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """Return the Go-compatible JSON object (field order as the Go struct; deleted_at omitted when null)."""
+        out: dict[str, object] = {
+            "id": self.id,
+            "content": self.content,
+            "category": self.category,
+            "importance": self.importance,
+            "tags": list(self.tags),
+            "entities": list(self.entities),
+            "source": self.source,
+            "access_count": self.access_count,
+            "created_at": self.created_at,
+            "updated_at": self.updated_at,
+        }
+        if self.deleted_at:
+            out["deleted_at"] = self.deleted_at
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class Edge:
+    """A directed edge row (§1); primary key (source_id, target_id, edge_type)."""
+
+    source_id: str
+    target_id: str
+    edge_type: str
+    weight: float = 1.0
+    metadata: dict[str, str] = field(default_factory=dict)
+    created_at: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class OplogEntry:
+    """One row of the operation log (§2.4, §3.12)."""
+
+    id: int
+    operation: str
+    insight_id: str
+    detail: str
+    created_at: str

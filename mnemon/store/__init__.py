@@ -1,0 +1,71 @@
+"""The store: one SQLite database per store, opened the one way mnemon uses it.
+
+``Store`` owns the connection, the write transaction, the schema migration and the blob
+format; the SQL itself lives in ``insights``, ``edges`` and ``oplog``. This package is the only
+importer of apsw, and it never imports domain modules, the embedder or the CLI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import apsw
+
+from mnemon.errors import ReadonlyModeError, StoreError
+from mnemon.store import connection, edges, insights, oplog, schema
+from mnemon.store.tx import translate, write_tx
+
+__all__ = ["Store", "edges", "insights", "oplog"]
+
+
+class Store:
+    """An open store database (writable or read-only)."""
+
+    def __init__(self, conn: apsw.Connection, path: Path, *, readonly: bool) -> None:
+        self.conn = conn
+        self.path = path
+        self.readonly = readonly
+        self.embedding_format = schema.embedding_format(conn)
+
+    @classmethod
+    def open(cls, path: Path, *, readonly: bool, now: str) -> Store:
+        """Open ``path``; a writable open creates and migrates it, a read-only open never writes."""
+        if readonly:
+            return cls(connection.open_readonly(path), path, readonly=True)
+        conn = connection.open_writable(path)
+        try:
+            if not schema.is_current(conn):
+                schema.migrate(conn, now)
+        except apsw.Error as exc:
+            conn.close()
+            raise translate(exc) from exc
+        except BaseException:
+            conn.close()
+            raise
+        return cls(conn, path, readonly=False)
+
+    @contextmanager
+    def transaction(self, action: str = "write") -> Iterator[apsw.Connection]:
+        """Run the body in one ``BEGIN IMMEDIATE`` transaction (refused under --readonly)."""
+        if self.readonly:
+            raise ReadonlyModeError(action)
+        with write_tx(self.conn) as conn:
+            yield conn
+
+    def generation(self) -> int:
+        return schema.generation(self.conn)
+
+    def size_bytes(self) -> int:
+        try:
+            return self.path.stat().st_size
+        except OSError:
+            return 0
+
+    def close(self) -> None:
+        """Close deterministically so SQLite checkpoints the WAL and removes -wal/-shm."""
+        try:
+            self.conn.close()
+        except apsw.Error as exc:
+            raise StoreError(f"cannot close database: {exc}") from exc

@@ -1,0 +1,94 @@
+"""Open SQLite connections the one way mnemon uses them (contract §2.3).
+
+Writable: WAL, foreign keys on, a busy timeout (the Go program set none and lost writes to
+"database is locked"), synchronous FULL so an acknowledged write survives a power cut, double
+quoted string literals off. Read-only: an absolute ``file:`` URI with ``mode=ro&immutable=1`` so
+no ``-wal``/``-shm`` side file ever appears and the bytes stay identical. Directories are created
+0700 and the database 0600: memories are private. Only this package imports apsw.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from urllib.parse import quote
+
+import apsw
+
+from mnemon.errors import NotFoundError, StoreError
+from mnemon.records import BUSY_TIMEOUT_MS
+
+DIR_MODE = 0o700
+FILE_MODE = 0o600
+
+
+def _pragma(conn: apsw.Connection, statement: str) -> object:
+    """Run one pragma and return its first value (apsw skips later pragmas in a multi-statement string)."""
+    row = conn.execute(statement).fetchone()
+    return row[0] if row else None
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) with mode 0700, refusing a symlinked store directory."""
+    if path.is_symlink():
+        raise StoreError(f"refusing to use symlinked directory: {path}")
+    missing = []
+    probe = path
+    while not probe.exists():
+        missing.append(probe)
+        probe = probe.parent
+    # Create each missing level 0700 ourselves: mkdir(parents=True) gives parents the umask mode.
+    for level in reversed(missing):
+        try:
+            level.mkdir(mode=DIR_MODE)
+        except FileExistsError:
+            pass  # a concurrent process created it
+        except OSError as exc:
+            raise StoreError(f"cannot create directory {level}: {exc.strerror}") from exc
+    if not path.is_dir():
+        raise StoreError(f"not a directory: {path}")
+
+
+def ensure_private_file(path: Path) -> None:
+    """Create ``path`` empty with mode 0600 if missing, so SQLite inherits private permissions."""
+    if path.is_symlink():
+        raise StoreError(f"refusing to use symlinked database: {path}")
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_RDWR, FILE_MODE)
+    except OSError as exc:
+        raise StoreError(f"cannot create database {path}: {exc.strerror}") from exc
+    os.close(fd)
+
+
+def open_writable(path: Path) -> apsw.Connection:
+    """Open (creating if needed) a writable WAL connection to ``path``."""
+    ensure_private_dir(path.parent)
+    ensure_private_file(path)
+    try:
+        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+        conn.set_busy_timeout(BUSY_TIMEOUT_MS)
+        # Switching to WAL needs a lock; the busy handler covers a concurrent first open.
+        mode = _pragma(conn, "PRAGMA journal_mode=WAL")
+        if str(mode).lower() != "wal":
+            raise StoreError(f"cannot enable WAL on {path} (journal_mode={mode})")
+        _pragma(conn, "PRAGMA foreign_keys=ON")
+        _pragma(conn, "PRAGMA synchronous=FULL")
+        conn.config(apsw.SQLITE_DBCONFIG_DQS_DML, 0)
+        conn.config(apsw.SQLITE_DBCONFIG_DQS_DDL, 0)
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    return conn
+
+
+def open_readonly(path: Path) -> apsw.Connection:
+    """Open ``path`` immutable and read-only; the file must exist and is never modified."""
+    absolute = path.resolve()
+    if not absolute.is_file():
+        raise NotFoundError(f"database not found: {path}")
+    uri = "file:" + quote(str(absolute), safe="/") + "?mode=ro&immutable=1"
+    try:
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        _pragma(conn, "PRAGMA query_only=ON")
+    except apsw.Error as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    return conn

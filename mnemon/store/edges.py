@@ -1,0 +1,100 @@
+"""SQL for the ``edges`` table (contract §1, §4.4-4.7, §4.11).
+
+Writes are INSERT OR REPLACE on the (source, target, type) key, so re-linking replaces weight and
+metadata. Deletes are physical (only the insights are soft-deleted).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import apsw
+
+from mnemon.records import Edge
+
+_SQL_UPSERT = (
+    "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_SQL_DELETE_TOUCHING = "DELETE FROM edges WHERE source_id = ? OR target_id = ?"
+_SQL_DELETE_PAIR = "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?"
+_SQL_COUNT_TOUCHING = (
+    "SELECT (SELECT COUNT(*) FROM edges WHERE source_id = ?) + (SELECT COUNT(*) FROM edges WHERE target_id = ?)"
+)
+_SQL_COUNT = "SELECT COUNT(*) FROM edges"
+_SQL_COUNTS_BY_NODE = (
+    "SELECT id, SUM(n) FROM (SELECT source_id AS id, COUNT(*) AS n FROM edges GROUP BY source_id "
+    "UNION ALL SELECT target_id AS id, COUNT(*) AS n FROM edges GROUP BY target_id) GROUP BY id"
+)
+_SQL_ALL = "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges ORDER BY rowid"
+_SQL_TOUCHING = (
+    "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
+    "WHERE source_id = ? OR target_id = ? ORDER BY rowid"
+)
+_SQL_SUPERSEDED = "SELECT DISTINCT target_id FROM edges WHERE edge_type = 'supersedes'"
+
+
+def dump_metadata(metadata: dict[str, str]) -> str:
+    """Encode metadata as Go does for a map: keys sorted, compact, raw UTF-8."""
+    return json.dumps(metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+
+
+def load_metadata(raw: object) -> dict[str, str]:
+    try:
+        value = json.loads(str(raw)) if raw else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _row_to_edge(row: tuple[object, ...]) -> Edge:
+    return Edge(str(row[0]), str(row[1]), str(row[2]), float(row[3]), load_metadata(row[4]), str(row[5]))  # type: ignore[arg-type]
+
+
+def upsert(conn: apsw.Connection, edge: Edge) -> None:
+    conn.execute(
+        _SQL_UPSERT,
+        (edge.source_id, edge.target_id, edge.edge_type, edge.weight, dump_metadata(edge.metadata), edge.created_at),
+    )
+
+
+def delete_touching(conn: apsw.Connection, insight_id: str) -> int:
+    conn.execute(_SQL_DELETE_TOUCHING, (insight_id, insight_id))
+    return conn.changes()
+
+
+def delete_pair(conn: apsw.Connection, source_id: str, target_id: str, edge_type: str) -> None:
+    conn.execute(_SQL_DELETE_PAIR, (source_id, target_id, edge_type))
+
+
+def count_touching(conn: apsw.Connection, insight_id: str) -> int:
+    """Edge rows as source plus rows as target (a bidirectional link counts 2, §4.8)."""
+    return int(conn.execute(_SQL_COUNT_TOUCHING, (insight_id, insight_id)).fetchone()[0])
+
+
+def count_all(conn: apsw.Connection) -> int:
+    return int(conn.execute(_SQL_COUNT).fetchone()[0])
+
+
+def counts_by_node(conn: apsw.Connection) -> dict[str, int]:
+    return {str(r[0]): int(r[1]) for r in conn.execute(_SQL_COUNTS_BY_NODE)}
+
+
+def all_edges(conn: apsw.Connection) -> list[Edge]:
+    return [_row_to_edge(r) for r in conn.execute(_SQL_ALL)]
+
+
+def touching(conn: apsw.Connection, insight_id: str) -> list[Edge]:
+    return [_row_to_edge(r) for r in conn.execute(_SQL_TOUCHING, (insight_id, insight_id))]
+
+
+def superseded_ids(conn: apsw.Connection) -> set[str]:
+    return {str(r[0]) for r in conn.execute(_SQL_SUPERSEDED)}
+
+
+def upsert_many(conn: apsw.Connection, edges: Iterable[Edge]) -> None:
+    conn.executemany(
+        _SQL_UPSERT,
+        [(e.source_id, e.target_id, e.edge_type, e.weight, dump_metadata(e.metadata), e.created_at) for e in edges],
+    )

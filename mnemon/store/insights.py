@@ -1,0 +1,232 @@
+"""SQL for the ``insights`` table: insert, lookups the graph engine needs, access bumps, soft delete.
+
+Rows come back as ``Insight`` records; ``effective_importance`` and ``last_accessed_at`` ride along
+because lifecycle needs them. Values are always bound, never formatted into SQL.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+
+import apsw
+
+from mnemon.records import Insight
+
+INSIGHT_COLUMNS = (
+    "id, content, category, importance, tags, entities, source, access_count, "
+    "created_at, updated_at, deleted_at, last_accessed_at, effective_importance"
+)
+
+_SQL_INSERT = (
+    "INSERT INTO insights (id, content, category, importance, tags, entities, source, access_count, "
+    "created_at, updated_at, effective_importance, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
+)
+_SQL_GET = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE id = ?"
+_SQL_GET_ACTIVE = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE id = ? AND deleted_at IS NULL"
+_SQL_EXACT_DUPLICATE = (
+    "SELECT id FROM insights WHERE content = ? AND deleted_at IS NULL ORDER BY created_at, rowid LIMIT 1"
+)
+_SQL_LATEST_SAME_SOURCE = (
+    "SELECT id, created_at FROM insights WHERE deleted_at IS NULL AND source = ? AND id != ? "
+    "ORDER BY created_at DESC, rowid DESC LIMIT 1"
+)
+_SQL_RECENT_SINCE = (
+    "SELECT id, created_at FROM insights WHERE deleted_at IS NULL AND created_at >= ? AND id != ? "
+    "ORDER BY created_at DESC, rowid DESC LIMIT ?"
+)
+_SQL_RECENT_SAME_SOURCE = (
+    f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND source = ? AND id != ? "
+    "ORDER BY created_at DESC, rowid DESC LIMIT ?"
+)
+# LIKE prefilters on the JSON text before json_each checks the exact element (§4.5).
+_SQL_WITH_ENTITY = (
+    "SELECT i.id FROM insights i WHERE i.deleted_at IS NULL AND i.id != ? AND i.entities LIKE ? ESCAPE '\\' "
+    "AND EXISTS (SELECT 1 FROM json_each(i.entities) j WHERE j.value = ?) "
+    "ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?"
+)
+_SQL_KNOWN_ENTITIES = (
+    "SELECT DISTINCT j.value FROM insights i, json_each(i.entities) j "
+    "WHERE i.deleted_at IS NULL AND i.entities != '[]' AND j.type = 'text'"
+)
+_SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
+_SQL_DELETED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NOT NULL"
+_SQL_BY_CATEGORY = "SELECT category, COUNT(*) FROM insights WHERE deleted_at IS NULL GROUP BY category ORDER BY category"
+_SQL_TOP_ENTITIES = (
+    "SELECT j.value, COUNT(DISTINCT i.id) AS n FROM insights i, json_each(i.entities) j "
+    "WHERE i.deleted_at IS NULL AND j.type = 'text' GROUP BY j.value ORDER BY n DESC, j.value ASC LIMIT ?"
+)
+_SQL_SET_ENTITIES = "UPDATE insights SET entities = ? WHERE id = ?"
+_SQL_SET_EI = "UPDATE insights SET effective_importance = ? WHERE id = ?"
+_SQL_SOFT_DELETE = "UPDATE insights SET deleted_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL"
+_SQL_BUMP_ACCESS = (
+    "UPDATE insights SET access_count = access_count + ?, last_accessed_at = ? WHERE id = ? AND deleted_at IS NULL"
+)
+_SQL_KEEP = (
+    "UPDATE insights SET access_count = access_count + ?, last_accessed_at = ?, updated_at = ? "
+    "WHERE id = ? AND deleted_at IS NULL"
+)
+_SQL_ALL_ACTIVE = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL ORDER BY created_at, rowid"
+_SQL_PRUNE_CANDIDATES = (
+    f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND importance < ? AND access_count < ? "
+    "AND COALESCE(stored_at, created_at) <= ? AND id NOT IN (SELECT value FROM json_each(?)) "
+    "ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?"
+)
+_SQL_BASIC_SEARCH = (
+    f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND content LIKE ? ESCAPE '\\' "
+    "AND (? = '' OR category = ?) AND (? = '' OR source = ?) "
+    "ORDER BY importance DESC, created_at DESC, id ASC LIMIT ?"
+)
+
+
+def _load_list(raw: object) -> list[str]:
+    """Decode a JSON string array column; anything malformed reads as empty (Go stores may be odd)."""
+    if not raw:
+        return []
+    try:
+        value = json.loads(str(raw))
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def row_to_insight(row: Sequence[object]) -> Insight:
+    """Build an Insight from a row selected with INSIGHT_COLUMNS."""
+    return Insight(
+        id=str(row[0]),
+        content=str(row[1]),
+        category=str(row[2]),
+        importance=int(row[3]),  # type: ignore[arg-type]
+        tags=_load_list(row[4]),
+        entities=_load_list(row[5]),
+        source=str(row[6]),
+        access_count=int(row[7] or 0),  # type: ignore[arg-type]
+        created_at=str(row[8]),
+        updated_at=str(row[9]),
+        deleted_at=None if row[10] is None else str(row[10]),
+        last_accessed_at=None if row[11] is None else str(row[11]),
+        effective_importance=float(row[12]) if row[12] is not None else 0.5,  # type: ignore[arg-type]
+    )
+
+
+def dump_list(values: Iterable[str]) -> str:
+    """Encode a string list as the JSON column value (compact, raw UTF-8, like Go's encoder)."""
+    return json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+
+
+def insert(conn: apsw.Connection, insight: Insight, stored_at: str) -> None:
+    conn.execute(
+        _SQL_INSERT,
+        (
+            insight.id,
+            insight.content,
+            insight.category,
+            insight.importance,
+            dump_list(insight.tags),
+            dump_list(insight.entities),
+            insight.source,
+            insight.created_at,
+            insight.updated_at,
+            insight.effective_importance,
+            stored_at,
+        ),
+    )
+
+
+def get(conn: apsw.Connection, insight_id: str, *, active_only: bool = True) -> Insight | None:
+    row = conn.execute(_SQL_GET_ACTIVE if active_only else _SQL_GET, (insight_id,)).fetchone()
+    return None if row is None else row_to_insight(row)
+
+
+def exact_duplicate(conn: apsw.Connection, content: str) -> str | None:
+    """Return the id of an active insight with byte-identical content (Decision 5), if any."""
+    row = conn.execute(_SQL_EXACT_DUPLICATE, (content,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def latest_same_source(conn: apsw.Connection, source: str, exclude_id: str) -> tuple[str, str] | None:
+    row = conn.execute(_SQL_LATEST_SAME_SOURCE, (source, exclude_id)).fetchone()
+    return None if row is None else (str(row[0]), str(row[1]))
+
+
+def recent_since(conn: apsw.Connection, since: str, exclude_id: str, limit: int) -> list[tuple[str, str]]:
+    return [(str(r[0]), str(r[1])) for r in conn.execute(_SQL_RECENT_SINCE, (since, exclude_id, limit))]
+
+
+def recent_same_source(conn: apsw.Connection, source: str, exclude_id: str, limit: int) -> list[Insight]:
+    return [row_to_insight(r) for r in conn.execute(_SQL_RECENT_SAME_SOURCE, (source, exclude_id, limit))]
+
+
+def _like_literal(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def with_entity(conn: apsw.Connection, entity: str, exclude_id: str, limit: int) -> list[str]:
+    """Ids of active insights whose entities contain exactly ``entity``, newest first (§4.5)."""
+    pattern = "%" + _like_literal(json.dumps(entity, ensure_ascii=False)) + "%"
+    rows = conn.execute(_SQL_WITH_ENTITY, (exclude_id, pattern, entity, limit))
+    return [str(r[0]) for r in rows]
+
+
+def known_entities(conn: apsw.Connection) -> set[str]:
+    """The set of entity strings present on active insights (index-aware extraction, §4.3)."""
+    return {str(r[0]) for r in conn.execute(_SQL_KNOWN_ENTITIES)}
+
+
+def active_count(conn: apsw.Connection) -> int:
+    return int(conn.execute(_SQL_ACTIVE_COUNT).fetchone()[0])
+
+
+def deleted_count(conn: apsw.Connection) -> int:
+    return int(conn.execute(_SQL_DELETED_COUNT).fetchone()[0])
+
+
+def count_by_category(conn: apsw.Connection) -> dict[str, int]:
+    return {str(r[0]): int(r[1]) for r in conn.execute(_SQL_BY_CATEGORY)}
+
+
+def top_entities(conn: apsw.Connection, limit: int) -> list[tuple[str, int]]:
+    return [(str(r[0]), int(r[1])) for r in conn.execute(_SQL_TOP_ENTITIES, (limit,))]
+
+
+def set_entities(conn: apsw.Connection, insight_id: str, entities: list[str]) -> None:
+    conn.execute(_SQL_SET_ENTITIES, (dump_list(entities), insight_id))
+
+
+def set_effective_importance(conn: apsw.Connection, values: Iterable[tuple[float, str]]) -> None:
+    conn.executemany(_SQL_SET_EI, list(values))
+
+
+def soft_delete(conn: apsw.Connection, insight_id: str, now: str) -> bool:
+    conn.execute(_SQL_SOFT_DELETE, (now, now, insight_id))
+    return conn.changes() > 0
+
+
+def bump_access(conn: apsw.Connection, ids: Iterable[str], now: str, amount: int = 1) -> None:
+    conn.executemany(_SQL_BUMP_ACCESS, [(amount, now, i) for i in ids])
+
+
+def keep(conn: apsw.Connection, insight_id: str, now: str, amount: int) -> bool:
+    conn.execute(_SQL_KEEP, (amount, now, now, insight_id))
+    return conn.changes() > 0
+
+
+def all_active(conn: apsw.Connection) -> list[Insight]:
+    return [row_to_insight(r) for r in conn.execute(_SQL_ALL_ACTIVE)]
+
+
+def prune_candidates(
+    conn: apsw.Connection, *, max_importance: int, max_access: int, stored_before: str, exclude: list[str], limit: int
+) -> list[Insight]:
+    """Active, non-immune insights stored before the grace cut-off, lowest stored EI first (§4.8)."""
+    rows = conn.execute(
+        _SQL_PRUNE_CANDIDATES, (max_importance, max_access, stored_before, json.dumps(exclude), limit)
+    )
+    return [row_to_insight(r) for r in rows]
+
+
+def basic_search(conn: apsw.Connection, query: str, category: str, source: str, limit: int) -> list[Insight]:
+    """Substring match over content (``recall --basic``) with LIKE wildcards escaped."""
+    pattern = "%" + _like_literal(query) + "%"
+    rows = conn.execute(_SQL_BASIC_SEARCH, (pattern, category, category, source, source, limit))
+    return [row_to_insight(r) for r in rows]

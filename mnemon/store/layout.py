@@ -1,0 +1,78 @@
+"""The data directory's layout on disk (contract §2.1, §3.16): stores, the active file, legacy move."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+from mnemon.errors import StoreError
+from mnemon.store.connection import ensure_private_dir
+
+DB_NAME = "mnemon.db"
+SIDE_SUFFIXES = ("-wal", "-shm")
+
+
+def stores_dir(data_dir: Path) -> Path:
+    return data_dir / "data"
+
+
+def store_db_path(data_dir: Path, name: str) -> Path:
+    return stores_dir(data_dir) / name / DB_NAME
+
+
+def migrate_legacy(data_dir: Path) -> Path | None:
+    """Move ``<data-dir>/mnemon.db`` (+ side files) into ``data/default/`` when that is free.
+
+    Returns the new path when a move happened, so the caller can print the contract's notice.
+    """
+    legacy = data_dir / DB_NAME
+    target = store_db_path(data_dir, "default")
+    if not legacy.is_file() or target.exists():
+        return None
+    ensure_private_dir(target.parent)
+    try:
+        os.replace(legacy, target)
+        for suffix in SIDE_SUFFIXES:
+            side = Path(str(legacy) + suffix)
+            if side.exists():
+                os.replace(side, Path(str(target) + suffix))
+    except OSError as exc:
+        raise StoreError(f"cannot migrate legacy database: {exc.strerror}") from exc
+    return target
+
+
+def list_stores(data_dir: Path) -> list[str] | None:
+    """Sorted store directory names, or None when there is no ``data/`` directory yet."""
+    from mnemon.config import valid_store_name
+
+    base = stores_dir(data_dir)
+    if not base.is_dir():
+        return None
+    return sorted(p.name for p in base.iterdir() if p.is_dir() and valid_store_name(p.name))
+
+
+def store_exists(data_dir: Path, name: str) -> bool:
+    return (stores_dir(data_dir) / name).is_dir()
+
+
+def remove_store(data_dir: Path, name: str) -> None:
+    path = stores_dir(data_dir) / name
+    if path.is_symlink():
+        path.unlink()
+        return
+    try:
+        shutil.rmtree(path)
+    except OSError as exc:
+        raise StoreError(f"cannot remove store {name!r}: {exc.strerror}") from exc
+
+
+def write_active(data_dir: Path, name: str) -> None:
+    """Write the active store name atomically (a crash never leaves a half-written file)."""
+    ensure_private_dir(data_dir)
+    tmp = data_dir / ".active.tmp"
+    try:
+        tmp.write_text(name + "\n", encoding="utf-8")
+        os.replace(tmp, data_dir / "active")
+    except OSError as exc:
+        raise StoreError(f"cannot write active store: {exc.strerror}") from exc

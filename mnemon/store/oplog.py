@@ -1,0 +1,29 @@
+"""SQL for the operation log (contract §2.4, §3.12): append, trim to the newest 5000, list."""
+
+from __future__ import annotations
+
+import apsw
+
+from mnemon.records import OPLOG_KEEP, OplogEntry
+
+_SQL_INSERT = "INSERT INTO oplog (operation, insight_id, detail, created_at) VALUES (?, ?, ?, ?)"
+_SQL_TRIM = "DELETE FROM oplog WHERE id <= (SELECT MAX(id) FROM oplog) - ?"
+_SQL_LIST = "SELECT id, operation, insight_id, detail, created_at FROM oplog ORDER BY id DESC LIMIT ?"
+_SQL_COUNT = "SELECT COUNT(*) FROM oplog"
+
+
+def append(conn: apsw.Connection, operation: str, insight_id: str, detail: str, now: str) -> None:
+    """Record one operation and trim the log, inside the caller's transaction."""
+    conn.execute(_SQL_INSERT, (operation, insight_id, detail, now))
+    conn.execute(_SQL_TRIM, (OPLOG_KEEP,))
+
+
+def recent(conn: apsw.Connection, limit: int) -> list[OplogEntry]:
+    return [
+        OplogEntry(int(r[0]), str(r[1] or ""), str(r[2] or ""), str(r[3] or ""), str(r[4] or ""))
+        for r in conn.execute(_SQL_LIST, (limit,))
+    ]
+
+
+def count(conn: apsw.Connection) -> int:
+    return int(conn.execute(_SQL_COUNT).fetchone()[0])

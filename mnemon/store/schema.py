@@ -1,0 +1,192 @@
+"""DDL and idempotent migrations (contract §2.4 including the newest changes).
+
+A database written by the Go program (its schema, float32 embedding blobs, ``user_version = 1``)
+is brought forward in place: ``stored_at`` with its trigger, the ``supersedes`` edge type (table
+rebuilt only if the CHECK probe fails), the partial covering indexes, legacy ``narrative`` rows
+soft-deleted. Our own bookkeeping lives in ``mnemon_meta`` (schema version, write generation,
+embedding blob format), a table the Go program ignores. Read-only opens never migrate.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from mnemon.store.tx import write_tx
+
+SCHEMA_VERSION = 2
+
+_SQL_CREATE_INSIGHTS = """
+CREATE TABLE IF NOT EXISTS insights (
+    id TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    category TEXT NOT NULL DEFAULT 'general',
+    importance INTEGER NOT NULL DEFAULT 3,
+    tags TEXT NOT NULL DEFAULT '[]',
+    entities TEXT NOT NULL DEFAULT '[]',
+    source TEXT NOT NULL DEFAULT 'user',
+    access_count INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    deleted_at TEXT
+)"""
+
+_EDGES_COLUMNS = """(
+    source_id TEXT NOT NULL,
+    target_id TEXT NOT NULL,
+    edge_type TEXT NOT NULL CHECK (edge_type IN ('temporal', 'semantic', 'causal', 'entity', 'supersedes')),
+    weight REAL NOT NULL DEFAULT 1.0,
+    metadata TEXT NOT NULL DEFAULT '{}',
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (source_id, target_id, edge_type),
+    FOREIGN KEY (source_id) REFERENCES insights(id) ON DELETE CASCADE,
+    FOREIGN KEY (target_id) REFERENCES insights(id) ON DELETE CASCADE
+)"""
+_SQL_CREATE_EDGES = "CREATE TABLE IF NOT EXISTS edges " + _EDGES_COLUMNS
+
+_SQL_CREATE_OPLOG = """
+CREATE TABLE IF NOT EXISTS oplog (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    operation TEXT NOT NULL,
+    insight_id TEXT,
+    detail TEXT DEFAULT '',
+    created_at TEXT NOT NULL
+)"""
+
+_SQL_CREATE_META = "CREATE TABLE IF NOT EXISTS mnemon_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+_ADDED_COLUMNS = (
+    ("last_accessed_at", "TEXT"),
+    ("embedding", "BLOB"),
+    ("effective_importance", "REAL DEFAULT 0.5"),
+    ("stored_at", "TEXT"),
+)
+
+_SQL_STORED_AT_TRIGGER = """
+CREATE TRIGGER IF NOT EXISTS insights_stored_at AFTER INSERT ON insights
+WHEN NEW.stored_at IS NULL
+BEGIN
+    UPDATE insights SET stored_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE rowid = NEW.rowid;
+END"""
+
+_SQL_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_deleted ON insights(deleted_at)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_ei ON insights(effective_importance)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_stored ON insights(stored_at)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_created ON insights(deleted_at, created_at DESC) "
+    "WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_source ON insights(source, created_at) WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_importance ON insights(deleted_at, importance DESC, "
+    "created_at DESC) WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_insights_prune ON insights(deleted_at, importance, access_count, "
+    "effective_importance)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_prune_stored ON insights(deleted_at, importance, access_count, "
+    "stored_at, effective_importance)",
+    # Exact-duplicate lookup (Decision 5) must not scan every content on a large store.
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_content ON insights(content) WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_edges_source ON edges(source_id)",
+    "CREATE INDEX IF NOT EXISTS idx_edges_target ON edges(target_id)",
+    "CREATE INDEX IF NOT EXISTS idx_edges_type ON edges(edge_type)",
+    "CREATE INDEX IF NOT EXISTS idx_edges_source_type ON edges(source_id, edge_type)",
+    "CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type)",
+    "CREATE INDEX IF NOT EXISTS idx_oplog_created ON oplog(created_at)",
+)
+# Superseded by the partial covering indexes in the newest schema.
+_SQL_DROP_OLD_INDEXES = (
+    "DROP INDEX IF EXISTS idx_insights_importance",
+    "DROP INDEX IF EXISTS idx_insights_created",
+    "DROP INDEX IF EXISTS idx_insights_source",
+)
+
+
+def _columns(conn: apsw.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _meta_get(conn: apsw.Connection, key: str) -> str | None:
+    row = conn.execute("SELECT value FROM mnemon_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _has_table(conn: apsw.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+    return row is not None
+
+
+def is_current(conn: apsw.Connection) -> bool:
+    """Return whether the schema is already at SCHEMA_VERSION (the cheap check on every open)."""
+    if not _has_table(conn, "mnemon_meta"):
+        return False
+    return _meta_get(conn, "schema") == str(SCHEMA_VERSION)
+
+
+def embedding_format(conn: apsw.Connection) -> str:
+    """Return the blob format the store holds: ``float64`` (ours, old Go) or ``float32`` (Go ≥ 0.1.14)."""
+    if _has_table(conn, "mnemon_meta"):
+        value = _meta_get(conn, "embedding_format")
+        if value in ("float32", "float64"):
+            return value
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    return "float32" if version == 1 else "float64"
+
+
+def generation(conn: apsw.Connection) -> int:
+    """Return the write generation (bumped by every write transaction); 0 if never written by us."""
+    if not _has_table(conn, "mnemon_meta"):
+        return 0
+    value = _meta_get(conn, "generation")
+    return int(value) if value else 0
+
+
+def _edges_accept_supersedes(conn: apsw.Connection) -> bool:
+    """Return whether the edges CHECK constraint already admits ``supersedes`` (newest schema)."""
+    sql = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'edges'").fetchone()
+    return sql is not None and "supersedes" in str(sql[0])
+
+
+def _rebuild_edges(conn: apsw.Connection) -> None:
+    """Recreate ``edges`` with the widened CHECK, keeping every row whose type is still valid."""
+    conn.execute("ALTER TABLE edges RENAME TO edges_old")
+    conn.execute("CREATE TABLE edges " + _EDGES_COLUMNS)
+    conn.execute(
+        "INSERT OR IGNORE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+        "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges_old "
+        "WHERE edge_type IN ('temporal', 'semantic', 'causal', 'entity', 'supersedes') ORDER BY rowid"
+    )
+    conn.execute("DROP TABLE edges_old")
+
+
+def migrate(conn: apsw.Connection, now: str) -> None:
+    """Create or bring the schema forward in one write transaction; idempotent."""
+    with write_tx(conn, bump=False):
+        if is_current(conn):
+            return  # another process migrated while we waited for the lock
+        existed = _has_table(conn, "insights")
+        fmt = embedding_format(conn) if existed else "float64"
+        conn.execute(_SQL_CREATE_INSIGHTS)
+        have = _columns(conn, "insights")
+        for name, decl in _ADDED_COLUMNS:
+            if name not in have:
+                conn.execute(f"ALTER TABLE insights ADD COLUMN {name} {decl}")
+        conn.execute("UPDATE insights SET stored_at = created_at WHERE stored_at IS NULL")
+        conn.execute(_SQL_STORED_AT_TRIGGER)
+        if _has_table(conn, "edges") and not _edges_accept_supersedes(conn):
+            _rebuild_edges(conn)
+        conn.execute(_SQL_CREATE_EDGES)
+        conn.execute(_SQL_CREATE_OPLOG)
+        conn.execute(_SQL_CREATE_META)
+        for statement in _SQL_DROP_OLD_INDEXES:
+            conn.execute(statement)
+        for statement in _SQL_INDEXES:
+            conn.execute(statement)
+        # Legacy seventh category (§1): soft-delete on open, as the Go program does.
+        conn.execute(
+            "UPDATE insights SET deleted_at = ?, updated_at = ? WHERE category = 'narrative' AND deleted_at IS NULL",
+            (now, now),
+        )
+        conn.execute("INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES ('generation', '0')")
+        conn.execute("INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES ('embedding_format', ?)", (fmt,))
+        conn.execute(
+            "INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES ('schema', ?)", (str(SCHEMA_VERSION),)
+        )
+        conn.execute("UPDATE mnemon_meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")

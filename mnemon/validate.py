@@ -1,0 +1,115 @@
+"""Input validation shared by remember, import and link (contract §3.3, §3.8, §3.15).
+
+Runs before any database is opened, so a rejected input never changes a store. Messages are the
+contract's, word for word; lengths are UTF-8 byte counts as in the Go program. stdlib only.
+"""
+
+from __future__ import annotations
+
+from mnemon.errors import InputError
+from mnemon.records import (
+    CATEGORIES,
+    EDGE_TYPES,
+    ENTITY_MODES,
+    MAX_CONTENT_BYTES,
+    MAX_ENTITIES,
+    MAX_ENTITY_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
+)
+
+
+def _byte_prefix(text: str, n: int) -> str:
+    return text.encode("utf-8")[:n].decode("utf-8", errors="ignore")
+
+
+def check_text(text: str, what: str) -> str:
+    """Reject text that is not valid UTF-8 (lone surrogates from a bad argv) or holds NUL bytes."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(f"{what} is not valid UTF-8") from None
+    if "\x00" in text:
+        raise InputError(f"{what} must not contain NUL bytes")
+    return text
+
+
+def check_content(content: str) -> str:
+    check_text(content, "content")
+    size = len(content.encode("utf-8"))
+    if size > MAX_CONTENT_BYTES:
+        raise InputError(
+            f"content too long ({size} chars, max {MAX_CONTENT_BYTES}); consider chunking into multiple remember calls"
+        )
+    if not content.strip():
+        raise InputError("content must not be empty")
+    return content
+
+
+def check_category(category: str) -> str:
+    if category not in CATEGORIES:
+        raise InputError(f'invalid category "{category}"; valid: {", ".join(CATEGORIES)}')
+    return category
+
+
+def check_importance(importance: int) -> int:
+    if not 1 <= importance <= 5:
+        raise InputError(f"importance must be 1-5, got {importance}")
+    return importance
+
+
+def check_entity_mode(mode: str) -> str:
+    if mode not in ENTITY_MODES:
+        raise InputError(f'invalid entity mode "{mode}"; valid: {", ".join(ENTITY_MODES)}')
+    return mode
+
+
+def split_list(raw: str | None) -> list[str]:
+    """Split a comma list, trim items and drop empties (``--tags``, ``--entities``)."""
+    if not raw:
+        return []
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def _check_items(items: list[str], *, what: str, max_items: int, max_bytes: int) -> list[str]:
+    for item in items:
+        check_text(item, what)
+        size = len(item.encode("utf-8"))
+        if size > max_bytes:
+            raise InputError(f"{what} too long ({size} chars, max {max_bytes}): {_byte_prefix(item, 50)}")
+    if len(items) > max_items:
+        plural = "tags" if what == "tag" else "entities"
+        raise InputError(f"too many {plural} ({len(items)}, max {max_items})")
+    return items
+
+
+def check_tags(tags: list[str]) -> list[str]:
+    return _check_items(tags, what="tag", max_items=MAX_TAGS, max_bytes=MAX_TAG_BYTES)
+
+
+def check_entities(entities: list[str]) -> list[str]:
+    return _check_items(entities, what="entity", max_items=MAX_ENTITIES, max_bytes=MAX_ENTITY_BYTES)
+
+
+def check_edge_type(edge_type: str) -> str:
+    if edge_type not in EDGE_TYPES:
+        raise InputError(f'invalid edge type "{edge_type}"; valid: {", ".join(EDGE_TYPES)}')
+    return edge_type
+
+
+def check_weight(weight: float) -> float:
+    if not 0.0 <= weight <= 1.0:  # also rejects NaN
+        raise InputError(f"weight must be between 0.0 and 1.0, got {weight:.2f}")
+    return weight
+
+
+def check_limit(limit: int, flag: str = "--limit") -> int:
+    if limit < 1:
+        raise InputError(f"{flag} must be at least 1, got {limit}")
+    return limit
+
+
+def check_threshold(threshold: float) -> float:
+    if not threshold >= 0:
+        raise InputError(f"--threshold must be non-negative, got {threshold:g}")
+    return threshold
