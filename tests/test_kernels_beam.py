@@ -1,0 +1,223 @@
+"""kernels.beam: per-anchor beam search, numba and numpy paths, against the dict-based oracle."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import kernels
+from mnemon.records import LAMBDA_SEMANTIC, LAMBDA_STRUCTURAL
+from tests.reference import VIA_ANCHOR, VIA_NONE, build_edge_csr, readonly, ref_beam_search
+
+BEAM = [pytest.param(kernels.beam_search, id="numba"), pytest.param(kernels.beam_search_numpy, id="numpy")]
+TEMPORAL, SEMANTIC, CAUSAL, ENTITY, SUPERSEDES = range(5)  # codes in records.EDGE_TYPES order
+GENERAL = readonly(np.array([0.25, 0.25, 0.25, 0.25, 0.0]))
+WHY = readonly(np.array([0.20, 0.05, 0.70, 0.05, 0.0]))
+
+
+def run(beam_search, n, edges, anchors, *, width=10, depth=4, max_visited=500, type_weight=GENERAL,
+        similarity=None, id_rank=None, mask=None):  # fmt: skip
+    """Call a kernel path and the oracle on the same plain inputs; return both as dicts."""
+    indptr, nbrs, weights, etype = build_edge_csr(n, edges)
+    id_rank = np.arange(n, dtype=np.int32) if id_rank is None else id_rank
+    sim = None if similarity is None else readonly(np.asarray(similarity, dtype=np.float64))
+    best, via = beam_search(
+        indptr, nbrs, weights, etype, type_weight,
+        np.array([a for a, _ in anchors], dtype=np.int32), np.array([s for _, s in anchors]),
+        width, depth, max_visited, sim, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC, readonly(id_rank),
+        None if mask is None else readonly(np.asarray(mask, dtype=bool)),
+    )  # fmt: skip
+    assert best.dtype == np.float64 and via.dtype == np.int8 and best.shape == via.shape == (n,)
+    want_best, want_via = ref_beam_search(
+        n, edges, type_weight.tolist(), anchors, width, depth, max_visited,
+        None if similarity is None else list(similarity), LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
+        id_rank.tolist(), mask,
+    )  # fmt: skip
+    got_best = {r: float(best[r]) for r in range(n) if best[r] > -math.inf}
+    got_via = {r: int(via[r]) for r in range(n) if via[r] != VIA_NONE}
+    assert set(got_best) == set(got_via)
+    assert np.all(via[best == -math.inf] == VIA_NONE)
+    return (got_best, got_via), (want_best, want_via)
+
+
+def random_graph(rng: np.random.Generator, n: int, m: int) -> list[tuple[int, int, int, float]]:
+    # Weights from a small set so transitions tie often and the tie-break order matters.
+    src = rng.integers(0, n, m)
+    dst = rng.integers(0, n, m)
+    codes = rng.integers(0, 5, m)
+    weights = rng.choice([0.5, 1.0, 0.25], m)
+    return [(int(s), int(d), int(c), float(w)) for s, d, c, w in zip(src, dst, codes, weights) if s != d]
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_chain_scores_accumulate_hop_by_hop(beam_search):
+    # 0 -temporal(1.0)- 1 -causal(0.5)- 2 ; GENERAL weights 0.25 each, no similarity.
+    edges = [(0, 1, TEMPORAL, 1.0), (1, 2, CAUSAL, 0.5)]
+    got, want = run(beam_search, 4, edges, [(0, 1.0)], depth=2)
+    assert got == want
+    # Level 1: 0→1 = 1.25. Level 2 expands 1: 1→0 = 1.5 (an already visited row still takes a
+    # better score; the anchor keeps via ANCHOR) and 1→2 = 1.375. Row 3 is unreached.
+    assert got[0] == {0: 1.5, 1: 1.25, 2: 1.375}
+    assert got[1] == {0: VIA_ANCHOR, 1: TEMPORAL, 2: CAUSAL}
+    got, want = run(beam_search, 4, edges, [(0, 1.0)], depth=3)
+    assert got == want
+    assert got[0] == {0: 1.5, 1: 1.5, 2: 1.375}  # level 3 expands 2: 2→1 = 1.375 + 0.125
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_semantic_term_uses_clamped_similarity(beam_search):
+    edges = [(0, 1, ENTITY, 1.0), (0, 2, ENTITY, 1.0)]
+    got, want = run(beam_search, 3, edges, [(0, 0.0)], similarity=[0.9, 0.5, -0.8])
+    assert got == want
+    assert got[0][1] == pytest.approx(0.25 + 0.4 * 0.5)
+    assert got[0][2] == 0.25  # negative similarity contributes 0
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_cycle_keeps_best_and_anchor_stays_anchor(beam_search):
+    # Triangle 0-1-2 plus a strong edge back to the anchor: the anchor's best may rise, via stays ANCHOR.
+    edges = [(0, 1, CAUSAL, 1.0), (1, 2, CAUSAL, 1.0), (2, 0, CAUSAL, 1.0)]
+    got, want = run(beam_search, 3, edges, [(0, 0.1)], type_weight=WHY, depth=5)
+    assert got == want
+    assert got[1][0] == VIA_ANCHOR and got[0][0] > 0.1
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_disconnected_component_is_never_reached(beam_search):
+    edges = [(0, 1, TEMPORAL, 1.0), (2, 3, TEMPORAL, 1.0)]
+    got, want = run(beam_search, 5, edges, [(0, 1.0)])
+    assert got == want
+    assert set(got[0]) == {0, 1}
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_budget_counts_anchor_and_follows_transition_order(beam_search):
+    # Star around 0; ties on delta are broken by id_rank, so with max_visited 3 (anchor + 2)
+    # exactly the two best-ranked neighbours are scored.
+    edges = [(0, v, ENTITY, 1.0) for v in range(1, 7)]
+    id_rank = np.array([0, 6, 5, 4, 3, 2, 1], dtype=np.int32)
+    got, want = run(beam_search, 7, edges, [(0, 1.0)], max_visited=3, id_rank=id_rank)
+    assert got == want
+    assert set(got[0]) == {0, 6, 5}
+    got, want = run(beam_search, 7, edges, [(0, 1.0)], max_visited=1, id_rank=id_rank)
+    assert got == want and set(got[0]) == {0}
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_ranks_transitions_by_delta_before_budget(beam_search):
+    # The heavier edge to row 3 is taken first even though rows 1 and 2 rank better.
+    edges = [(0, 1, TEMPORAL, 0.5), (0, 2, TEMPORAL, 0.5), (0, 3, TEMPORAL, 1.0)]
+    got, want = run(beam_search, 4, edges, [(0, 0.0)], max_visited=2)
+    assert got == want and set(got[0]) == {0, 3}
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_equal_delta_breaks_by_type_code_and_via_takes_lowest_code(beam_search):
+    # Two parallel edge rows of different types with equal delta: via must be the lower code.
+    tw = readonly(np.array([0.5, 0.5, 0.5, 0.5, 0.0]))
+    edges = [(0, 1, ENTITY, 1.0), (0, 1, SEMANTIC, 1.0)]
+    got, want = run(beam_search, 2, edges, [(0, 0.0)], type_weight=tw)
+    assert got == want and got[1][1] == SEMANTIC
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_width_keeps_only_top_of_each_level(beam_search):
+    # Level 1 = {1, 2, 3} with different scores; width 1 keeps only row 3, so only 3's child is reached.
+    edges = [(0, 1, TEMPORAL, 0.1), (0, 2, TEMPORAL, 0.2), (0, 3, TEMPORAL, 0.3),
+             (1, 4, TEMPORAL, 1.0), (2, 5, TEMPORAL, 1.0), (3, 6, TEMPORAL, 1.0)]  # fmt: skip
+    got, want = run(beam_search, 7, edges, [(0, 0.0)], width=1)
+    assert got == want and set(got[0]) == {0, 1, 2, 3, 6}
+    got, want = run(beam_search, 7, edges, [(0, 0.0)], depth=1)
+    assert got == want and set(got[0]) == {0, 1, 2, 3}
+    got, want = run(beam_search, 7, edges, [(0, 0.0)], depth=0)
+    assert got == want and set(got[0]) == {0}
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_never_leaves_the_row_mask(beam_search):
+    # 0 - 1 - 2 with row 1 out of scope: nothing beyond the anchor is reachable; anchor 3 is out too.
+    edges = [(0, 1, TEMPORAL, 1.0), (1, 2, TEMPORAL, 1.0), (3, 0, TEMPORAL, 1.0)]
+    got, want = run(beam_search, 4, edges, [(0, 1.0), (3, 2.0)], mask=[True, False, True, False])
+    assert got == want and got[0] == {0: 1.0}
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_anchors_search_independently_and_order_does_not_matter(beam_search):
+    rng = np.random.default_rng(21)
+    edges = random_graph(rng, 40, 120)
+    anchors = [(3, 1.0), (17, 0.6), (25, 0.9), (3, 0.2)]
+    got, want = run(beam_search, 40, edges, anchors, width=3, depth=3, max_visited=12)
+    assert got == want
+    got_reversed, _ = run(beam_search, 40, edges, anchors[::-1], width=3, depth=3, max_visited=12)
+    assert got_reversed == got
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+@pytest.mark.parametrize("seed", range(8))
+def test_beam_matches_oracle_on_random_graphs(beam_search, seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 80))
+    edges = random_graph(rng, n, int(rng.integers(0, 4 * n)))
+    k = int(rng.integers(1, min(n, 6) + 1))
+    anchors = [(int(r), float(s)) for r, s in zip(rng.choice(n, k, replace=False), rng.random(k))]
+    similarity = rng.uniform(-1, 1, n).round(2) if seed % 2 else None
+    mask = rng.random(n) < 0.85 if seed % 3 == 0 else None
+    id_rank = rng.permutation(n).astype(np.int32)
+    got, want = run(
+        beam_search, n, edges, anchors, width=int(rng.integers(1, 6)), depth=int(rng.integers(0, 6)),
+        max_visited=int(rng.integers(1, 40)), type_weight=WHY if seed % 2 else GENERAL,
+        similarity=similarity, id_rank=id_rank, mask=None if mask is None else mask.tolist(),
+    )  # fmt: skip
+    assert got == want
+
+
+def test_beam_paths_agree_bit_for_bit_on_a_larger_graph():
+    rng = np.random.default_rng(77)
+    n = 2000
+    indptr, nbrs, weights, etype = build_edge_csr(n, random_graph(rng, n, 20 * n))
+    sim = readonly(rng.uniform(-1, 1, n))
+    id_rank = readonly(rng.permutation(n).astype(np.int32))
+    anchors = rng.choice(n, 20, replace=False).astype(np.int32)
+    args = (indptr, nbrs, weights, etype, WHY, anchors, rng.random(20), 15, 5, 500, sim, 1.0, 0.4, id_rank)
+    best, via = kernels.beam_search(*args)
+    best_np, via_np = kernels.beam_search_numpy(*args)
+    np.testing.assert_array_equal(best, best_np)
+    np.testing.assert_array_equal(via, via_np)
+    assert 20 < np.isfinite(best).sum() <= 20 * 500
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_empty_graph_and_no_anchors(beam_search):
+    indptr = readonly(np.zeros(1, dtype=np.int64))
+    empty_i32, empty_f64, empty_i8 = np.zeros(0, np.int32), np.zeros(0), np.zeros(0, np.int8)
+    best, via = beam_search(indptr, empty_i32, empty_f64, empty_i8, GENERAL, [], [], 10, 4, 500, None, 1.0, 0.4, empty_i32)
+    assert best.shape == via.shape == (0,)
+    indptr3 = readonly(np.zeros(4, dtype=np.int64))
+    rank = np.arange(3, dtype=np.int32)
+    best, via = beam_search(indptr3, empty_i32, empty_f64, empty_i8, GENERAL, [], [], 10, 4, 500, None, 1.0, 0.4, rank)
+    assert np.all(best == -math.inf) and np.all(via == VIA_NONE)
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_rejects_bad_inputs(beam_search):
+    indptr, nbrs, weights, etype = build_edge_csr(3, [(0, 1, TEMPORAL, 1.0)])
+    rank = np.arange(3, dtype=np.int32)
+    ok = (indptr, nbrs, weights, etype, GENERAL, [0], [1.0], 10, 4, 500, None, 1.0, 0.4, rank)
+    beam_search(*ok)
+    bad_cases = [
+        (ValueError, {5: [3]}),  # anchor out of range
+        (ValueError, {6: [1.0, 2.0]}),  # anchor_scores length
+        (ValueError, {3: readonly(np.array([7, 7], dtype=np.int8))}),  # type code beyond type_weight
+        (TypeError, {3: etype.astype(np.int32)}),
+        (ValueError, {7: -1}),
+        (ValueError, {10: np.zeros(2)}),  # similarity length
+        (TypeError, {0: indptr.astype(np.int32)}),
+    ]
+    for exc, change in bad_cases:
+        args = list(ok)
+        for pos, value in change.items():
+            args[pos] = value
+        with pytest.raises(exc):
+            beam_search(*args)
