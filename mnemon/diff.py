@@ -127,9 +127,7 @@ def classify(new_content: str, existing_content: str, similarity: float, jaccard
         return CONFLICT if polarity_mismatch else DUPLICATE
     if similarity < DIFF_ADD_BELOW:
         return ADD
-    if similarity >= DIFF_CONFLICT_AT and (
-        _has_negation_phrase(new_content) or _has_negation_phrase(existing_content)
-    ):
+    if similarity >= DIFF_CONFLICT_AT and (_has_negation_phrase(new_content) or _has_negation_phrase(existing_content)):
         return CONFLICT
     if similarity > DIFF_DUPLICATE_ABOVE:
         if polarity_mismatch:

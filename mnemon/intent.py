@@ -37,8 +37,7 @@ def _compile(pattern: str) -> regex.Pattern[str]:
 
 _LEGACY: dict[Intent, regex.Pattern[str]] = {
     Intent.WHY: _compile(
-        _words("why", "reason", "because", "cause", "motivation", "rationale")
-        + "|为什么|原因|理由|為什麼|為甚麼"
+        _words("why", "reason", "because", "cause", "motivation", "rationale") + "|为什么|原因|理由|為什麼|為甚麼"
     ),
     Intent.WHEN: _compile(
         _words("when", "time", "date", "before", "after", "during", "timeline", "history", "sequence")
@@ -58,48 +57,49 @@ _A_ACUTE = "(?:á|a\u0301)"
 _E_CIRCUMFLEX = "(?:ê|e\u0302)"
 _APOSTROPHE = "['’]"
 
+# Per language: WHY, WHEN and ENTITY alternatives, as listed in §4.12.
+_WHY, _WHEN, _ENTITY = Intent.WHY, Intent.WHEN, Intent.ENTITY
+_CUE_TABLE: dict[str, dict[Intent, tuple[str, ...]]] = {
+    "hi": {_WHY: ("क्यों", "क्यूँ", "किसलिए"), _WHEN: ("कब",), _ENTITY: (f"(?:क्या|कौन){_S}(?:है|हैं)",)},
+    "es": {
+        _WHY: (f"por{_S}qu{_E_ACUTE}",),
+        _WHEN: (f"cu{_A_ACUTE}ndo",),
+        _ENTITY: (f"qu{_E_ACUTE}{_S}es", f"qui{_E_ACUTE}n{_S}es"),
+    },
+    "ar": {_WHY: ("لماذا",), _WHEN: ("متى",), _ENTITY: (f"(?:ما|من){_S}(?:هو|هي)",)},
+    "fr": {
+        _WHY: ("pourquoi",),
+        _WHEN: ("quand",),
+        _ENTITY: (
+            f"qu{_APOSTROPHE}est-ce{_S}que",
+            f"qu{_APOSTROPHE}est{_S}ce{_S}que",
+            f"qui{_S}est",
+            f"c{_APOSTROPHE}est{_S}quoi",
+        ),
+    },
+    "bn": {_WHY: ("কেন",), _WHEN: ("কখন", "কবে"), _ENTITY: ()},  # ENTITY: see _BENGALI_ENTITY
+    "pt": {
+        _WHY: (f"por{_S}que", f"por{_S}qu{_E_CIRCUMFLEX}"),
+        _WHEN: ("quando",),
+        _ENTITY: (f"(?:o{_S}que|quem){_S}{_E_ACUTE}",),
+    },
+    "id": {_WHY: ("mengapa", "kenapa"), _WHEN: ("kapan",), _ENTITY: (f"(?:apa|siapa){_S}itu",)},
+    "ru": {
+        _WHY: ("почему", "зачем"),
+        _WHEN: ("когда",),
+        _ENTITY: (f"что{_S}такое", f"кто{_S}(?:такой|такая|такие)"),
+    },
+    "de": {_WHY: ("warum", "wieso", "weshalb"), _WHEN: ("wann",), _ENTITY: (f"(?:was|wer){_S}(?:ist|sind)",)},
+}
+# Bengali ENTITY: the question word must close the query (optionally followed by ?/？).
+_BENGALI_ENTITY = rf"{_B_BEFORE}(?:কী|কি|কে)\s*[?？]?\s*\Z"
+
 _CUES: dict[Intent, regex.Pattern[str]] = {
-    Intent.WHY: _compile(
-        _words(
-            "क्यों", "क्यूँ", "किसलिए",  # hi
-            f"por{_S}qu{_E_ACUTE}",  # es
-            "لماذا",  # ar
-            "pourquoi",  # fr
-            "কেন",  # bn
-            f"por{_S}que", f"por{_S}qu{_E_CIRCUMFLEX}",  # pt
-            "mengapa", "kenapa",  # id
-            "почему", "зачем",  # ru
-            "warum", "wieso", "weshalb",  # de
-        )
-    ),
-    Intent.WHEN: _compile(
-        _words(
-            "कब",  # hi
-            f"cu{_A_ACUTE}ndo",  # es
-            "متى",  # ar
-            "quand",  # fr
-            "কখন", "কবে",  # bn
-            "quando",  # pt
-            "kapan",  # id
-            "когда",  # ru
-            "wann",  # de
-        )
-    ),
-    Intent.ENTITY: _compile(
-        _words(
-            f"(?:क्या|कौन){_S}(?:है|हैं)",  # hi
-            f"qu{_E_ACUTE}{_S}es", f"qui{_E_ACUTE}n{_S}es",  # es
-            f"(?:ما|من){_S}(?:هو|هي)",  # ar
-            f"qu{_APOSTROPHE}est-ce{_S}que", f"qu{_APOSTROPHE}est{_S}ce{_S}que",  # fr
-            f"qui{_S}est", f"c{_APOSTROPHE}est{_S}quoi",
-            f"(?:o{_S}que|quem){_S}{_E_ACUTE}",  # pt
-            f"(?:apa|siapa){_S}itu",  # id
-            f"что{_S}такое", f"кто{_S}(?:такой|такая|такие)",  # ru
-            f"(?:was|wer){_S}(?:ist|sind)",  # de
-        )
-        # bn: the question word must close the query (optionally followed by ?/？).
-        + rf"|{_B_BEFORE}(?:কী|কি|কে)\s*[?？]?\s*\Z"
-    ),
+    intent: _compile(
+        _words(*(alt for cues in _CUE_TABLE.values() for alt in cues[intent]))
+        + (f"|{_BENGALI_ENTITY}" if intent is _ENTITY else "")
+    )
+    for intent in (_WHY, _WHEN, _ENTITY)
 }
 
 # Quoted spans are blanked before the new cues run, so a quoted title or term ("Warum", «quand»)

@@ -80,9 +80,7 @@ def format_timestamp(dt: datetime) -> str:
     """
     if dt.tzinfo is not None:
         dt = dt.astimezone(timezone.utc)
-    return (
-        f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}Z"
-    )
+    return f"{dt.year:04d}-{dt.month:02d}-{dt.day:02d}T{dt.hour:02d}:{dt.minute:02d}:{dt.second:02d}Z"
 
 
 def days_since(ts: str, now: datetime) -> float:

@@ -42,7 +42,7 @@ STOPWORDS: frozenset[str] = frozenset(
     might shall can to of in for on with at by from as into about that this it its or and but if
     not no so up out than then too very just also more some any all each i me my we you your he
     she they them his her our their what which who how when where
-    """.split()
+    """.split()  # noqa: SIM905 -- a word list reads like the contract
 )
 
 # One alternation per run kind. Han is the Unicode *script* (Go's unicode.Han), not

@@ -133,7 +133,7 @@ def test_short_non_ascii_and_alphanumeric_tokens_pass_through(token: str) -> Non
 
 
 def test_stem_is_idempotent_over_a_vocabulary() -> None:
-    words = (
+    words = (  # noqa: SIM905
         "paintings settings hundreds guaranteed kubernetes postgres timelines happily families "
         "addresses processes caches sizes evenings embeddings committed buzzing staffed owing aging"
     ).split()
