@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mnemon.text import (
     STOPWORDS,
@@ -217,3 +219,32 @@ def test_excerpt_cuts_to_n_code_points_with_ellipsis() -> None:
 
 def test_excerpt_exactly_n_code_points_is_unchanged() -> None:
     assert excerpt("abcde", 5) == "abcde"
+
+
+# --- properties -------------------------------------------------------------------------------
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=14))
+def test_property_stem_is_a_fixed_point_and_never_grows(word: str) -> None:
+    once = stem(word)
+    assert stem(once) == once
+    assert len(once) <= len(word)
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_property_sequence_and_set_agree_and_tokens_are_clean(text: str) -> None:
+    sequence = token_sequence(text)
+    assert set(sequence) == tokenize(text)
+    assert not STOPWORDS & set(sequence)
+    assert all(token and not any(ch.isspace() for ch in token) for token in sequence)
+
+
+@settings(derandomize=True, max_examples=200, deadline=None)
+@given(st.text(max_size=40), st.integers(min_value=0, max_value=50))
+def test_property_truncate_bytes_is_a_valid_prefix(text: str, n: int) -> None:
+    cut = truncate_bytes(text, n)
+    assert text.startswith(cut)
+    assert byte_len(cut) <= n
+    assert byte_len(cut) > n - 4 or cut == text  # at most a partial character is dropped
