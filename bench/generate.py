@@ -1,0 +1,314 @@
+"""Seeded synthetic large-store generator: an import draft (contract §3.15) of realistic memories.
+
+Owns the benchmark corpus. ``generate_draft(n, seed=..., edges_per_insight=...)`` returns a
+``schema_version "1"`` draft whose insights look like what agents store: technical decisions,
+facts, preferences, conversation turns and incident notes, from several sources, naming entities
+from the tech dictionary (§4.3), CamelCase identifiers and file paths, with timestamps spread over
+months and a mix of importances. Every content is unique (it carries a ticket/PR reference), so an
+import stores exactly ``n`` insights.
+
+Explicit edges top the store up to about ``edges_per_insight`` edge rows per insight: the generator
+estimates the rows the import's graph engine will add on its own (entity edges, §4.5: up to 5
+newest co-mentioning insights per entity, both directions; backbone repair, §4.4: two rows per
+adjacent pair of one source) and adds one-direction explicit edges for the rest, mostly between
+near neighbours in time, as linked notes are. ``draft_vectors`` gives deterministic 768-dim float64
+vectors of the contents (the HashEmbedder's, so they equal what ``tests/embed_server.py`` serves).
+
+Deterministic: the same ``(n, seed, edges_per_insight)`` gives byte-identical output on every
+machine (stdlib ``random.Random``, no hash randomisation). Script use:
+
+    python bench/generate.py --n 10000 --out drafts.json [--edges-per-insight 35] [--seed 1]
+        [--vectors vectors.npy]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+from collections import defaultdict, deque
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+__all__ = ["generate_draft", "draft_vectors", "write_draft", "main"]
+
+DEFAULT_EDGES_PER_INSIGHT = 35
+DEFAULT_SEED = 1
+TIMELINE_DAYS = 240  # about eight months of history
+TIMELINE_END = datetime(2026, 9, 1, tzinfo=timezone.utc)
+_ENTITY_NEIGHBOURS = 5  # §4.5: newest co-mentioning insights linked per entity
+_ENTITY_CAP = 50  # §4.5: counted inserts per insight
+
+SOURCES = ("user", "claude-code", "codex", "slack", "meeting-notes", "cursor")
+SOURCE_WEIGHTS = (30, 25, 15, 12, 10, 8)
+IMPORTANCE_WEIGHTS = ((1, 8), (2, 17), (3, 45), (4, 20), (5, 10))
+
+TECH = (
+    "Go Rust Python Java Kotlin Swift Ruby Elixir Zig Lua Dart Scala Haskell Julia JavaScript "
+    "TypeScript React Vue Angular Svelte Node Deno Bun Vite Webpack SQLite PostgreSQL MySQL Redis "
+    "MongoDB DynamoDB Cassandra Qdrant Milvus Chroma Pinecone Neo4j Weaviate Elasticsearch Docker "
+    "Kubernetes Terraform Ansible Nginx Caddy Kafka RabbitMQ AWS GCP Azure Vercel Netlify Cloudflare "
+    "Supabase Firebase Ollama OpenAI Claude PyTorch TensorFlow LangChain LlamaIndex FAISS GitHub "
+    "GitLab FastAPI Flask Django Rails Spring Express Gin Pytest Jest Vitest gRPC GraphQL WebSocket "
+    "OAuth JWT YAML TOML Protobuf MCP"
+).split()
+
+_HUMP_A = "Payment Order User Session Billing Search Index Cache Auth Token Event Report Invoice Queue Media".split()
+_HUMP_B = "Service Gateway Manager Handler Worker Store Client Router Builder Scheduler Resolver Pipeline".split()
+CAMEL = tuple(a + b for a in _HUMP_A for b in _HUMP_B)
+
+_DIRS = "src lib cmd internal pkg app services api web scripts".split()
+_MODULES = "billing auth search ingest export sync cache queue reports users notify storage".split()
+_FILES = "handler client server models config worker schema router utils main index store".split()
+_EXTS = ("py", "go", "rs", "ts", "tsx", "sql", "yaml", "toml", "js", "md")
+
+PEOPLE = "Alice Bob Carol Dave Erin Frank Grace Heidi Ivan Judy Mallory Niaj Olivia Peggy Rupert Sybil".split()
+COMPONENTS = (
+    "billing service", "search index", "auth flow", "ingest pipeline", "nightly export", "mobile app",
+    "admin dashboard", "notification worker", "rate limiter", "feature flags", "CI pipeline",
+    "staging cluster", "onboarding flow", "public API", "data warehouse", "audit log",
+)
+REASONS = (
+    "the write throughput is critical", "the team already knows it", "latency spikes hurt checkout",
+    "operational cost must stay low", "it keeps the deployment simple", "the old setup kept timing out",
+    "we need strong consistency", "the licence is permissive", "memory usage doubled last quarter",
+    "the vendor lock-in worried legal", "cold starts were too slow", "it scales horizontally",
+)
+PREFS = (
+    "tabs over spaces", "small focused pull requests", "explicit error messages", "dark mode in every tool",
+    "short standups", "typed configuration", "squash merges", "integration tests over mocks",
+    "async code reviews", "plain SQL over ORMs", "early morning deploys", "structured logging",
+)
+OUTCOMES = (
+    "p99 latency dropped by half", "the flaky test disappeared", "the queue backlog cleared overnight",
+    "memory usage went back to normal", "error rates fell below one percent", "the build got twice as fast",
+    "customers stopped reporting timeouts", "the migration finished without downtime",
+)
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+
+
+def _path(rng: random.Random) -> str:
+    return f"{rng.choice(_DIRS)}/{rng.choice(_MODULES)}/{rng.choice(_FILES)}.{rng.choice(_EXTS)}"
+
+
+def _decision(rng: random.Random) -> tuple[str, str, list[str]]:
+    a, b = rng.sample(TECH, 2)
+    comp = rng.choice(COMPONENTS)
+    text = rng.choice(
+        (
+            f"Chose {a} over {b} for the {comp} because {rng.choice(REASONS)}.",
+            f"Decided to migrate the {comp} from {b} to {a} so that {rng.choice(OUTCOMES)}.",
+            f"We will keep {a} in the {comp}; switching to {b} was rejected due to {rng.choice(REASONS)}.",
+            f"Architecture decision: {rng.choice(CAMEL)} talks to {a} directly, in order to avoid the {b} hop.",
+        )
+    )
+    return "decision", text, [a, b]
+
+
+def _fact(rng: random.Random) -> tuple[str, str, list[str]]:
+    a = rng.choice(TECH)
+    camel = rng.choice(CAMEL)
+    path = _path(rng)
+    text = rng.choice(
+        (
+            f"The {rng.choice(COMPONENTS)} runs on {a} with {rng.randint(2, 64)} replicas in production.",
+            f"{camel} is defined in {path} and retries {rng.randint(2, 9)} times before giving up.",
+            f"Config for {a} lives in {path}; the connection pool size is {rng.randint(4, 256)}.",
+            f"{camel} reads from {a} and writes audit rows through the {rng.choice(COMPONENTS)}.",
+        )
+    )
+    entities = [a]
+    if camel in text:
+        entities.append(camel)
+    if path in text:
+        entities.append(path)
+    return "fact", text, entities
+
+
+def _preference(rng: random.Random) -> tuple[str, str, list[str]]:
+    person = rng.choice(PEOPLE)
+    a = rng.choice(TECH)
+    text = rng.choice(
+        (
+            f"{person} prefers {rng.choice(PREFS)} when working on {a} code.",
+            f"User prefers {rng.choice(PREFS)}; never suggest {a} boilerplate without asking.",
+            f"{person} likes {a} for prototypes but wants {rng.choice(PREFS)} in production.",
+        )
+    )
+    return "preference", text, [a]
+
+
+def _turn(rng: random.Random) -> tuple[str, str, list[str]]:
+    speaker, other = rng.sample(PEOPLE, 2)
+    a = rng.choice(TECH)
+    camel = rng.choice(CAMEL)
+    text = rng.choice(
+        (
+            f"{speaker}: can we move the {rng.choice(COMPONENTS)} to {a} next sprint? {other} says {camel} is the blocker.",
+            f"{speaker} asked {other} on {rng.choice(WEEKDAYS)} why {camel} still depends on {a}.",
+            f"{speaker}: the {a} upgrade broke {camel} again, {other} is rolling it back.",
+            f"{other} told {speaker} that {rng.choice(OUTCOMES)} after the {a} change.",
+        )
+    )
+    return "context", text, [a, camel]
+
+
+def _incident(rng: random.Random) -> tuple[str, str, list[str]]:
+    a = rng.choice(TECH)
+    camel = rng.choice(CAMEL)
+    path = _path(rng)
+    text = rng.choice(
+        (
+            f"Outage in the {rng.choice(COMPONENTS)} was caused by {camel} exhausting {a} connections; fix in {path}.",
+            f"Fixed a race in {path} because {camel} read stale {a} state; as a result {rng.choice(OUTCOMES)}.",
+            f"Lesson: always set timeouts on {a} calls in {camel}, otherwise the {rng.choice(COMPONENTS)} hangs.",
+        )
+    )
+    category = "insight" if text.startswith("Lesson") else "fact"
+    return category, text, [a, camel] + ([path] if path in text else [])
+
+
+_KINDS = ((_decision, 25), (_fact, 30), (_preference, 10), (_turn, 25), (_incident, 10))
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def generate_draft(
+    n: int,
+    *,
+    seed: int = DEFAULT_SEED,
+    edges_per_insight: float = DEFAULT_EDGES_PER_INSIGHT,
+    end: datetime = TIMELINE_END,
+) -> dict[str, Any]:
+    """Return an import draft of ``n`` unique insights plus explicit edges (see module docstring)."""
+    if n < 1:
+        raise ValueError(f"n must be at least 1, got {n}")
+    rng = random.Random(seed)
+    kinds = [k for k, _ in _KINDS]
+    kind_weights = [w for _, w in _KINDS]
+    imps = [i for i, _ in IMPORTANCE_WEIGHTS]
+    imp_weights = [w for _, w in IMPORTANCE_WEIGHTS]
+    start = end - timedelta(days=TIMELINE_DAYS)
+    step = TIMELINE_DAYS * 86400 / n
+    insights: list[dict[str, Any]] = []
+    for index in range(n):
+        category, text, entities = rng.choices(kinds, kind_weights)[0](rng)
+        # A ticket or PR reference makes every content unique, as real notes usually are.
+        ref = rng.choice(("ticket", "issue", "ref", "change"))
+        content = f"{text} ({ref} {index + 1000})"
+        moment = start + timedelta(seconds=index * step + rng.uniform(0, step))
+        item: dict[str, Any] = {
+            "content": content,
+            "category": category,
+            "importance": rng.choices(imps, imp_weights)[0],
+            "tags": rng.sample(("backend", "frontend", "infra", "team", "perf", "security", "data"), rng.randint(0, 3)),
+            "entities": list(dict.fromkeys(e for e in entities if e in text)),
+            "source": rng.choices(SOURCES, SOURCE_WEIGHTS)[0],
+            "created_at": _timestamp(moment),
+        }
+        insights.append(item)
+    auto_rows = _estimated_auto_rows(insights)
+    wanted = max(0, round(edges_per_insight * n) - auto_rows)
+    edges = _explicit_edges(rng, n, wanted)
+    return {"schema_version": "1", "source": "import", "insights": insights, "edges": edges}
+
+
+def _import_path() -> None:
+    root = Path(__file__).resolve().parent.parent
+    if str(root) not in sys.path:
+        sys.path.insert(0, str(root))
+
+
+def _estimated_auto_rows(insights: list[dict[str, Any]]) -> int:
+    """Estimate the edge rows the import itself adds: entity edges (§4.5) and backbones (§4.4)."""
+    _import_path()
+    from mnemon.entities import extract_entities
+
+    recent: dict[str, deque[int]] = defaultdict(lambda: deque(maxlen=_ENTITY_NEIGHBOURS))
+    pairs: set[tuple[int, int]] = set()
+    for index, item in enumerate(insights):
+        counted = 0
+        # Import resolves entities in merge mode: the provided ones, then what extraction finds.
+        resolved = dict.fromkeys([*item["entities"], *extract_entities(item["content"])])
+        for entity in resolved:
+            for other in reversed(recent[entity]):
+                if counted >= _ENTITY_CAP:
+                    break
+                pairs.add((other, index))
+                counted += 2
+            recent[entity].append(index)
+    per_source: dict[str, int] = defaultdict(int)
+    for item in insights:
+        per_source[item["source"]] += 1
+    backbone = sum(2 * (count - 1) for count in per_source.values() if count > 1)
+    return 2 * len(pairs) + backbone
+
+
+def _explicit_edges(rng: random.Random, n: int, wanted: int) -> list[dict[str, Any]]:
+    """Return ``wanted`` distinct one-direction explicit edges, mostly between near neighbours."""
+    if n < 2:
+        return []
+    wanted = min(wanted, n * (n - 1))
+    types = ("semantic", "causal", "entity", "temporal", "supersedes")
+    type_weights = (45, 25, 15, 10, 5)
+    seen: set[tuple[int, int, str]] = set()
+    edges: list[dict[str, Any]] = []
+    while len(edges) < wanted:
+        src = rng.randrange(n)
+        # Linked notes are usually close in time; a fifth of links reach anywhere.
+        dst = rng.randrange(n) if rng.random() < 0.2 else min(n - 1, max(0, src + rng.randint(-200, 200)))
+        edge_type = rng.choices(types, type_weights)[0]
+        if dst == src or (src, dst, edge_type) in seen:
+            continue
+        seen.add((src, dst, edge_type))
+        edge: dict[str, Any] = {
+            "source_index": src,
+            "target_index": dst,
+            "edge_type": edge_type,
+            "weight": round(rng.uniform(0.3, 1.0), 2),
+        }
+        if rng.random() < 0.3:
+            edge["reason"] = rng.choice(("follow-up", "same incident", "related decision", "see also"))
+        edges.append(edge)
+    return edges
+
+
+def draft_vectors(draft: dict[str, Any], dim: int = 768) -> Any:
+    """Return the float64 (n, dim) HashEmbedder vectors of the draft's contents (imports numpy)."""
+    _import_path()
+    from mnemon.embed.fake import HashEmbedder
+
+    return HashEmbedder(dim=dim).embed_batch([item["content"] for item in draft["insights"]])
+
+
+def write_draft(draft: dict[str, Any], out: Path) -> None:
+    """Write the draft as compact UTF-8 JSON."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(draft, ensure_ascii=False, separators=(",", ":")) + "\n", encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=int, required=True, help="number of insights")
+    parser.add_argument("--out", type=Path, required=True, help="draft file to write")
+    parser.add_argument("--edges-per-insight", type=float, default=DEFAULT_EDGES_PER_INSIGHT)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--vectors", type=Path, help="also write the contents' 768-dim vectors (.npy)")
+    parser.add_argument("--dim", type=int, default=768, help="vector dimension for --vectors")
+    args = parser.parse_args(argv)
+    draft = generate_draft(args.n, seed=args.seed, edges_per_insight=args.edges_per_insight)
+    write_draft(draft, args.out)
+    if args.vectors is not None:
+        import numpy as np
+
+        np.save(args.vectors, draft_vectors(draft, args.dim))
+    print(f"wrote {args.n} insights and {len(draft['edges'])} explicit edges to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
