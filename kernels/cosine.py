@@ -24,7 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from kernels._jit import jit, prange
-from kernels.topk import INT32_MAX, _heap_push, _heap_sorted, _topk_numpy, check_array, check_k, check_mask
+from kernels.topk import INT32_MAX, _better, _heap_push, _heap_sorted, _topk_numpy, check_array, check_k, check_mask
 
 BLOCK_ROWS = 4096  # rows per parallel block: big enough to amortise a heap, small enough to balance
 
@@ -83,8 +83,11 @@ def _cosine_topk(vectors, norms, query, query_norm, k, tie_rank, min_score, row_
             if has_mask and not row_mask[i]:
                 continue
             s = _cosine_row(vectors, norms, query, query_norm, i)
-            if s >= min_score:
-                size = _heap_push(h_score[blk], h_rank[blk], h_row[blk], size, s, tie_rank[i], i)
+            if not s >= min_score:
+                continue
+            if size == k and (k == 0 or not _better(s, tie_rank[i], i, h_score[blk, 0], h_rank[blk, 0], h_row[blk, 0])):
+                continue  # inline fast reject: most rows lose to the block heap's worst entry
+            size = _heap_push(h_score[blk], h_rank[blk], h_row[blk], size, s, tie_rank[i], i)
         sizes[blk] = size
     f_score = np.full(k, -np.inf)
     f_rank = np.full(k, INT32_MAX, dtype=np.int32)

@@ -153,6 +153,9 @@ def _topk(scores, k, tie_rank, valid):
             continue
         if has_mask and not valid[i]:
             continue
+        # Inline fast reject: most rows lose to the heap's worst entry (saves a call per row).
+        if size == k and (k == 0 or not _better(s, tie_rank[i], i, h_score[0], h_rank[0], h_row[0])):
+            continue
         size = _heap_push(h_score, h_rank, h_row, size, s, tie_rank[i], i)
     rows, _ = _heap_sorted(h_score, h_rank, h_row, size)
     return rows

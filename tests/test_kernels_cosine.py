@@ -89,6 +89,8 @@ def test_cosine_topk_min_score_is_inclusive_and_mask_excludes(cosine_topk):
     rows, scores = cosine_topk(vectors, norms, query, 2, tie_rank, row_mask=mask)
     assert rows.tolist() == [1, 2]
     np.testing.assert_allclose(scores, [math.sqrt(0.5), 0.0])
+    rows, scores = cosine_topk(vectors, norms, query, 0, tie_rank)
+    assert rows.shape == scores.shape == (0,)
 
 
 @pytest.mark.parametrize("cosine_topk", TOPK)
