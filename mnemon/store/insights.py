@@ -39,16 +39,14 @@ _SQL_RECENT_SAME_SOURCE = (
     f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND source = ? AND id != ? "
     "ORDER BY created_at DESC, rowid DESC LIMIT ?"
 )
-# LIKE prefilters on the JSON text before json_each checks the exact element (§4.5).
+# The derived insight_entities table (schema.py) holds one row per (entity, active insight), so an
+# entity's newest insights are an index range (§4.5: exact, case-sensitive, newest first).
 _SQL_WITH_ENTITY = (
-    "SELECT i.id FROM insights i WHERE i.deleted_at IS NULL AND i.id != ? AND i.entities LIKE ? ESCAPE '\\' "
-    "AND EXISTS (SELECT 1 FROM json_each(i.entities) j WHERE j.value = ?) "
-    "ORDER BY i.created_at DESC, i.rowid DESC LIMIT ?"
+    "SELECT e.insight_id FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
+    "WHERE e.entity = ? AND e.insight_id != ? AND i.deleted_at IS NULL "
+    "ORDER BY e.created_at DESC, i.rowid DESC LIMIT ?"
 )
-_SQL_KNOWN_ENTITIES = (
-    "SELECT DISTINCT j.value FROM insights i, json_each(i.entities) j "
-    "WHERE i.deleted_at IS NULL AND i.entities != '[]' AND j.type = 'text'"
-)
+_SQL_KNOWN_ENTITIES = "SELECT DISTINCT entity FROM insight_entities"
 _SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_DELETED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NOT NULL"
 _SQL_BY_CATEGORY = "SELECT category, COUNT(*) FROM insights WHERE deleted_at IS NULL GROUP BY category ORDER BY category"
@@ -163,8 +161,7 @@ def _like_literal(text: str) -> str:
 
 def with_entity(conn: apsw.Connection, entity: str, exclude_id: str, limit: int) -> list[str]:
     """Ids of active insights whose entities contain exactly ``entity``, newest first (§4.5)."""
-    pattern = "%" + _like_literal(json.dumps(entity, ensure_ascii=False)) + "%"
-    rows = conn.execute(_SQL_WITH_ENTITY, (exclude_id, pattern, entity, limit))
+    rows = conn.execute(_SQL_WITH_ENTITY, (entity, exclude_id, limit))
     return [str(r[0]) for r in rows]
 
 

@@ -13,7 +13,7 @@ import apsw
 
 from mnemon.store.tx import write_tx
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 _SQL_CREATE_INSIGHTS = """
 CREATE TABLE IF NOT EXISTS insights (
@@ -53,6 +53,39 @@ CREATE TABLE IF NOT EXISTS oplog (
 )"""
 
 _SQL_CREATE_META = "CREATE TABLE IF NOT EXISTS mnemon_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+# Derived entity lookup (§4.5): one row per (entity, active insight), kept by triggers in the same
+# transaction as every insight write (ours or the Go program's), so an entity's newest insights are
+# an index range instead of a LIKE scan over every row. Soft-deleted insights have no rows here.
+_SQL_CREATE_ENTITY_INDEX = """
+CREATE TABLE IF NOT EXISTS insight_entities (
+    entity TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    insight_id TEXT NOT NULL,
+    PRIMARY KEY (entity, created_at, insight_id)
+) WITHOUT ROWID"""
+_SQL_ENTITY_ROWS_OF_NEW = (
+    "INSERT OR IGNORE INTO insight_entities (entity, created_at, insight_id) "
+    "SELECT j.value, NEW.created_at, NEW.id "
+    # A malformed entities column (possible in old Go stores) would make json_each raise.
+    "FROM json_each(CASE WHEN json_valid(NEW.entities) THEN NEW.entities ELSE '[]' END) j WHERE j.type = 'text'"
+)
+_SQL_ENTITY_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS insights_entities_ai AFTER INSERT ON insights "
+    "WHEN NEW.deleted_at IS NULL "
+    f"BEGIN {_SQL_ENTITY_ROWS_OF_NEW}; END",
+    "CREATE TRIGGER IF NOT EXISTS insights_entities_au AFTER UPDATE OF entities, deleted_at, created_at ON insights "
+    "BEGIN DELETE FROM insight_entities WHERE insight_id = OLD.id; "
+    f"{_SQL_ENTITY_ROWS_OF_NEW} AND NEW.deleted_at IS NULL; END",
+    "CREATE TRIGGER IF NOT EXISTS insights_entities_ad AFTER DELETE ON insights "
+    "BEGIN DELETE FROM insight_entities WHERE insight_id = OLD.id; END",
+)
+_SQL_ENTITY_BACKFILL = (
+    "INSERT OR IGNORE INTO insight_entities (entity, created_at, insight_id) "
+    "SELECT j.value, i.created_at, i.id FROM insights i, "
+    "json_each(CASE WHEN json_valid(i.entities) THEN i.entities ELSE '[]' END) j "
+    "WHERE i.deleted_at IS NULL AND j.type = 'text'"
+)
 
 _ADDED_COLUMNS = (
     ("last_accessed_at", "TEXT"),
@@ -174,6 +207,11 @@ def migrate(conn: apsw.Connection, now: str) -> None:
             _rebuild_edges(conn)
         conn.execute(_SQL_CREATE_EDGES)
         conn.execute(_SQL_CREATE_OPLOG)
+        if not _has_table(conn, "insight_entities"):
+            conn.execute(_SQL_CREATE_ENTITY_INDEX)
+            conn.execute(_SQL_ENTITY_BACKFILL)
+        for statement in _SQL_ENTITY_TRIGGERS:
+            conn.execute(statement)
         conn.execute(_SQL_CREATE_META)
         for statement in _SQL_DROP_OLD_INDEXES:
             conn.execute(statement)
