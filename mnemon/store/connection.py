@@ -20,6 +20,8 @@ from mnemon.records import BUSY_TIMEOUT_MS
 
 DIR_MODE = 0o700
 FILE_MODE = 0o600
+# Test-only hook: the reliability suite sets this to a registered fault-injecting apsw VFS name.
+VFS_NAME: str | None = None
 
 
 def _pragma(conn: apsw.Connection, statement: str) -> object:
@@ -65,7 +67,9 @@ def open_writable(path: Path) -> apsw.Connection:
     ensure_private_dir(path.parent)
     ensure_private_file(path)
     try:
-        conn = apsw.Connection(str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+        conn = apsw.Connection(
+            str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE, vfs=VFS_NAME
+        )
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         # Switching to WAL needs a lock; the busy handler covers a concurrent first open.
         mode = _pragma(conn, "PRAGMA journal_mode=WAL")
@@ -87,7 +91,7 @@ def open_readonly(path: Path) -> apsw.Connection:
         raise NotFoundError(f"database not found: {path}")
     uri = "file:" + quote(str(absolute), safe="/") + "?mode=ro&immutable=1"
     try:
-        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)
+        conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, vfs=VFS_NAME)
         _pragma(conn, "PRAGMA query_only=ON")
     except apsw.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc

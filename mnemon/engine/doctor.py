@@ -1,0 +1,165 @@
+"""``doctor``: check one store for corruption and inconsistency, and repair what is derived.
+
+Checks (each ``{name, ok, detail}``): SQLite ``integrity_check`` and ``foreign_key_check``; edges
+pointing at missing or soft-deleted insights; half-written or out-of-contract insight rows;
+embedding blobs that are mis-sized, non-finite or of a minority dimension; oplog sanity; the
+``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
+derived files 0600); and the derived index files beside the database (asked whether they are
+readable and current when the index module exists, otherwise "not present").
+
+``repair`` removes dangling edges in one write transaction, deletes every derived file (the next
+command rebuilds it from SQLite, which stays the truth), tightens permissions, and then checks
+again. It never touches insight rows: a failing ``integrity_check`` needs a backup, not a guess.
+The SQL lives in ``mnemon.store.check``; this module never prints.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from mnemon.engine.core import EngineBase
+from mnemon.errors import NotFoundError, StoreError
+from mnemon.store import check
+from mnemon.store.connection import DIR_MODE, FILE_MODE
+from mnemon.store.layout import SIDE_SUFFIXES
+from mnemon.store.schema import SCHEMA_VERSION
+
+# SQLite's own companions of the database; everything else named "<db>.*" is ours and derived.
+_SQLITE_SUFFIXES = (*SIDE_SUFFIXES, "-journal")
+
+
+def derived_files(db_path: Path) -> list[Path]:
+    """Files beside the database that are rebuildable caches: ``<db>.<suffix>`` and leftover temp files."""
+    folder = db_path.parent
+    if not folder.is_dir():
+        return []
+    prefix = db_path.name + "."
+    tmp_prefix = "." + db_path.name + "."
+    return sorted(
+        p for p in folder.iterdir()
+        if p.is_file() and (p.name.startswith(prefix) or (p.name.startswith(tmp_prefix) and p.name.endswith(".tmp")))
+    )  # fmt: skip
+
+
+def _entry(name: str, problems: list[str], ok_detail: str = "ok") -> dict[str, Any]:
+    return {"name": name, "ok": not problems, "detail": ok_detail if not problems else check.json_detail(problems)}
+
+
+class DoctorMixin(EngineBase):
+    """doctor [--repair]."""
+
+    def doctor(self, *, repair: bool = False) -> dict[str, object]:
+        """Run every consistency check; with ``repair``, fix what is derived first (§ doctor)."""
+        db_path = self.settings.db_path
+        if not db_path.is_file():
+            raise NotFoundError(f"database not found: {db_path}")
+        if repair:
+            self.require_writable("doctor --repair")
+        repaired: list[str] = []
+        if repair:
+            repaired = self._repair(db_path)
+        checks = self._checks(db_path)
+        report: dict[str, object] = {
+            "ok": all(c["ok"] for c in checks),
+            "store": self.settings.store,
+            "db_path": str(db_path),
+            "checks": checks,
+        }
+        if repair:
+            report["repaired"] = repaired
+        return report
+
+    # --- checks -----------------------------------------------------------------------------
+
+    def _checks(self, db_path: Path) -> list[dict[str, Any]]:
+        conn = self.store.conn
+        integrity = check.integrity(conn)
+        out = [_entry("integrity", integrity)]
+        if integrity:
+            # Other queries over a corrupt file may raise or mislead; the integrity rows say it all.
+            return out
+        out.append(_entry("foreign_keys", check.foreign_keys(conn)))
+        out.append(_entry("meta", check.meta_problems(conn, SCHEMA_VERSION)))
+        out.append(_entry("dangling_edges", check.describe_edges(check.dangling_edges(conn))))
+        out.append(_entry("edge_values", check.describe_edges(check.bad_edge_values(conn))))
+        out.append(_entry("insights", [f"{i}: incomplete or out-of-contract row" for i in check.bad_insights(conn)]))
+        out.append(_entry("embeddings", check.bad_embeddings(conn, self.store.embedding_format)))
+        out.append(_entry("oplog", check.oplog_problems(conn)))
+        out.append(_entry("permissions", self._permission_problems(db_path)))
+        out.append(self._index_check(db_path))
+        return out
+
+    def _permission_problems(self, db_path: Path) -> list[str]:
+        problems = []
+        folder = db_path.parent
+        mode = stat.S_IMODE(folder.stat().st_mode)
+        if mode & ~DIR_MODE:
+            problems.append(f"{folder}: mode {mode:o}, expected {DIR_MODE:o}")
+        files = [db_path, *(Path(str(db_path) + s) for s in _SQLITE_SUFFIXES), *derived_files(db_path)]
+        for path in files:
+            try:
+                mode = stat.S_IMODE(path.stat().st_mode)
+            except OSError:
+                continue  # side files come and go with connections
+            if mode & ~FILE_MODE:
+                problems.append(f"{path.name}: mode {mode:o}, expected {FILE_MODE:o}")
+        return problems
+
+    def _index_check(self, db_path: Path) -> dict[str, Any]:
+        """Ask the hot-index module whether its file is readable and current; stale is fine (caught up)."""
+        files = derived_files(db_path)
+        try:
+            from mnemon.store import hotindex
+        except ImportError:
+            names = ", ".join(p.name for p in files)
+            return _entry("derived_index", [], f"not present{': unknown files ' + names if names else ''}")
+        path = hotindex.index_path(db_path)
+        if not path.exists():
+            return _entry("derived_index", [], "not present (built on the next recall)")
+        loaded = hotindex.read_index(db_path)
+        if loaded is None:
+            return _entry("derived_index", [f"{path.name} is unreadable or foreign; --repair deletes it"])
+        header = loaded[0]
+        current = hotindex.fingerprint(self.store.conn)
+        recorded = header.get("fingerprint") if isinstance(header, dict) else None
+        stamp = hotindex.read_stamp(db_path)
+        try:
+            built = hotindex.Fingerprint.from_json(recorded) if isinstance(recorded, dict) else None
+        except (KeyError, TypeError, ValueError):
+            built = None
+        if built == current or (stamp is not None and stamp[1] == current):
+            return _entry("derived_index", [], f"{path.name} current (generation {current.generation})")
+        # A stale index is never trusted: the next reader catches it up or rebuilds it.
+        return _entry("derived_index", [], f"{path.name} stale (caught up or rebuilt on the next read)")
+
+    # --- repair -----------------------------------------------------------------------------
+
+    def _repair(self, db_path: Path) -> list[str]:
+        done: list[str] = []
+        conn = self.store.conn
+        if not check.integrity(conn):
+            # One transaction, and a generation bump so any derived index notices the edge change.
+            with self.store.transaction("doctor --repair") as tx:
+                removed = check.remove_dangling_edges(tx)
+            if removed:
+                done.append(f"removed {removed} dangling edge(s)")
+        for path in derived_files(db_path):
+            try:
+                path.unlink()
+                done.append(f"deleted derived file {path.name} (rebuilt on the next call)")
+            except FileNotFoundError:
+                pass
+        targets = [(db_path.parent, DIR_MODE), *((Path(str(db_path) + s), FILE_MODE) for s in ("", *_SQLITE_SUFFIXES))]
+        for path, wanted in targets:
+            try:
+                if stat.S_IMODE(path.stat().st_mode) & ~wanted:
+                    os.chmod(path, wanted)
+                    done.append(f"chmod {wanted:o} {path.name}")
+            except FileNotFoundError:
+                continue
+            except OSError as exc:
+                raise StoreError(f"cannot chmod {path}: {exc.strerror}") from exc
+        return done
