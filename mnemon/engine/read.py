@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 
 from mnemon.engine.core import EngineBase
 from mnemon.errors import InputError, NotFoundError
 from mnemon.records import OplogEntry
 from mnemon.related import bfs
-from mnemon.store import edges, insights, oplog
+from mnemon.store import edges, insights, oplog, receiptkey
 from mnemon.validate import check_edge_type, check_limit, check_text
 
 RELATED_MAX_NODES = 1000  # `related` has no flag for it; the depth bounds the walk in practice
@@ -91,6 +92,14 @@ class ReadMixin(EngineBase):
         """Privacy-reduced export of the last oplog rows: hashes, never raw content (§3.13)."""
         check_limit(limit)
         rows = oplog.recent(self.store.conn, limit)
+        # Keyed per store (HMAC): a bare SHA-256 of a short id or detail is reversible by guessing.
+        key = receiptkey.get(self.store.conn)
+        note = "insight ids and details are HMAC-SHA256 digests keyed per store; raw content is never included"
+        if key is None and self.settings.readonly:
+            key = receiptkey.ephemeral()
+            note += "; --readonly store without a key: an ephemeral key was used, digests match no other receipt"
+        elif key is None:
+            key = receiptkey.ensure(self.store.conn)
         events = []
         for row in rows:
             event: dict[str, object] = {
@@ -99,9 +108,9 @@ class ReadMixin(EngineBase):
                 "created_at": row.created_at,
             }
             if row.insight_id:
-                event["insight_id_hash"] = _digest(row.insight_id)
+                event["insight_id_hash"] = _digest(key, row.insight_id)
             if row.detail:
-                event["detail_hash"] = _digest(row.detail)
+                event["detail_hash"] = _digest(key, row.detail)
             event["detail_present"] = bool(row.detail)
             events.append(event)
         return {
@@ -112,12 +121,12 @@ class ReadMixin(EngineBase):
             "count": len(events),
             "privacy": {
                 "raw_detail_included": False,
-                "hash_algorithm": "sha256",
-                "note": "insight ids and details are SHA-256 digests; raw content is never included",
+                "hash_algorithm": "hmac-sha256",
+                "note": note,
             },
             "events": events,
         }
 
 
-def _digest(value: str) -> str:
-    return hashlib.sha256(value.encode("utf-8")).hexdigest()
+def _digest(key: bytes, value: str) -> str:
+    return hmac.new(key, value.encode("utf-8"), hashlib.sha256).hexdigest()
