@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from mnemon.engine.core import EngineBase, format_ts, utc_now
 from mnemon.engine.doctor import DoctorMixin
+from mnemon.engine.graphview import GraphViewMixin
 from mnemon.engine.read import ReadMixin
 from mnemon.engine.upkeep import UpkeepMixin
 from mnemon.engine.write import WriteMixin
@@ -15,5 +16,5 @@ from mnemon.engine.write import WriteMixin
 __all__ = ["Engine", "EngineBase", "format_ts", "utc_now"]
 
 
-class Engine(WriteMixin, ReadMixin, UpkeepMixin, DoctorMixin):
+class Engine(WriteMixin, ReadMixin, UpkeepMixin, DoctorMixin, GraphViewMixin):
     """Every command's entry point for the CLI, the MCP server and library users."""
