@@ -19,16 +19,35 @@ from kernels._jit import jit
 from kernels.topk import readonly_view
 
 
+_SHORT_LIST = 64  # up to this length, duplicates are found by scanning the list itself
+
+
 @jit()
 def _rrf(rows, offsets, n_rows, k):
     scores = np.zeros(n_rows, dtype=np.float64)
-    seen = np.full(n_rows, -1, dtype=np.int64)  # index of the last list that scored the row
-    for li in range(offsets.shape[0] - 1):
-        for pos in range(offsets[li + 1] - offsets[li]):
-            r = rows[offsets[li] + pos]
-            if seen[r] == li:
-                continue
-            seen[r] = li
+    n_lists = offsets.shape[0] - 1
+    long_lists = False
+    for li in range(n_lists):
+        long_lists |= offsets[li + 1] - offsets[li] > _SHORT_LIST
+    # Anchor lists are short (top 20): a quadratic duplicate scan beats allocating an n-row array.
+    seen = np.full(n_rows if long_lists else 0, -1, dtype=np.int64)  # last list that scored a row
+    for li in range(n_lists):
+        lo = offsets[li]
+        m = offsets[li + 1] - lo
+        for pos in range(m):
+            r = rows[lo + pos]
+            if m > _SHORT_LIST:
+                if seen[r] == li:
+                    continue
+                seen[r] = li
+            else:
+                dup = False
+                for earlier in range(pos):
+                    if rows[lo + earlier] == r:
+                        dup = True
+                        break
+                if dup:
+                    continue
             scores[r] += 1.0 / (k + pos + 1.0)
     return scores
 

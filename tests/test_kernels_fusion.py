@@ -38,6 +38,13 @@ def test_rrf_counts_only_the_first_position_of_a_repeated_row(rrf):
 
 
 @pytest.mark.parametrize("rrf", RRF)
+def test_rrf_long_lists_with_repeats_match_oracle(rrf):
+    rng = np.random.default_rng(8)
+    lists = [rng.integers(0, 300, 500).tolist(), rng.integers(0, 300, 10).tolist(), rng.integers(0, 300, 100).tolist()]
+    np.testing.assert_array_equal(rrf(lists, 300), ref_rrf(lists, 300))
+
+
+@pytest.mark.parametrize("rrf", RRF)
 def test_rrf_accepts_empty_and_python_lists_and_other_int_dtypes(rrf):
     assert rrf([], 3).tolist() == [0.0, 0.0, 0.0]
     assert rrf([[], np.array([1], dtype=np.int64)], 3, k=0).tolist() == [0.0, 1.0, 0.0]
