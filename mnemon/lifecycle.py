@@ -30,6 +30,7 @@ from mnemon.records import (
 __all__ = [
     "base_importance",
     "days_since",
+    "days_since_access",
     "effective_importance",
     "format_go_duration",
     "format_timestamp",
@@ -88,6 +89,25 @@ def days_since(ts: str, now: datetime) -> float:
     return (now - parse_timestamp(ts)).total_seconds() / _SECONDS_PER_DAY
 
 
+# Go parses an unreadable timestamp to its zero time (year 1): such a row reads as ancient.
+_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=timezone.utc)
+
+
+def days_since_access(last_access: str | None, created_at: str, now: datetime) -> float:
+    """Return the days since the last access, else since creation (§4.8).
+
+    Never raises: a stamp that does not parse is skipped, and when neither parses the days
+    count from Go's zero time, so one odd row cannot fail ``gc`` or a write.
+    """
+    for ts in (last_access, created_at):
+        if ts:
+            try:
+                return days_since(ts, now)
+            except InputError:
+                continue
+    return (now - _GO_ZERO_TIME).total_seconds() / _SECONDS_PER_DAY
+
+
 def base_importance(importance: int) -> float:
     """Return the EI base for an importance: 5→1.0, 4→0.8, 3→0.5, 2→0.3, other→0.15."""
     return BASE_IMPORTANCE.get(importance, BASE_IMPORTANCE_OTHER)
@@ -108,14 +128,7 @@ def effective_importance(
     bidirectional link counts 2). An unreadable timestamp decays to 0, as Go's zero time does.
     """
     access = max(1.0, math.log1p(access_count))
-    decay = 0.0
-    for ts in (last_access, created_at):
-        if ts:
-            try:
-                decay = 0.5 ** (days_since(ts, now) / DECAY_HALF_LIFE_DAYS)
-            except InputError:
-                continue
-            break
+    decay = 0.5 ** (days_since_access(last_access, created_at, now) / DECAY_HALF_LIFE_DAYS)
     edges = 1.0 + EDGE_FACTOR_STEP * min(edge_rows, EDGE_FACTOR_CAP)
     return base_importance(importance) * access * decay * edges
 

@@ -98,7 +98,7 @@ class UpkeepMixin(EngineBase):
             {
                 "insight": i.to_json(),
                 "effective_importance": i.effective_importance,
-                "days_since_access": lifecycle.days_since(i.last_accessed_at or i.created_at, now),
+                "days_since_access": lifecycle.days_since_access(i.last_accessed_at, i.created_at, now),
                 "edge_count": counts.get(i.id, 0),
                 "immune": lifecycle.is_immune(i.importance, i.access_count),
             }
