@@ -13,7 +13,7 @@ import typer
 from typer._click import exceptions as click_exceptions
 
 from mnemon import __version__
-from mnemon.cli import doctor, graph, maint, memory, stores
+from mnemon.cli import doctor, graph, maint, memory, retrieve, stores
 from mnemon.cli.state import GlobalOptions, split_global
 from mnemon.errors import MnemonError
 
@@ -31,7 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for module in (memory, graph, maint, stores, doctor):
+for module in (memory, graph, maint, stores, doctor, retrieve):
     module.register(app)
 
 
@@ -68,9 +68,9 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
     except MnemonError as exc:
         print(f"Error: {exc}", file=sys.stderr)
         return 1
-    except click_exceptions.Exit as exc:
+    except typer.Exit as exc:
         return exc.exit_code
-    except click_exceptions.Abort:
+    except typer.Abort:
         print("Error: aborted", file=sys.stderr)
         return 1
     except BrokenPipeError:
@@ -81,3 +81,10 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
     except click_exceptions.ClickException as exc:
         print(f"Error: {exc.format_message()}", file=sys.stderr)
         return 1
+    except Exception as exc:
+        # An apsw error from a read outside write_tx (a corrupt page, an I/O error) is still a
+        # one-line store error; matched by module so the CLI never imports apsw.
+        if type(exc).__module__ == "apsw":
+            print(f"Error: database error: {exc}", file=sys.stderr)
+            return 1
+        raise

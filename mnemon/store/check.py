@@ -57,7 +57,10 @@ _WIDTH = {"float64": ("<d", 8), "float32": ("<f", 4)}
 
 def integrity(conn: apsw.Connection) -> list[str]:
     """Rows of ``PRAGMA integrity_check`` other than the single ``ok``."""
-    rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+    try:
+        rows = [str(r[0]) for r in conn.execute("PRAGMA integrity_check")]
+    except apsw.Error as exc:
+        return [f"integrity_check could not run: {exc}"]  # damaged beyond what the pragma can walk
     return [] if rows == ["ok"] else rows
 
 
