@@ -1,0 +1,294 @@
+"""Retrieval: smart and basic ``recall`` and ``search`` (contract §3.4, §3.5, §4.10, §4.2).
+
+Owns the I/O order of the read path: open the hot index (caught up if stale), probe and embed
+the query once when the store holds vectors, score BM25 / token overlap / entities over the
+index arrays, run the pure pipeline of ``mnemon.recall``, load only the returned insights from
+SQLite, then one short write transaction for the access bumps and the oplog row. Under
+``--readonly`` nothing is written (the hot index lives in memory only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from mnemon import entities as entity_extraction
+from mnemon.engine.core import EngineBase
+from mnemon.errors import EmbedderError
+from mnemon.intent import detect_intent, parse_intent
+from mnemon.records import BM25_B, BM25_K1, CATEGORIES, Insight, Intent
+from mnemon.store import blob, hotindex, insights, oplog
+from mnemon.text import recall_terms, tokenize
+from mnemon.validate import check_limit
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mnemon.engine.hot import HotIndex
+
+_SQL_ANY_VECTOR = "SELECT 1 FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL LIMIT 1"
+_SQL_VECTORS = "SELECT id, embedding FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallHit:
+    insight: Insight  # values before the access bump
+    score: float
+    via: str
+    signals: dict[str, float]
+    superseded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    hits: list[RecallHit]
+    intent: Intent
+    intent_source: str
+    anchor_count: int
+    traversed: int
+    hint: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    insight: Insight
+    score: float
+
+
+class RetrieveMixin(EngineBase):
+    """recall (smart and basic) / search, and the hot index they read."""
+
+    # --- the hot index -------------------------------------------------------------------------
+
+    def hot_index(self) -> HotIndex:
+        """The token/edge index describing the database now (loaded, caught up or rebuilt)."""
+        from mnemon.engine.hot import open_index
+
+        cached: HotIndex | None = getattr(self, "_hot", None)
+        store = self.store
+        self._hot = open_index(store.conn, store.path, readonly=store.readonly, cached=cached)
+        return self._hot
+
+    def after_write(self) -> None:
+        """Keep an existing hot index current after our own commit (a missing one is built lazily)."""
+        super().after_write()
+        store = self._store
+        if store is None or store.readonly:
+            return
+        if getattr(self, "_hot", None) is not None or hotindex.index_path(store.path).exists():
+            self.hot_index()
+
+    def _scope(self, index: HotIndex, category: str, source: str) -> np.ndarray:
+        import numpy as np
+
+        scope = np.array(index.active, dtype=np.bool_)
+        if category:
+            code = CATEGORIES.index(category) if category in CATEGORIES else -2
+            scope &= index.category == code
+        if source:
+            code = index.sources.index(source) if source in index.sources else -2
+            scope &= index.source == code
+        return scope
+
+    # --- vectors (one method, so the VectorIndex can replace it) ---------------------------------
+
+    def query_similarity(self, index: HotIndex, query: str) -> np.ndarray | None:
+        """Cosine of every index row with the query embedding; None without vectors or server."""
+        import numpy as np
+
+        conn = self.store.conn
+        if conn.execute(_SQL_ANY_VECTOR).fetchone() is None:
+            return None
+        embedder = self.embedder()
+        if embedder is None:
+            return None
+        try:
+            qvec = np.asarray(embedder.embed(query), dtype=np.float64)
+        except EmbedderError:
+            return None
+        qnorm = float(np.linalg.norm(qvec))
+        sims = np.zeros(index.n, dtype=np.float64)
+        if qnorm == 0:
+            return sims
+        fmt = self.store.embedding_format
+        for insight_id, raw in conn.execute(_SQL_VECTORS):
+            row = index.row_of(str(insight_id))
+            vec = blob.decode(raw, fmt)
+            if row is None or vec is None or vec.shape != qvec.shape:
+                continue
+            norm = float(np.linalg.norm(vec))
+            if norm > 0:
+                sims[row] = float(vec @ qvec) / (norm * qnorm)
+        return sims
+
+    # --- recall ------------------------------------------------------------------------------------
+
+    def recall(
+        self, query: str, *, limit: int = 10, category: str = "", source: str = "", intent: str | None = None
+    ) -> RecallResult:
+        """Smart recall (§4.10): intent, anchors, beam, rerank, expansion, ordering."""
+        import numpy as np
+
+        from mnemon import recall as pipeline
+
+        check_limit(limit)
+        if intent:  # an empty --intent means "not given", as Go's flag default
+            chosen, source_of_intent = parse_intent(intent), "override"
+        else:
+            chosen, source_of_intent = detect_intent(query), "auto"
+        index = self.hot_index()
+        scope = self._scope(index, category, source)
+        use_numba = index.n >= pipeline.NUMBA_MIN_ROWS
+        similarity = self.query_similarity(index, query) if scope.any() else None
+        if similarity is not None:
+            similarity = np.where(scope, similarity, 0.0)
+        overlap, n_query_entities = self._entity_overlap(index, query)
+        arrays = pipeline.RecallArrays(
+            scope=scope, bm25=self._bm25(index, query, scope, use_numba), similarity=similarity,
+            entity_overlap=np.where(scope, overlap, 0), query_entity_count=n_query_entities,
+            importance=np.asarray(index.importance), created_rank=index.derived("created_rank"),
+            id_rank=index.derived("id_rank"), csr_ptr=index.derived("csr_ptr"), csr_nbr=index.derived("csr_nbr"),
+            csr_weight=index.derived("csr_weight"), csr_type=index.derived("csr_type"),
+            csr_out=index.derived("csr_out"), superseded=index.derived("superseded"),
+            prev=index.derived("prev"), next=index.derived("next"),
+        )  # fmt: skip
+        outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
+        hits = []
+        for hit in outcome.hits:
+            found = insights.get(self.store.conn, index.id_at(hit.row))
+            if found is None:
+                continue  # deleted after the snapshot: never return a forgotten insight
+            signals = {"keyword": hit.keyword, "entity": hit.entity, "similarity": hit.similarity, "graph": hit.graph}
+            hits.append(RecallHit(found, hit.score, hit.via, signals, hit.superseded))
+        self.record_hits([h.insight.id for h in hits], "recall", f"q={query} hits={len(hits)}")
+        hint = "sparse_results" if not hits or len(hits) < limit // 2 else None
+        return RecallResult(hits, chosen, source_of_intent, outcome.anchor_count, outcome.traversed, hint)
+
+    def recall_basic(self, query: str, *, limit: int = 10, category: str = "", source: str = "") -> list[Insight]:
+        """``recall --basic``: substring match, importance then recency (§3.4)."""
+        check_limit(limit)
+        found = insights.basic_search(self.store.conn, query, category, source, limit)
+        self.record_hits([i.id for i in found], "recall:basic", f"q={query} hits={len(found)}")
+        return found
+
+    def _bm25(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool) -> np.ndarray:
+        """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope."""
+        import kernels
+        import numpy as np
+
+        n_docs = int(scope.sum())
+        qids = index.term_ids(dict.fromkeys(recall_terms(query)))
+        if not qids or n_docs == 0:
+            return np.zeros(index.n, dtype=np.float64)
+        avgdl = float(index.doc_len[scope].mean())
+        post = index.recall_postings()
+        score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
+        return score(  # type: ignore[no-any-return]
+            post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64), np.array(qids, dtype=np.int32),
+            n_docs, avgdl, BM25_K1, BM25_B, scope,
+        )  # fmt: skip
+
+    def _entity_overlap(self, index: HotIndex, query: str) -> tuple[np.ndarray, int]:
+        """Distinct query entities (index-aware, case-insensitive) each row carries."""
+        import numpy as np
+
+        known = index.known_entities()
+        extracted = entity_extraction.resolve_entities([], query, "auto", known)
+        wanted = list(dict.fromkeys(e.lower() for e in extracted if e))
+        overlap = np.zeros(index.n, dtype=np.int32)
+        if not wanted or index.e_ent.size == 0:
+            return overlap, len(wanted)
+        slot = {e: i for i, e in enumerate(wanted)}
+        ent_slot = np.array([slot.get(e.lower(), -1) for e in index.entities], dtype=np.int64)
+        entry_slot = ent_slot[index.e_ent]
+        hit = entry_slot >= 0
+        pairs = np.unique(index.entity_rows()[hit].astype(np.int64) * len(wanted) + entry_slot[hit])
+        np.add.at(overlap, pairs // len(wanted), 1)
+        return overlap, len(wanted)
+
+    # --- search ------------------------------------------------------------------------------------
+
+    def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
+        """Keyword search (§3.5, §4.2): |Q∩T|/|Q| over every active insight, ties by importance,
+        created_at desc, id asc."""
+        check_limit(limit)
+        ranked = self.keyword_rows(tokenize(query), limit)
+        hits = []
+        for insight_id, score in ranked:
+            found = insights.get(self.store.conn, insight_id)
+            if found is not None:
+                hits.append(SearchHit(found, score))
+        self.record_hits([h.insight.id for h in hits], "search", f"q={query} hits={len(hits)}")
+        return hits
+
+    def keyword_rows(self, query: set[str], limit: int, exclude: str | None = None) -> list[tuple[str, float]]:
+        """Top active ids by |Q∩T|/|Q| (zero overlap skipped; empty Q ⇒ nothing)."""
+        import kernels
+        import numpy as np
+
+        if not query:
+            return []
+        index = self.hot_index()
+        post = index.plain_postings()
+        qids = index.term_ids(query)
+        counts = kernels.overlap_counts_numpy(post.ptr, post.rows, np.array(qids, dtype=np.int32), index.n)
+        score = counts / len(query)
+        return self._rank(index, score, index.active & (counts > 0), limit, exclude)
+
+    def similar_rows(
+        self, tokens: set[str], minimum: float, limit: int, exclude: str | None = None
+    ) -> list[tuple[str, float]]:
+        """Top active ids by ContentSimilarity max(|A∩B|/|A|, |A∩B|/|B|) ≥ ``minimum`` (§4.7)."""
+        import kernels
+        import numpy as np
+
+        if not tokens:
+            return []
+        index = self.hot_index()
+        post = index.plain_postings()
+        counts = kernels.overlap_counts_numpy(post.ptr, post.rows, np.array(index.term_ids(tokens), dtype=np.int32), index.n)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            by_row = np.where(index.n_plain > 0, counts / np.maximum(index.n_plain, 1), 0.0)
+        score = np.maximum(counts / len(tokens), by_row)
+        return self._rank(index, score, index.active & (counts > 0) & (score >= minimum), limit, exclude)
+
+    def _rank(
+        self, index: HotIndex, score: np.ndarray, eligible: np.ndarray, limit: int, exclude: str | None
+    ) -> list[tuple[str, float]]:
+        import numpy as np
+
+        if exclude is not None:
+            row = index.row_of(exclude)
+            if row is not None:
+                eligible = eligible.copy()
+                eligible[row] = False
+        rows = np.flatnonzero(eligible)
+        keys = (
+            index.derived("id_rank")[rows], -index.derived("created_rank")[rows].astype(np.int64),
+            -np.asarray(index.importance)[rows].astype(np.int64), -score[rows],
+        )  # fmt: skip
+        top = rows[np.lexsort(keys)][:limit]
+        return [(index.id_at(int(r)), float(score[r])) for r in top]
+
+    # --- side effects ------------------------------------------------------------------------------
+
+    def record_hits(self, ids: list[str], operation: str, detail: str) -> None:
+        """Access bump + oplog in one short transaction (§3.4); nothing at all under --readonly.
+
+        If nothing but this transaction changed the database since the hot index was current,
+        the index is stamped current for the new generation instead of being re-checked.
+        """
+        from mnemon.engine import hot
+
+        if self.settings.readonly:
+            return
+        store = self.store
+        stamp = self.now_ts()
+        index: HotIndex | None = getattr(self, "_hot", None)
+        with store.transaction(operation) as conn:
+            before = hotindex.fingerprint(conn)
+            insights.bump_access(conn, ids, stamp)
+            oplog.append(conn, operation, "", detail, stamp)
+        if index is not None and index.fp == before:
+            hot.mark_current(store.path, index, replace(before, generation=before.generation + 1), readonly=False)
+        self.after_write()

@@ -1,0 +1,254 @@
+"""The smart recall pipeline over arrays (contract §4.10 with Decisions 1, 2, 12 and 14).
+
+anchors (keyword BM25, vector, entity, recency for WHEN) → RRF (k = 60) normalised by the max →
+per-anchor beam search with the intent's parameters and edge weights → rerank with the one
+weight table of Decision 1 → neighbour expansion over the temporal backbone (Decision 14) →
+``supersedes`` demotion → ordering (score, importance, created_at desc, id asc) → truncation →
+WHY causal reorder (Kahn) → ``sparse_results`` hint.
+
+Pure: the engine fetches every array (scope mask, BM25 scores, cosine similarities, entity
+matches, edge CSR, tie-break ranks) and passes them in; this module does no I/O, reads no clock
+and knows no SQL. Kernels are called through ``kernels`` with the numba or numpy path chosen by
+the store size (:data:`NUMBA_MIN_ROWS`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mnemon.records import (
+    ANCHOR_TOP_K,
+    BEAM_PARAMS,
+    EDGE_TYPES,
+    INTENT_EDGE_WEIGHTS,
+    LAMBDA_SEMANTIC,
+    LAMBDA_STRUCTURAL,
+    NEIGHBOUR_EXPANSION,
+    RERANK_WEIGHTS_EMBEDDED,
+    RERANK_WEIGHTS_TOKENS,
+    RRF_K,
+    SUPERSEDED_FACTOR,
+    VECTOR_ANCHOR_FLOOR,
+    Intent,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# Stores with at least this many rows use the numba kernels; below it numba's import and cache
+# load (about 250 + 110 ms per process, targets.md) cost more than the numpy paths take. Measured
+# with bench/recall_latency.py (see the report of issue 4): the numpy beam search over a 10k-row
+# store with 35 edges per row runs in tens of milliseconds, so the crossover sits near 100k rows.
+NUMBA_MIN_ROWS = 50_000
+
+VIA_NEIGHBOR = "neighbor"
+_EDGE_TYPE_CODE = {name: code for code, name in enumerate(EDGE_TYPES)}
+
+
+@dataclass(frozen=True, slots=True)
+class RecallArrays:
+    """Everything the pipeline reads, aligned by row (n rows)."""
+
+    scope: np.ndarray  # bool (n,): active and inside --cat/--source
+    bm25: np.ndarray  # float64 (n,): BM25 of the query, 0 outside scope
+    similarity: np.ndarray | None  # float64 (n,): cosine with the query; None without embeddings
+    entity_overlap: np.ndarray  # int32 (n,): distinct query entities the row carries
+    query_entity_count: int
+    importance: np.ndarray  # int8 (n,)
+    created_rank: np.ndarray  # int32 (n,): larger = newer (equal created_at ⇒ equal rank)
+    id_rank: np.ndarray  # int32 (n,): id ascending order
+    csr_ptr: np.ndarray  # int64 (n+1,): both directions of every edge row
+    csr_nbr: np.ndarray  # int32
+    csr_weight: np.ndarray  # float64
+    csr_type: np.ndarray  # int8 codes into records.EDGE_TYPES
+    csr_out: np.ndarray  # bool: the entry is listed at the edge's source
+    superseded: np.ndarray  # bool (n,): some supersedes edge targets the row
+    prev: np.ndarray  # int32 (n,): temporal-backbone predecessor, -1 none
+    next: np.ndarray  # int32 (n,): temporal-backbone successor, -1 none
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    row: int
+    score: float
+    via: str
+    keyword: float
+    entity: float
+    similarity: float
+    graph: float
+    superseded: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RecallOutcome:
+    hits: list[Hit]
+    anchor_count: int
+    traversed: int
+    hint: str | None
+
+
+def _top(scores: np.ndarray, eligible: np.ndarray, a: RecallArrays, k: int) -> np.ndarray:
+    """Top ``k`` eligible rows by score desc, then created_at desc, id asc (anchor ranking)."""
+    import numpy as np
+
+    rows = np.flatnonzero(eligible)
+    if rows.size > k:
+        s = scores[rows]
+        kth = np.partition(s, rows.size - k)[rows.size - k]
+        rows = rows[s >= kth]
+    keys = (a.id_rank[rows], -a.created_rank[rows].astype(np.int64), -scores[rows])
+    return rows[np.lexsort(keys)][:k]
+
+
+def anchors(a: RecallArrays, intent: Intent) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
+    """Decision 2: keyword, vector and entity anchors (top 20 each), recency only for WHEN; RRF."""
+    import kernels
+    import numpy as np
+
+    n = a.scope.shape[0]
+    lists: list[np.ndarray] = []
+    via: dict[int, str] = {}
+
+    def add(rows: np.ndarray, name: str) -> None:
+        lists.append(rows)
+        for r in rows.tolist():
+            if r not in via:
+                via[r] = name
+            elif name != "entity" or via[r] != name:
+                via[r] = "hybrid"
+
+    add(_top(a.bm25, a.scope & (a.bm25 > 0), a, ANCHOR_TOP_K), "keyword")
+    if a.similarity is not None:
+        add(_top(a.similarity, a.scope & (a.similarity > VECTOR_ANCHOR_FLOOR), a, ANCHOR_TOP_K), "vector")
+    if intent is Intent.WHEN:
+        add(_top(a.created_rank.astype(np.float64), a.scope, a, ANCHOR_TOP_K), "time")
+    add(_top(a.entity_overlap.astype(np.float64), a.scope & (a.entity_overlap > 0), a, ANCHOR_TOP_K), "entity")
+    rows = np.array(sorted(via), dtype=np.int32)
+    if rows.size == 0:
+        return rows, np.zeros(0, dtype=np.float64), via
+    fused = kernels.normalize_max(kernels.rrf_numpy(lists, n, RRF_K))
+    return rows, fused[rows], via
+
+
+def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray, use_numba: bool) -> tuple[np.ndarray, np.ndarray]:
+    import kernels
+    import numpy as np
+
+    params = BEAM_PARAMS[intent]
+    weights = INTENT_EDGE_WEIGHTS[intent]
+    type_weight = np.array([weights.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
+    similarity = None if a.similarity is None else np.ascontiguousarray(a.similarity, dtype=np.float64)
+    beam = kernels.beam_search if use_numba else kernels.beam_search_numpy
+    return beam(  # type: ignore[no-any-return]
+        a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
+        params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
+        a.id_rank, a.scope,
+    )  # fmt: skip
+
+
+def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False) -> RecallOutcome:
+    """Run the pipeline; ``hits`` are truncated to ``limit`` and WHY-ordered."""
+    import numpy as np
+
+    anchor_rows, anchor_scores, anchor_via = anchors(a, intent)
+    if anchor_rows.size == 0:
+        return RecallOutcome([], 0, 0, "sparse_results")
+    best, via_codes = _beam(a, intent, anchor_rows, anchor_scores, use_numba)
+    scored = np.flatnonzero(np.isfinite(best) & a.scope)
+    traversed = int(np.isfinite(best).sum())
+
+    embedded = a.similarity is not None
+    w_kw, w_ent, w_sim, w_graph = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
+    top_bm25 = float(a.bm25[a.scope].max()) if a.scope.any() else 0.0
+    keyword = a.bm25 / top_bm25 if top_bm25 > 0 else np.zeros_like(a.bm25)
+    entity = np.minimum(1.0, a.entity_overlap / max(1, a.query_entity_count))
+    similarity = np.maximum(0.0, a.similarity) if embedded else np.zeros(a.scope.shape[0])  # type: ignore[arg-type]
+    graph = np.zeros(a.scope.shape[0])
+    lo, hi = float(best[scored].min()), float(best[scored].max())
+    graph[scored] = (best[scored] - lo) / ((hi - lo) or 1.0)
+
+    base = np.zeros(a.scope.shape[0])
+    base[scored] = w_kw * keyword[scored] + w_ent * entity[scored] + w_sim * similarity[scored] + w_graph * graph[scored]
+    is_cand = np.zeros(a.scope.shape[0], dtype=np.bool_)
+    is_cand[scored] = True
+
+    # Decision 14: prev/next on the backbone; non-candidates count 0; their neighbours join.
+    neighbours = np.concatenate([a.prev[scored], a.next[scored]])
+    neighbours = neighbours[neighbours >= 0]
+    joined = np.unique(neighbours[a.scope[neighbours] & ~is_cand[neighbours]])
+    cand = np.concatenate([scored, joined]).astype(np.int64)
+    cand_base = np.where(is_cand, base, 0.0)
+
+    def neighbour_score(side: np.ndarray) -> np.ndarray:
+        out = np.zeros(side.shape[0])
+        ok = side >= 0
+        out[ok] = cand_base[side[ok]]
+        return out
+
+    lift = np.maximum(neighbour_score(a.prev[cand]), neighbour_score(a.next[cand]))
+    final = np.zeros(a.scope.shape[0])
+    final[cand] = cand_base[cand] + NEIGHBOUR_EXPANSION * lift
+    demoted = a.superseded[cand]
+    final[cand[demoted]] *= SUPERSEDED_FACTOR
+
+    ordered = _order_rows(final, cand, a)[:limit]
+    if intent is Intent.WHY:
+        ordered = causal_order(ordered, a)
+
+    code_names = {code: name for name, code in _EDGE_TYPE_CODE.items()}
+    hits = []
+    for r in ordered.tolist():
+        if r in anchor_via:
+            via = anchor_via[r]
+        elif not is_cand[r]:
+            via = VIA_NEIGHBOR
+        else:
+            via = code_names.get(int(via_codes[r]), "")
+        hits.append(Hit(
+            int(r), float(final[r]), via, float(keyword[r]), float(entity[r]), float(similarity[r]),
+            float(graph[r]), bool(a.superseded[r]),
+        ))  # fmt: skip
+    hint = "sparse_results" if len(hits) < limit // 2 or not hits else None
+    return RecallOutcome(hits, int(anchor_rows.size), traversed, hint)
+
+
+def _order_rows(final: np.ndarray, rows: np.ndarray, a: RecallArrays) -> np.ndarray:
+    """Rows sorted by score desc, importance desc, created_at desc, id asc (§4.10 step 6)."""
+    import numpy as np
+
+    keys = (a.id_rank[rows], -a.created_rank[rows].astype(np.int64), -a.importance[rows].astype(np.int64), -final[rows])
+    return rows[np.lexsort(keys)]
+
+
+def causal_order(ordered: np.ndarray, a: RecallArrays) -> np.ndarray:
+    """WHY (§4.10 step 7): Kahn over causal edges among the results, cause first; the best-ranked
+    ready node goes next; nodes left in cycles are appended in rank order."""
+    import numpy as np
+
+    rows = ordered.tolist()
+    pos = {r: i for i, r in enumerate(rows)}
+    causal = _EDGE_TYPE_CODE["causal"]
+    succ: dict[int, set[int]] = {r: set() for r in rows}
+    indeg = dict.fromkeys(rows, 0)
+    for r in rows:
+        lo, hi = int(a.csr_ptr[r]), int(a.csr_ptr[r + 1])
+        for j in range(lo, hi):
+            v = int(a.csr_nbr[j])
+            if a.csr_type[j] == causal and a.csr_out[j] and v in pos and v != r and v not in succ[r]:
+                succ[r].add(v)
+                indeg[v] += 1
+    ready = [r for r in rows if indeg[r] == 0]
+    out: list[int] = []
+    done: set[int] = set()
+    while ready:
+        ready.sort(key=pos.__getitem__)
+        r = ready.pop(0)
+        out.append(r)
+        done.add(r)
+        for v in sorted(succ[r], key=pos.__getitem__):
+            indeg[v] -= 1
+            if indeg[v] == 0:
+                ready.append(v)
+    out.extend(r for r in rows if r not in done)
+    return np.array(out, dtype=np.int64)

@@ -1,0 +1,236 @@
+"""The hot index on disk and the SQL that keeps it current (architecture: the hot index).
+
+Owns the file format of the derived index beside the database (``<db>.hot``: one file, a JSON
+header plus 64-byte aligned raw arrays, memory-mapped on read, replaced atomically by rename,
+mode 0600), the small stamp file (``<db>.hot.stamp``) that lets a process which only bumped
+access counts mark the unchanged index current for the new generation, and the queries that
+tell what changed since a snapshot (new rows by rowid, deletions by ``deleted_at``, new edge rows
+by rowid, counts). It knows nothing about tokens or scores: the engine tokenises and hands in
+named numpy arrays. Deleting either file loses nothing; the engine rebuilds from SQLite.
+"""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import apsw
+
+from mnemon.store.connection import FILE_MODE
+
+if TYPE_CHECKING:
+    import numpy as np
+
+MAGIC = b"MNEMHOT1"
+_ALIGN = 64
+
+_SQL_MAX_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM insights"
+_SQL_MAX_EDGE_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM edges"
+_SQL_DELETED = "SELECT COUNT(*), COALESCE(MAX(deleted_at), '') FROM insights WHERE deleted_at IS NOT NULL"
+_SQL_ACTIVE = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
+_SQL_EDGE_COUNT = "SELECT COUNT(*) FROM edges"
+_SQL_GENERATION = "SELECT value FROM mnemon_meta WHERE key = 'generation'"
+_SQL_ROWS_SINCE = (
+    "SELECT rowid, id, content, tags, entities, category, source, importance, created_at FROM insights "
+    "WHERE rowid > ? AND deleted_at IS NULL ORDER BY rowid"
+)
+_SQL_DELETED_SINCE = "SELECT id FROM insights WHERE deleted_at IS NOT NULL AND deleted_at >= ?"
+# The backbone flag is computed in SQL so the metadata JSON of millions of edges is never parsed
+# in Python (§1: backbone rows carry sub_type=backbone and direction=precedes older→newer).
+_SQL_EDGES_SINCE = (
+    "SELECT rowid, source_id, target_id, edge_type, weight, "
+    "(edge_type = 'temporal' AND instr(metadata, '\"backbone\"') > 0 AND instr(metadata, '\"precedes\"') > 0) "
+    "FROM edges WHERE rowid > ? ORDER BY rowid"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    """What a reader compares to decide whether the index describes the database."""
+
+    generation: int
+    max_rowid: int
+    max_edge_rowid: int
+    deleted_count: int
+    last_deleted_at: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "generation": self.generation, "max_rowid": self.max_rowid, "max_edge_rowid": self.max_edge_rowid,
+            "deleted_count": self.deleted_count, "last_deleted_at": self.last_deleted_at,
+        }  # fmt: skip
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Fingerprint:
+        return cls(
+            int(raw["generation"]), int(raw["max_rowid"]), int(raw["max_edge_rowid"]),
+            int(raw["deleted_count"]), str(raw["last_deleted_at"]),
+        )  # fmt: skip
+
+
+@contextmanager
+def read_snapshot(conn: apsw.Connection) -> Iterator[None]:
+    """Read the fingerprint and the changed rows from one consistent snapshot.
+
+    Inside a caller's open transaction the reads already share that snapshot; no BEGIN then.
+    """
+    if not conn.in_transaction:
+        conn.execute("BEGIN DEFERRED")
+        try:
+            yield
+        finally:
+            conn.execute("COMMIT")
+    else:
+        yield
+
+
+def fingerprint(conn: apsw.Connection) -> Fingerprint:
+    """Read the cheap change markers (all index lookups, no table scan)."""
+    row = conn.execute(_SQL_GENERATION).fetchone() if _has_meta(conn) else None
+    gen = int(row[0]) if row and row[0] is not None else 0
+    deleted, last = conn.execute(_SQL_DELETED).fetchone()
+    return Fingerprint(
+        gen,
+        int(conn.execute(_SQL_MAX_ROWID).fetchone()[0]),
+        int(conn.execute(_SQL_MAX_EDGE_ROWID).fetchone()[0]),
+        int(deleted),
+        str(last),
+    )
+
+
+def _has_meta(conn: apsw.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mnemon_meta'").fetchone() is not None
+
+
+def active_count(conn: apsw.Connection) -> int:
+    return int(conn.execute(_SQL_ACTIVE).fetchone()[0])
+
+
+def edge_count(conn: apsw.Connection) -> int:
+    return int(conn.execute(_SQL_EDGE_COUNT).fetchone()[0])
+
+
+def rows_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
+    """Active insight rows inserted after ``rowid``: (rowid, id, content, tags, entities, category,
+    source, importance, created_at); tags/entities are the raw JSON text."""
+    return iter(conn.execute(_SQL_ROWS_SINCE, (rowid,)))
+
+
+def deleted_since(conn: apsw.Connection, deleted_at: str) -> list[str]:
+    """Ids soft-deleted at or after ``deleted_at`` (second precision, so the bound is inclusive)."""
+    return [str(r[0]) for r in conn.execute(_SQL_DELETED_SINCE, (deleted_at,))]
+
+
+def edges_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
+    """Edge rows after ``rowid``: (rowid, source_id, target_id, edge_type, weight, is_backbone_precedes)."""
+    return iter(conn.execute(_SQL_EDGES_SINCE, (rowid,)))
+
+
+# --- files -------------------------------------------------------------------------------------
+
+
+def index_path(db_path: Path) -> Path:
+    return Path(str(db_path) + ".hot")
+
+
+def stamp_path(db_path: Path) -> Path:
+    return Path(str(db_path) + ".hot.stamp")
+
+
+def _write_atomic(path: Path, chunks: list[bytes | memoryview]) -> None:
+    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
+    fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for chunk in chunks:
+                fh.write(chunk)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            tmp.unlink()
+        except OSError:
+            pass
+        raise
+
+
+def write_index(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Write header + arrays to ``<db>.hot`` atomically; an I/O failure only loses the cache."""
+    import numpy as np
+
+    layout: dict[str, Any] = {}
+    offset = 0
+    blobs: list[tuple[int, np.ndarray]] = []
+    for name, arr in arrays.items():
+        arr = np.ascontiguousarray(arr)
+        offset = -(-offset // _ALIGN) * _ALIGN
+        layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset}
+        blobs.append((offset, arr))
+        offset += arr.nbytes
+    head = json.dumps({"header": header, "arrays": layout}, ensure_ascii=False).encode("utf-8")
+    base = -(-(16 + len(head)) // _ALIGN) * _ALIGN
+    chunks: list[bytes | memoryview] = [MAGIC, base.to_bytes(8, "little"), head, b"\0" * (base - 16 - len(head))]
+    pos = 0
+    for off, arr in blobs:
+        if off > pos:
+            chunks.append(b"\0" * (off - pos))
+        chunks.append(memoryview(arr).cast("B") if arr.nbytes else b"")
+        pos = off + arr.nbytes
+    try:
+        _write_atomic(index_path(db_path), chunks)
+    except OSError:
+        pass  # derived data: the next process rebuilds
+
+
+def read_index(db_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """Map ``<db>.hot`` read-only; None if missing, truncated or foreign (then the caller rebuilds)."""
+    import numpy as np
+
+    path = index_path(db_path)
+    try:
+        with open(path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size < 16:
+                return None
+            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return None
+    try:
+        if mm[:8] != MAGIC:
+            return None
+        base = int.from_bytes(mm[8:16], "little")
+        raw = json.loads(bytes(mm[16:base]).rstrip(b"\0").decode("utf-8"))
+        arrays: dict[str, np.ndarray] = {}
+        for name, spec in raw["arrays"].items():
+            dtype = np.dtype(spec["dtype"])
+            shape = tuple(spec["shape"])
+            count = int(np.prod(shape)) if shape else 1
+            start = base + int(spec["offset"])
+            if start + count * dtype.itemsize > len(mm):
+                return None
+            arrays[name] = np.frombuffer(mm, dtype=dtype, count=count, offset=start).reshape(shape)
+        return raw["header"], arrays
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def write_stamp(db_path: Path, build_id: str, fp: Fingerprint) -> None:
+    """Record that index build ``build_id`` also describes the database at ``fp``."""
+    body = json.dumps({"build_id": build_id, "fingerprint": fp.to_json()}).encode("utf-8")
+    try:
+        _write_atomic(stamp_path(db_path), [body])
+    except OSError:
+        pass
+
+
+def read_stamp(db_path: Path) -> tuple[str, Fingerprint] | None:
+    try:
+        raw = json.loads(stamp_path(db_path).read_bytes())
+        return str(raw["build_id"]), Fingerprint.from_json(raw["fingerprint"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
