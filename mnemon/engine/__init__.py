@@ -10,11 +10,12 @@ from mnemon.engine.core import EngineBase, format_ts, utc_now
 from mnemon.engine.doctor import DoctorMixin
 from mnemon.engine.graphview import GraphViewMixin
 from mnemon.engine.read import ReadMixin
+from mnemon.engine.retrieve import RetrieveMixin
 from mnemon.engine.upkeep import UpkeepMixin
 from mnemon.engine.write import WriteMixin
 
 __all__ = ["Engine", "EngineBase", "format_ts", "utc_now"]
 
 
-class Engine(WriteMixin, ReadMixin, UpkeepMixin, DoctorMixin, GraphViewMixin):
+class Engine(WriteMixin, ReadMixin, UpkeepMixin, DoctorMixin, GraphViewMixin, RetrieveMixin):
     """Every command's entry point for the CLI, the MCP server and library users."""
