@@ -33,7 +33,7 @@ from mnemon.records import (
     Edge,
     Insight,
 )
-from mnemon.store import blob, edges, insights, oplog
+from mnemon.store import edges, insights, oplog
 from mnemon.text import jaccard, tokenize
 from mnemon.validate import (
     check_category,
@@ -108,8 +108,8 @@ class WriteMixin(VectorMixin):
             known = insights.known_entities(conn)
             new.entities = entity_extraction.resolve_entities(provided, content, entity_mode, known)
             insights.insert(conn, new, stamp)
-            if vector is not None:
-                self._store_vector(conn, new.id, vector)
+            if vector is not None and not self._store_vector(conn, new.id, vector):
+                vector = None  # another process fixed a different vector space meanwhile
             counts = graph.EdgeCounts()
             graph.temporal_edges(conn, new, now, counts)
             graph.entity_edges(conn, new, now, counts)
@@ -140,11 +140,10 @@ class WriteMixin(VectorMixin):
 
     # --- hooks the vector index overrides ------------------------------------------------------
 
-    def _store_vector(self, conn: object, insight_id: str, vector: NDArray[np.float64]) -> None:
-        self.store.conn.execute(
-            "UPDATE insights SET embedding = ? WHERE id = ?",
-            (blob.encode(vector, self.store.embedding_format), insight_id),
-        )
+    def _store_vector(self, conn: object, insight_id: str, vector: NDArray[np.float64]) -> bool:
+        """Store the blob in the remember transaction; the index catches up in ``after_write``."""
+        embedder = self.embedder()
+        return embedder is not None and self.write_vector(conn, insight_id, vector, embedder)
 
     # --- diff and candidates ------------------------------------------------------------------
 
@@ -156,7 +155,7 @@ class WriteMixin(VectorMixin):
         extra: list[diffing.DiffCandidate] = []
         by_id = {r.id: r for r in scan.rows}
         if vector is not None:
-            cosines = dict(self.cosine_neighbours(vector, -1.0, len(by_id) or 1))
+            cosines = self.vector_cosines(vector, [hit.row.id for hit in top])
             present = {hit.row.id for hit in top}
             for other_id, cos in self.cosine_neighbours(vector, DIFF_COSINE_EXTRA, DIFF_CANDIDATES + len(present)):
                 if other_id in present or other_id not in by_id or len(extra) >= DIFF_CANDIDATES:

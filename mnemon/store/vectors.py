@@ -1,0 +1,585 @@
+"""VectorIndex: the derived float64 vector matrix beside the database, and the embedding SQL.
+
+Contract §2.5 and Decision 3; architecture "the hot index" and §6. SQLite is the truth: every
+vector lives in ``insights.embedding`` (float64 blobs in our stores, float32 in Go stores, read via
+``blob``). This module keeps a contiguous float64 copy of the *active* embedded rows, memory-mapped
+beside the database so a query scans one matrix instead of decoding every blob:
+
+    mnemon.db.vec          float64 (capacity, dim)   the vectors, row-major, C-contiguous
+    mnemon.db.vec.norms    float64 (capacity,)       Euclidean norm of each row
+    mnemon.db.vec.ids      S<w>    (capacity,)       row -> insight id (UTF-8, NUL padded)
+    mnemon.db.vec.rowids   int64   (capacity,)       row -> SQLite rowid (a hint, see below)
+    mnemon.db.vec.active   uint8   (capacity,)       1 while the row's insight is active
+    mnemon.db.vec.json     the header: dim, model, blob format, rows, capacity and the fingerprint
+    mnemon.db.vec.lock     flock target serialising processes that update the files
+
+Rows are keyed by the insight UUID; the rowid is only used to find deletions cheaply (a covering
+partial index lists active rowids) and is checked against the id at the tail, because VACUUM may
+renumber rowids. The header is the commit point: it is replaced atomically after the data it
+describes is flushed, so a crash between the database commit and the index write leaves an index
+whose fingerprint no longer matches, and the next open catches it up or rebuilds it.
+
+Fingerprint (all cheap to read): ``mnemon_meta.generation`` (bumped by every write transaction),
+the active insight count, ``max(rowid)``, the id at ``max(rowid)`` and ``embedding_epoch`` (bumped
+by any write that sets or clears the vector of an *existing* row). Equal: current. Only the
+generation differs: no vector changed (access bumps, edges). Otherwise rows past the old
+``max(rowid)`` are appended and deleted insights masked out; an epoch, dimension, model or format
+change, or a tail mismatch, means a full rebuild from the blobs. Writes from the Go program do not
+bump the epoch, so a Go ``embed`` of an already-indexed row is not seen until the next rebuild
+(deleting the files forces one; nothing is lost).
+
+Under ``--readonly`` no file is created or changed: a missing or stale index is built in memory.
+Files are created 0600. Only numpy and apsw are used; no kernels (architecture §3): searching the
+matrix is the engine's job (``mnemon.engine.vectors``).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import apsw
+
+from mnemon.store import blob
+from mnemon.store.connection import FILE_MODE
+from mnemon.store.schema import generation
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+INDEX_VERSION = 1
+MIN_CAPACITY = 256  # rows preallocated on first build; capacity doubles when full
+MIN_ID_WIDTH = 36  # a UUID; longer ids widen the id table on rebuild
+_SUFFIXES = ("", ".norms", ".ids", ".rowids", ".active")
+
+_SQL_META_GET = "SELECT value FROM mnemon_meta WHERE key = ?"
+_SQL_META_SET = "INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES (?, ?)"
+_SQL_BUMP_EPOCH = (
+    "INSERT INTO mnemon_meta (key, value) VALUES ('embedding_epoch', '1') "
+    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
+)
+_SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
+_SQL_MAX_ROWID = "SELECT rowid, id FROM insights ORDER BY rowid DESC LIMIT 1"
+_SQL_ID_AT = "SELECT id FROM insights WHERE rowid = ?"
+_SQL_ACTIVE_ROWIDS = "SELECT rowid FROM insights WHERE deleted_at IS NULL"
+_SQL_ACTIVE_VECTORS_AFTER = (
+    "SELECT rowid, id, embedding FROM insights WHERE rowid > ? AND deleted_at IS NULL AND embedding IS NOT NULL "
+    "ORDER BY rowid"
+)
+_SQL_SET_EMBEDDING = "UPDATE insights SET embedding = ? WHERE id = ?"
+_SQL_CLEAR_EMBEDDINGS = "UPDATE insights SET embedding = NULL WHERE embedding IS NOT NULL"
+_SQL_LACKING = (
+    "SELECT id, content FROM insights WHERE deleted_at IS NULL AND embedding IS NULL "
+    "ORDER BY importance DESC, created_at DESC, id ASC"
+)
+_SQL_EMBEDDED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
+_SQL_IS_ACTIVE = "SELECT 1 FROM insights WHERE id = ? AND deleted_at IS NULL"
+_SQL_ROWID_OF = "SELECT rowid FROM insights WHERE id = ?"
+
+
+# --- embedding SQL (the store's dimension, model and epoch live in mnemon_meta) ---------------
+
+
+@dataclass(frozen=True, slots=True)
+class VectorMeta:
+    """What the store's vectors are: fixed by the first vector written (model may be unknown)."""
+
+    model: str | None
+    dim: int | None
+    epoch: int
+
+
+def _has_meta(conn: apsw.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mnemon_meta'").fetchone()
+    return row is not None
+
+
+def _meta(conn: apsw.Connection, key: str) -> str | None:
+    if not _has_meta(conn):
+        return None
+    row = conn.execute(_SQL_META_GET, (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def vector_meta(conn: apsw.Connection) -> VectorMeta:
+    """Return the recorded model, dimension and epoch (dim None: no vector was ever recorded)."""
+    dim = _meta(conn, "embedding_dim")
+    epoch = _meta(conn, "embedding_epoch")
+    return VectorMeta(
+        model=_meta(conn, "embedding_model") or None,
+        dim=int(dim) if dim and dim.isdigit() and int(dim) > 0 else None,
+        epoch=int(epoch) if epoch and epoch.isdigit() else 0,
+    )
+
+
+def set_vector_meta(conn: apsw.Connection, model: str, dim: int) -> None:
+    """Fix the store's embedding model and dimension (inside the caller's transaction)."""
+    conn.execute(_SQL_META_SET, ("embedding_model", model))
+    conn.execute(_SQL_META_SET, ("embedding_dim", str(dim)))
+
+
+def bump_epoch(conn: apsw.Connection) -> None:
+    """Record that vectors of existing rows changed, so every index rebuilds or applies the delta."""
+    conn.execute(_SQL_BUMP_EPOCH)
+
+
+def set_embedding(conn: apsw.Connection, insight_id: str, vector: NDArray[np.float64], fmt: str) -> None:
+    conn.execute(_SQL_SET_EMBEDDING, (blob.encode(vector, fmt), insight_id))
+
+
+def clear_embeddings(conn: apsw.Connection) -> None:
+    conn.execute(_SQL_CLEAR_EMBEDDINGS)
+
+
+def lacking_embedding(conn: apsw.Connection) -> list[tuple[str, str]]:
+    """Active (id, content) pairs without a vector: importance desc, created_at desc, id asc."""
+    return [(str(r[0]), str(r[1])) for r in conn.execute(_SQL_LACKING)]
+
+
+def embedded_count(conn: apsw.Connection) -> int:
+    """Active insights that hold a vector blob (a full scan: for ``embed --status`` only)."""
+    return int(conn.execute(_SQL_EMBEDDED_COUNT).fetchone()[0])
+
+
+def active_ids(conn: apsw.Connection, ids: Iterable[str]) -> set[str]:
+    """The subset of ``ids`` that are active insights right now (search results are re-checked)."""
+    found: set[str] = set()
+    for insight_id in ids:
+        if conn.execute(_SQL_IS_ACTIVE, (insight_id,)).fetchone() is not None:
+            found.add(insight_id)
+    return found
+
+
+def rowid_of(conn: apsw.Connection, insight_id: str) -> int | None:
+    row = conn.execute(_SQL_ROWID_OF, (insight_id,)).fetchone()
+    return None if row is None else int(row[0])
+
+
+# --- fingerprint ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Fingerprint:
+    generation: int
+    active_count: int
+    max_rowid: int
+    tail_id: str
+    epoch: int
+
+    def same_vectors(self, other: Fingerprint) -> bool:
+        """Equal apart from the generation: the write touched no vector and no active row set."""
+        return (self.active_count, self.max_rowid, self.tail_id, self.epoch) == (
+            other.active_count, other.max_rowid, other.tail_id, other.epoch,
+        )  # fmt: skip
+
+
+def fingerprint(conn: apsw.Connection) -> Fingerprint:
+    """Read the cheap fingerprint (a covering-index count and two point lookups)."""
+    tail = conn.execute(_SQL_MAX_ROWID).fetchone()
+    return Fingerprint(
+        generation=generation(conn),
+        active_count=int(conn.execute(_SQL_ACTIVE_COUNT).fetchone()[0]),
+        max_rowid=int(tail[0]) if tail else 0,
+        tail_id=str(tail[1]) if tail else "",
+        epoch=vector_meta(conn).epoch,
+    )
+
+
+# --- the index -----------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Header:
+    version: int
+    dim: int
+    model: str
+    fmt: str
+    id_width: int
+    rows: int
+    capacity: int
+    generation: int
+    active_count: int
+    max_rowid: int
+    tail_id: str
+    epoch: int
+
+    def fingerprint(self) -> Fingerprint:
+        return Fingerprint(self.generation, self.active_count, self.max_rowid, self.tail_id, self.epoch)
+
+    def stamp(self, fp: Fingerprint) -> None:
+        self.generation, self.active_count = fp.generation, fp.active_count
+        self.max_rowid, self.tail_id, self.epoch = fp.max_rowid, fp.tail_id, fp.epoch
+
+
+class VectorIndex:
+    """The active embedded rows of one store as a float64 matrix with norms, ids and an active mask.
+
+    Build it with :meth:`open`; it is current for the database state it was opened (or
+    :meth:`sync`-ed) against. Rows are append-only: a forgotten insight's row stays with
+    ``active`` False, a re-embedded insight gets a new row and its old row is deactivated, so
+    ``vectors[active]`` is exactly the set of active insights with a vector of the store's
+    dimension. ``vectors``, ``norms``, ``active``, ``ids`` are views of length ``rows`` (read-only
+    memory maps, or in-memory arrays under ``--readonly``); never write into them.
+
+    Searching lives in ``mnemon.engine.vectors`` (``vector_search`` / ``vector_scores``), which
+    passes these arrays to the ``kernels`` cosine scan.
+    """
+
+    def __init__(self, base: Path, *, readonly: bool, dim: int, model: str, fmt: str) -> None:
+        self.base = base  # <db path>.vec
+        self.readonly = readonly
+        self.persisted = False  # True when the arrays are memory maps of the files
+        self.header = Header(INDEX_VERSION, dim, model, fmt, MIN_ID_WIDTH, 0, 0, -1, -1, -1, "", -1)
+        self._alloc(MIN_CAPACITY, MIN_ID_WIDTH)
+        self._id_pos: dict[str, int] | None = None
+        self._opened = False  # the files were read (or found unusable) once
+        self._mapped_readonly = False  # arrays are read-only maps: copy before changing them
+
+    # -- public views --
+
+    @property
+    def dim(self) -> int:
+        return self.header.dim
+
+    @property
+    def rows(self) -> int:
+        return self.header.rows
+
+    @property
+    def vectors(self) -> NDArray[np.float64]:
+        return self._vectors[: self.rows]
+
+    @property
+    def norms(self) -> NDArray[np.float64]:
+        return self._norms[: self.rows]
+
+    @property
+    def active(self) -> NDArray[np.bool_]:
+        return self._active[: self.rows].view(bool)
+
+    @property
+    def ids(self) -> NDArray[np.bytes_]:
+        """Row -> insight id as UTF-8 bytes (decode with ``.decode()`` or ``astype(str)``)."""
+        return self._ids[: self.rows]
+
+    def id_at(self, row: int) -> str:
+        return bytes(self._ids[row]).decode("utf-8")
+
+    def active_count(self) -> int:
+        import numpy as np
+
+        return int(np.count_nonzero(self._active[: self.rows]))
+
+    def row_of(self, insight_id: str) -> int | None:
+        """The active row holding ``insight_id``, or None."""
+        if self._id_pos is None:
+            pos: dict[str, int] = {}
+            active = self._active
+            for row in range(self.rows):
+                if active[row]:
+                    pos[self.id_at(row)] = row
+            self._id_pos = pos
+        return self._id_pos.get(insight_id)
+
+    # -- opening --
+
+    @classmethod
+    def open(
+        cls, conn: apsw.Connection, db_path: Path, *, readonly: bool, dim: int, model: str, fmt: str
+    ) -> VectorIndex:
+        """Load the index beside ``db_path`` and bring it up to date with ``conn`` (see module doc)."""
+        index = cls(Path(str(db_path) + ".vec"), readonly=readonly, dim=dim, model=model, fmt=fmt)
+        index.sync(conn)
+        return index
+
+    def sync(self, conn: apsw.Connection, added: Iterable[tuple[str, NDArray[np.float64]]] = ()) -> None:
+        """Make the index current for ``conn``'s committed state.
+
+        ``added`` optionally names (id, vector) pairs the caller just committed for *existing*
+        rows (``embed``): when the index was current right before that write, they are applied as
+        a delta instead of a rebuild.
+        """
+        fp = fingerprint(conn)
+        with self._locked():
+            # Always re-map when writable: another process may have replaced the files since.
+            if (not self.readonly or not self._opened) and not self._load_files():
+                self._rebuild(conn, fp)
+                return
+            known = self.header.fingerprint()
+            if known == fp:
+                return
+            if known.same_vectors(fp):
+                self._commit(fp)
+                return
+            delta = list(added)
+            if fp.epoch != known.epoch and not (delta and fp.epoch == known.epoch + 1):
+                self._rebuild(conn, fp)
+                return
+            if not self._tail_matches(conn):
+                self._rebuild(conn, fp)
+                return
+            self._catch_up(conn, fp, delta)
+
+    # -- internals: files --
+
+    def _path(self, suffix: str) -> Path:
+        return Path(str(self.base) + suffix)
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """Hold an exclusive flock on the lock file while reading or updating the files."""
+        lock_path = self._path(".lock")
+        if self.readonly:
+            try:
+                fd = os.open(lock_path, os.O_RDONLY)
+            except OSError:
+                yield  # nothing to lock: no index files exist, or they cannot be read
+                return
+            mode = fcntl.LOCK_SH
+        else:
+            try:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+            except OSError:
+                self.readonly = True  # an unwritable directory: serve from memory
+                yield
+                return
+            mode = fcntl.LOCK_EX
+        try:
+            fcntl.flock(fd, mode)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
+
+    def _alloc(self, capacity: int, id_width: int) -> None:
+        """Fresh in-memory arrays (the readonly path, and the first step of a rebuild)."""
+        import numpy as np
+
+        d = self.header.dim
+        self._vectors = np.zeros((capacity, d), dtype=np.float64)
+        self._norms = np.zeros(capacity, dtype=np.float64)
+        self._ids = np.zeros(capacity, dtype=f"S{id_width}")
+        self._rowids = np.zeros(capacity, dtype=np.int64)
+        self._active = np.zeros(capacity, dtype=np.uint8)
+        self.header.capacity, self.header.id_width = capacity, id_width
+        self.persisted = False
+        self._mapped_readonly = False
+
+    def _shapes(self, capacity: int, id_width: int) -> list[tuple[str, str, tuple[int, ...]]]:
+        d = self.header.dim
+        return [
+            ("", "<f8", (capacity, d)),
+            (".norms", "<f8", (capacity,)),
+            (".ids", f"S{id_width}", (capacity,)),
+            (".rowids", "<i8", (capacity,)),
+            (".active", "u1", (capacity,)),
+        ]
+
+    def _load_files(self) -> bool:
+        """Map the files if the header describes this store's vectors; False means rebuild."""
+        import numpy as np
+
+        self._opened = True
+        try:
+            raw = json.loads(self._path(".json").read_text(encoding="utf-8"))
+            header = Header(**raw)
+        except (OSError, ValueError, TypeError):
+            return False
+        want = self.header
+        if (
+            header.version != INDEX_VERSION or header.dim != want.dim or header.model != want.model
+            or header.fmt != want.fmt or not 0 <= header.rows <= header.capacity or header.id_width < 1
+        ):  # fmt: skip
+            return False
+        maps = []
+        mode = "r" if self.readonly else "r+"
+        try:
+            for suffix, dtype, shape in self._shapes(header.capacity, header.id_width):
+                path = self._path(suffix)
+                need = int(np.prod(shape)) * np.dtype(dtype).itemsize
+                if path.stat().st_size < need:
+                    return False
+                if need == 0:
+                    maps.append(np.zeros(shape, dtype=dtype))
+                else:
+                    maps.append(np.memmap(path, dtype=dtype, mode=mode, shape=shape))
+        except (OSError, ValueError):
+            return False
+        self._vectors, self._norms, self._ids, self._rowids, self._active = maps
+        self.header = header
+        self.persisted = not self.readonly
+        self._mapped_readonly = self.readonly
+        self._id_pos = None
+        return True
+
+    def _detach(self) -> None:
+        """Copy read-only maps into memory before a --readonly catch-up changes them."""
+        import numpy as np
+
+        if self._mapped_readonly:
+            n = self.rows
+            self._vectors, self._norms = np.array(self._vectors[:n]), np.array(self._norms[:n])
+            self._ids, self._rowids = np.array(self._ids[:n]), np.array(self._rowids[:n])
+            self._active = np.array(self._active[:n])
+            self.header.capacity = n
+            self._mapped_readonly = False
+
+    def _tail_matches(self, conn: apsw.Connection) -> bool:
+        """The id at the indexed max(rowid) is unchanged (VACUUM did not renumber rows)."""
+        if self.header.max_rowid <= 0:
+            return True
+        row = conn.execute(_SQL_ID_AT, (self.header.max_rowid,)).fetchone()
+        return row is not None and str(row[0]) == self.header.tail_id
+
+    def _create_files(self, capacity: int, id_width: int) -> None:
+        """Create (or replace) the data files at ``capacity`` rows, 0600, and map them."""
+        import numpy as np
+
+        maps = []
+        for suffix, dtype, shape in self._shapes(capacity, id_width):
+            path = self._path(suffix)
+            tmp = Path(str(path) + ".tmp")
+            size = int(np.prod(shape)) * np.dtype(dtype).itemsize
+            fd = os.open(tmp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            try:
+                os.ftruncate(fd, size)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+            maps.append(np.memmap(path, dtype=dtype, mode="r+", shape=shape))
+        self._vectors, self._norms, self._ids, self._rowids, self._active = maps
+        self.header.capacity, self.header.id_width = capacity, id_width
+        self.persisted = True
+
+    def _grow(self, need_rows: int, id_width: int) -> None:
+        """Make room for ``need_rows`` rows and ids up to ``id_width`` bytes (doubling capacity)."""
+        import numpy as np
+
+        header = self.header
+        if need_rows <= header.capacity and id_width <= header.id_width:
+            return
+        capacity = max(header.capacity, MIN_CAPACITY)
+        while capacity < need_rows:
+            capacity *= 2
+        width = max(header.id_width, id_width)
+        old = (self._vectors, self._norms, self._ids, self._rowids, self._active)
+        n = header.rows
+        saved = [np.array(a[:n]) for a in old]
+        if self.persisted and not self.readonly:
+            self._create_files(capacity, width)
+        else:
+            self._alloc(capacity, width)
+        for target, values in zip((self._vectors, self._norms, self._ids, self._rowids, self._active), saved):
+            target[:n] = values
+
+    def _commit(self, fp: Fingerprint) -> None:
+        """Flush the data, then atomically replace the header (the index's commit point)."""
+        if self._mapped_readonly:
+            self.header = Header(**asdict(self.header))  # never alter what the maps describe
+        self.header.stamp(fp)
+        if self.readonly or not self.persisted:
+            return
+        for arr in (self._vectors, self._norms, self._ids, self._rowids, self._active):
+            flush = getattr(arr, "flush", None)
+            if flush is not None:
+                flush()
+        path = self._path(".json")
+        tmp = Path(str(path) + ".tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            json.dump(asdict(self.header), fh)
+        os.replace(tmp, path)
+
+    # -- internals: content --
+
+    def _append(self, rows: list[tuple[int, str, NDArray[np.float64]]]) -> None:
+        """Append (rowid, id, vector) rows, deactivating older rows of the same ids."""
+        import numpy as np
+
+        if not rows:
+            return
+        width = max(len(r[1].encode("utf-8")) for r in rows)
+        self._grow(self.rows + len(rows), width)
+        replaced = {r[1] for r in rows}
+        if self.rows:
+            old = np.isin(self._ids[: self.rows], np.array([i.encode("utf-8") for i in replaced]))
+            self._active[: self.rows][old] = 0
+        start = self.rows
+        block = np.vstack([r[2] for r in rows])
+        end = start + len(rows)
+        self._vectors[start:end] = block
+        self._norms[start:end] = np.sqrt(np.einsum("ij,ij->i", block, block))
+        self._ids[start:end] = [r[1].encode("utf-8") for r in rows]
+        self._rowids[start:end] = [r[0] for r in rows]
+        self._active[start:end] = 1
+        self.header.rows = end
+        self._id_pos = None
+
+    def _decoded(self, rows: Iterable[tuple[object, object, object]]) -> list[tuple[int, str, NDArray[np.float64]]]:
+        """Decode blobs in the store's format, keeping only vectors of the index's dimension."""
+        out = []
+        for rowid, insight_id, raw in rows:
+            vector = blob.decode(raw, self.header.fmt)  # type: ignore[arg-type]
+            if vector is not None and vector.shape[0] == self.header.dim:
+                out.append((int(rowid), str(insight_id), vector))  # type: ignore[call-overload]
+        return out
+
+    def _mask_deleted(self, conn: apsw.Connection) -> None:
+        import numpy as np
+
+        if not self.rows:
+            return
+        active_rowids = np.fromiter((r[0] for r in conn.execute(_SQL_ACTIVE_ROWIDS)), dtype=np.int64)
+        alive = np.isin(self._rowids[: self.rows], active_rowids)
+        self._active[: self.rows][~alive] = 0
+        self._id_pos = None
+
+    def _catch_up(
+        self, conn: apsw.Connection, fp: Fingerprint, delta: list[tuple[str, NDArray[np.float64]]]
+    ) -> None:
+        self._detach()
+        new_rows = self._decoded(conn.execute(_SQL_ACTIVE_VECTORS_AFTER, (self.header.max_rowid,)))
+        for insight_id, vector in delta:
+            rowid = rowid_of(conn, insight_id)
+            if rowid is not None and vector.shape[0] == self.header.dim:
+                new_rows.append((rowid, insight_id, vector))
+        self._append(new_rows)
+        self._mask_deleted(conn)
+        self._commit(fp)
+
+    def _rebuild(self, conn: apsw.Connection, fp: Fingerprint) -> None:
+        """Derive every row from the blobs (the first open, or anything the header cannot vouch for)."""
+        self.header = Header(
+            INDEX_VERSION, self.header.dim, self.header.model, self.header.fmt, MIN_ID_WIDTH, 0, 0, -1, -1, -1, "", -1
+        )
+        rows = self._decoded(conn.execute(_SQL_ACTIVE_VECTORS_AFTER, (-1,)))
+        width = max([MIN_ID_WIDTH] + [len(r[1].encode("utf-8")) for r in rows])
+        capacity = MIN_CAPACITY
+        while capacity < len(rows):
+            capacity *= 2
+        if self.readonly:
+            self._alloc(capacity, width)
+        else:
+            try:
+                self._create_files(capacity, width)
+            except OSError:
+                self.readonly = True  # cannot write beside the database: keep it in memory
+                self._alloc(capacity, width)
+        self._append(rows)
+        self._commit(fp)
+
+
+def remove_files(db_path: Path) -> None:
+    """Delete the index files beside ``db_path`` (they are rebuilt on the next open)."""
+    base = str(db_path) + ".vec"
+    for suffix in (*_SUFFIXES, ".json", ".lock"):
+        try:
+            os.unlink(base + suffix)
+        except FileNotFoundError:
+            pass
