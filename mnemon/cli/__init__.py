@@ -13,7 +13,7 @@ import typer
 from typer._click import exceptions as click_exceptions
 
 from mnemon import __version__
-from mnemon.cli import doctor, embed, graph, maint, memory, retrieve, stores
+from mnemon.cli import agent, doctor, embed, graph, maint, memory, retrieve, stores
 from mnemon.cli.state import GlobalOptions, split_global
 from mnemon.errors import MnemonError
 
@@ -31,7 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for module in (memory, graph, maint, stores, doctor, retrieve, embed):
+for module in (memory, graph, maint, stores, doctor, retrieve, embed, agent):
     module.register(app)
 
 
@@ -51,6 +51,11 @@ def _usage_message(exc: click_exceptions.UsageError) -> str:
     return message
 
 
+def _one_line(message: str) -> str:
+    """Keep an error on one line even when it quotes user input that holds line breaks."""
+    return message.replace("\r", "\\r").replace("\n", "\\n")
+
+
 def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None) -> int:
     """Run the CLI and return the exit status (0 ok, 1 any error)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -63,10 +68,10 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
         result = app(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
         return result if isinstance(result, int) else 0
     except click_exceptions.UsageError as exc:
-        print(f"Error: {_usage_message(exc)}", file=sys.stderr)
+        print(f"Error: {_one_line(_usage_message(exc))}", file=sys.stderr)
         return 1
     except MnemonError as exc:
-        print(f"Error: {exc}", file=sys.stderr)
+        print(f"Error: {_one_line(str(exc))}", file=sys.stderr)
         return 1
     except typer.Exit as exc:
         return exc.exit_code
@@ -79,7 +84,7 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
         print("Error: interrupted", file=sys.stderr)
         return 130
     except click_exceptions.ClickException as exc:
-        print(f"Error: {exc.format_message()}", file=sys.stderr)
+        print(f"Error: {_one_line(exc.format_message())}", file=sys.stderr)
         return 1
     except Exception as exc:
         # An apsw error from a read outside write_tx (a corrupt page, an I/O error) is still a

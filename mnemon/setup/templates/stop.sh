@@ -1,0 +1,25 @@
+# Stop: ask the agent once per turn whether anything is worth remembering. The host marks the
+# continuation it caused (stop_hook_active / loop_count), and then we stay silent: no loops.
+payload=$(mnemon_payload)
+case "$payload" in
+*'"stop_hook_active":true'* | *'"stop_hook_active": true'*) exit 0 ;;
+esac
+if [ "$MNEMON_OUTPUT" = cursor ]; then
+    case "$payload" in
+    *'"loop_count":0'* | *'"loop_count": 0'* | '') ;;
+    *) exit 0 ;;
+    esac
+    case "$payload" in
+    *'"status":"completed"'* | *'"status": "completed"'* | '') ;;
+    *) exit 0 ;;
+    esac
+fi
+reason='[mnemon] Before finishing: did this turn produce a decision, preference, fact or lesson worth keeping across sessions? If so, store it with `mnemon remember "<one self-contained statement>" --cat <category> --imp <1-5>` and review the candidates it returns (link supersedes/causal where they truly apply). Never store secrets. If nothing is worth keeping, just stop without further reply.'
+if [ "$MNEMON_OUTPUT" = cursor ]; then
+    printf '%s\n' "$reason" | mnemon_emit_context followup_message
+else
+    printf '{"decision":"block","reason":'
+    printf '%s\n' "$reason" | mnemon_json_string
+    printf '}\n'
+fi
+exit 0
