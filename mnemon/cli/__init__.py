@@ -13,7 +13,7 @@ import typer
 from typer._click import exceptions as click_exceptions
 
 from mnemon import __version__
-from mnemon.cli import agent, doctor, embed, graph, maint, memory, retrieve, stores
+from mnemon.cli import agent, bulk, doctor, embed, graph, maint, memory, retrieve, stores
 from mnemon.cli.state import GlobalOptions, split_global
 from mnemon.errors import MnemonError
 
@@ -31,7 +31,7 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for module in (memory, graph, maint, stores, doctor, retrieve, embed, agent):
+for module in (memory, graph, maint, stores, doctor, retrieve, embed, agent, bulk):
     module.register(app)
 
 

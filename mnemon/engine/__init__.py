@@ -6,6 +6,7 @@ status, log, receipt), ``upkeep`` (gc). Each pipeline owns its transaction bound
 
 from __future__ import annotations
 
+from mnemon.engine.bulk import ImportMixin
 from mnemon.engine.core import EngineBase, format_ts, utc_now
 from mnemon.engine.embedding import EmbedMixin
 from mnemon.engine.doctor import DoctorMixin
@@ -18,5 +19,5 @@ from mnemon.engine.write import WriteMixin
 __all__ = ["Engine", "EngineBase", "format_ts", "utc_now"]
 
 
-class Engine(WriteMixin, ReadMixin, UpkeepMixin, DoctorMixin, GraphViewMixin, RetrieveMixin, EmbedMixin):
+class Engine(ImportMixin, WriteMixin, ReadMixin, UpkeepMixin, DoctorMixin, GraphViewMixin, RetrieveMixin, EmbedMixin):
     """Every command's entry point for the CLI, the MCP server and library users."""

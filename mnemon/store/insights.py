@@ -7,7 +7,7 @@ because lifecycle needs them. Values are always bound, never formatted into SQL.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import apsw
 
@@ -227,3 +227,20 @@ def basic_search(conn: apsw.Connection, query: str, category: str, source: str, 
     pattern = "%" + _like_literal(query) + "%"
     rows = conn.execute(_SQL_BASIC_SEARCH, (pattern, category, category, source, source, limit))
     return [row_to_insight(r) for r in rows]
+
+
+# --- bulk import and export (contract §3.15, §4.4) ----------------------------------------------
+
+_SQL_SOURCE_TIMELINE = "SELECT id FROM insights WHERE deleted_at IS NULL AND source = ? ORDER BY created_at, rowid"
+_SQL_ACTIVE_EMBEDDINGS = "SELECT id, embedding FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
+
+
+def source_timeline(conn: apsw.Connection, source: str) -> list[str]:
+    """Ids of the source's active insights, created_at ASC then rowid ASC (backbone order, §4.4)."""
+    return [str(r[0]) for r in conn.execute(_SQL_SOURCE_TIMELINE, (source,))]
+
+
+def active_embeddings(conn: apsw.Connection) -> Iterator[tuple[str, bytes]]:
+    """(id, raw blob) of every active insight that has an embedding."""
+    for r in conn.execute(_SQL_ACTIVE_EMBEDDINGS):
+        yield str(r[0]), bytes(r[1])

@@ -1,0 +1,262 @@
+"""Import drafts: loading, validation and defaults (contract §3.15 with Decision 5).
+
+Owns the draft format (``schema_version "1"``) and every message a bad draft produces. Nothing
+here touches a store: ``load_draft`` turns bytes into a validated :class:`Draft` or raises
+:class:`InputError` before anything is written, so a rejected draft never changes a store.
+
+Messages: ``read file: …`` and ``parse JSON: …`` for loading; ``invalid draft: …`` for the rest,
+with ``insights[i]: …`` / ``edges[i]: …`` naming the offending item. ``schema_version`` is checked
+first. Defaults: category ``general``, importance 0 ⇒ 3, source = item ‖ draft ‖ ``import``,
+``created_at`` parsed to UTC with second precision (absent ⇒ filled in by the engine with now),
+explicit edge weight 0 ⇒ 0.5. Pure: stdlib only, no I/O beyond reading the named file.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mnemon.errors import InputError, MnemonError
+from mnemon.lifecycle import format_timestamp, parse_timestamp
+from mnemon.records import (
+    CATEGORIES,
+    DEFAULT_CATEGORY,
+    DEFAULT_IMPORTANCE,
+    EDGE_TYPES,
+    IMPORT_SOURCE,
+    MAX_CONTENT_BYTES,
+    MAX_ENTITIES,
+    MAX_ENTITY_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
+)
+
+__all__ = ["DRAFT_SCHEMA_VERSION", "DEFAULT_EDGE_WEIGHT", "Draft", "DraftEdge", "DraftInsight", "load_draft", "parse_draft"]
+
+DRAFT_SCHEMA_VERSION = "1"
+DEFAULT_EDGE_WEIGHT = 0.5  # an explicit edge with weight 0 (or none) is written with 0.5 (§3.15)
+
+
+@dataclass(frozen=True, slots=True)
+class DraftInsight:
+    """One validated draft item with the contract's defaults applied."""
+
+    content: str
+    category: str = DEFAULT_CATEGORY
+    importance: int = DEFAULT_IMPORTANCE
+    tags: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    source: str = IMPORT_SOURCE
+    created_at: str | None = None  # UTC, second precision; None ⇒ the import's "now"
+
+
+@dataclass(frozen=True, slots=True)
+class DraftEdge:
+    """One validated explicit edge (index pair into the draft's insights)."""
+
+    source_index: int
+    target_index: int
+    edge_type: str
+    weight: float
+    reason: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Draft:
+    insights: list[DraftInsight]
+    edges: list[DraftEdge]
+
+
+def _invalid(message: str) -> InputError:
+    return InputError(f"invalid draft: {message}")
+
+
+def load_draft(path: str, stdin_text: str | None = None) -> Draft:
+    """Read a draft from ``path`` (or ``stdin_text`` when ``path`` is ``-``) and validate it."""
+    if path == "-" and stdin_text is not None:
+        text = stdin_text
+    else:
+        try:
+            raw = Path(path).read_bytes()
+        except OSError as exc:
+            raise InputError(f"read file: {exc.strerror or exc}: {path}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"parse JSON: invalid UTF-8 at byte {exc.start}") from None
+    return parse_draft(text)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"invalid number {name}")
+
+
+def parse_draft(text: str) -> Draft:
+    """Parse and validate draft JSON text; raise :class:`InputError` with the contract's message."""
+    try:
+        data = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        raise InputError(f"parse JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InputError(f"parse JSON: expected a JSON object, got {_kind(data)}")
+    version = data.get("schema_version")
+    if version != DRAFT_SCHEMA_VERSION:
+        shown = version if isinstance(version, str) else ("" if version is None else json.dumps(version))
+        raise _invalid(f'unsupported schema_version "{shown}" (expected "{DRAFT_SCHEMA_VERSION}")')
+    draft_source = data.get("source")
+    if draft_source is not None and not isinstance(draft_source, str):
+        raise _invalid("source must be a string")
+    items = data.get("insights")
+    if items is None or items == []:
+        raise _invalid("insights must not be empty")
+    if not isinstance(items, list):
+        raise _invalid("insights must be an array")
+    default_source = _clean_text(draft_source, "source") if draft_source else IMPORT_SOURCE
+    insights = [_insight(i, item, default_source) for i, item in enumerate(items)]
+    raw_edges = data.get("edges")
+    if raw_edges is None:
+        raw_edges = []
+    if not isinstance(raw_edges, list):
+        raise _invalid("edges must be an array")
+    edges = [_edge(i, item, len(insights)) for i, item in enumerate(raw_edges)]
+    return Draft(insights, edges)
+
+
+def _kind(value: object) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean"}.get(type(value), "number" if isinstance(value, (int, float)) else "null")
+
+
+def _clean_text(value: str, what: str) -> str:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise _invalid(f"{what} is not valid UTF-8") from None
+    if "\x00" in value:
+        raise _invalid(f"{what} must not contain NUL bytes")
+    return value
+
+
+def _insight(index: int, item: object, default_source: str) -> DraftInsight:
+    where = f"insights[{index}]"
+
+    def bad(message: str) -> InputError:
+        return _invalid(f"{where}: {message}")
+
+    if not isinstance(item, dict):
+        raise bad(f"must be an object, got {_kind(item)}")
+    content = item.get("content")
+    if content is None or (isinstance(content, str) and not content.strip()):
+        raise bad("content is required")
+    if not isinstance(content, str):
+        raise bad("content must be a string")
+    try:
+        _clean_text(content, "content")
+    except MnemonError as exc:
+        raise bad(str(exc).removeprefix("invalid draft: ")) from None
+    size = len(content.encode("utf-8"))
+    if size > MAX_CONTENT_BYTES:
+        raise bad(f"content too long ({size} bytes, max {MAX_CONTENT_BYTES})")
+
+    category = item.get("category") or DEFAULT_CATEGORY
+    if not isinstance(category, str) or category not in CATEGORIES:
+        raise bad(f'invalid category "{category}"; valid: {", ".join(CATEGORIES)}')
+
+    importance = item.get("importance", 0)
+    if importance is None:
+        importance = 0
+    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or importance != int(importance):
+        raise bad(f"importance must be an integer, got {json.dumps(importance)}")
+    importance = int(importance) or DEFAULT_IMPORTANCE
+    if not 1 <= importance <= 5:
+        raise bad(f"importance must be 1-5, got {importance}")
+
+    tags = _string_list(item.get("tags"), "tags", bad)
+    if len(tags) > MAX_TAGS:
+        raise bad(f"too many tags ({len(tags)}, max {MAX_TAGS})")
+    for tag in tags:
+        if len(tag.encode("utf-8")) > MAX_TAG_BYTES:
+            raise bad(f"tag too long ({len(tag.encode('utf-8'))} bytes, max {MAX_TAG_BYTES}): {_prefix(tag)}")
+    entities = _string_list(item.get("entities"), "entities", bad)
+    if len(entities) > MAX_ENTITIES:
+        raise bad(f"too many entities ({len(entities)}, max {MAX_ENTITIES})")
+    for entity in entities:
+        if len(entity.encode("utf-8")) > MAX_ENTITY_BYTES:
+            raise bad(
+                f"entity too long ({len(entity.encode('utf-8'))} bytes, max {MAX_ENTITY_BYTES}): {_prefix(entity)}"
+            )
+
+    source = item.get("source")
+    if source is not None and not isinstance(source, str):
+        raise bad("source must be a string")
+    source = _clean_text(source, f"{where}: source") if source else default_source
+
+    created_raw = item.get("created_at")
+    created_at: str | None = None
+    if created_raw not in (None, ""):
+        if not isinstance(created_raw, str):
+            raise bad("created_at must be an RFC 3339 string")
+        try:
+            created_at = format_timestamp(parse_timestamp(created_raw))
+        except InputError:
+            raise bad(f'created_at "{created_raw}" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)') from None
+    return DraftInsight(content, category, importance, tags, entities, source, created_at)
+
+
+def _prefix(text: str) -> str:
+    return text.encode("utf-8")[:50].decode("utf-8", errors="ignore")
+
+
+def _string_list(value: object, what: str, bad: Any) -> list[str]:
+    """A JSON array of strings, trimmed, empties dropped (as ``--tags`` / ``--entities`` are)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise bad(f"{what} must be an array of strings")
+    out: list[str] = []
+    for v in value:
+        v = v.strip()
+        if v:
+            try:
+                _clean_text(v, what)
+            except MnemonError as exc:
+                raise bad(str(exc).removeprefix("invalid draft: ")) from None
+            out.append(v)
+    return out
+
+
+def _edge(index: int, item: object, n: int) -> DraftEdge:
+    where = f"edges[{index}]"
+
+    def bad(message: str) -> InputError:
+        return _invalid(f"{where}: {message}")
+
+    if not isinstance(item, dict):
+        raise bad(f"must be an object, got {_kind(item)}")
+    ends: list[int] = []
+    for key in ("source_index", "target_index"):
+        value = item.get(key)
+        if value is None:
+            raise bad(f"{key} is required")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+            raise bad(f"{key} must be an integer")
+        if not 0 <= value < n:
+            raise bad(f"{key} {int(value)} out of range [0,{n})")
+        ends.append(int(value))
+    if ends[0] == ends[1]:
+        raise bad("source_index and target_index must differ")
+    edge_type = item.get("edge_type")
+    if not isinstance(edge_type, str) or edge_type not in EDGE_TYPES:
+        raise bad(f'invalid edge type "{edge_type if edge_type is not None else ""}"; valid: {", ".join(EDGE_TYPES)}')
+    weight = item.get("weight", 0)
+    if weight is None:
+        weight = 0
+    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
+        raise bad("weight must be a number")
+    if not 0.0 <= weight <= 1.0:
+        raise bad(f"weight must be between 0.0 and 1.0, got {weight:.2f}")
+    reason = item.get("reason") or ""
+    if not isinstance(reason, str):
+        raise bad("reason must be a string")
+    return DraftEdge(ends[0], ends[1], edge_type, float(weight) or DEFAULT_EDGE_WEIGHT, _clean_text(reason, f"{where}: reason"))
