@@ -8,6 +8,7 @@ printed by the CLI. stdlib only: imported on every CLI start.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -79,10 +80,16 @@ def valid_store_name(name: str) -> bool:
     return STORE_NAME_RE.fullmatch(name) is not None
 
 
+def quote_name(name: str) -> str:
+    """Quote a user-given name like Go's ``%q``: control characters escaped, so a hostile name
+    (``a\\n``) cannot split the one-line error message."""
+    return json.dumps(name, ensure_ascii=False)
+
+
 def check_store_name(name: str) -> str:
     """Return ``name`` or raise the contract's error for a name that is not a valid store name."""
     if not valid_store_name(name):
-        raise InputError(f'invalid store name "{name}"')
+        raise InputError(f"invalid store name {quote_name(name)}")
     return name
 
 

@@ -18,7 +18,7 @@ Words = Optional[list[str]]
 def _name(words: Words) -> str:
     (name,) = exactly(words, 1)
     if not config.valid_store_name(name):
-        raise InputError(f'invalid store name "{name}": must match [a-zA-Z0-9][a-zA-Z0-9_-]*')
+        raise InputError(f"invalid store name {config.quote_name(name)}: must match [a-zA-Z0-9][a-zA-Z0-9_-]*")
     return name
 
 

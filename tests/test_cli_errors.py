@@ -1,0 +1,153 @@
+"""Bad input never hurts (contract §3.1, §3.3, Decision 9): each case prints exactly one line
+``Error: <message>`` on stderr, exits 1, shows no traceback, prints nothing on stdout, and leaves
+the store's files byte-identical (compared by SHA-256 of every file in the data dir).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, Result
+
+SEED = "Seeded memory about Rust services"
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``root`` (a new, vanished or changed file shows up)."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*")) if p.is_file()
+    }
+
+
+@pytest.fixture
+def seeded(cli, data_dir: Path) -> dict:
+    """A store with two insights (for commands that need real ids) and its byte snapshot."""
+    first = cli.ok("remember", SEED, "--source", "a")
+    second = cli.ok("remember", "Another memory entirely", "--source", "b")
+    return {"ids": [first["id"], second["id"]], "before": snapshot(data_dir)}
+
+
+def assert_one_line_error(res: Result, message: str | None = None) -> None:
+    assert res.code == 1, (res.out, res.err)
+    assert res.out == ""
+    assert "Traceback" not in res.err
+    assert res.err.startswith("Error: ") and res.err.endswith("\n") and res.err.count("\n") == 1, res.err
+    if message is not None:
+        assert res.err == f"Error: {message}\n"
+
+
+TAGS_21 = ",".join(f"t{i}" for i in range(21))
+
+CASES = [
+    (["remember", "a" * 8001], "content too long (8001 chars, max 8000); consider chunking into multiple remember calls"),
+    (["remember", "é" * 4001], "content too long (8002 chars, max 8000); consider chunking into multiple remember calls"),
+    (["remember", "x", "--tags", TAGS_21], "too many tags (21, max 20)"),
+    (["remember", "x", "--tags", "t" * 101], f"tag too long (101 chars, max 100): {'t' * 50}"),
+    (["remember", "x", "--entities", ",".join(f"e{i}" for i in range(51))], "too many entities (51, max 50)"),
+    (["remember", "x", "--imp", "0"], "importance must be 1-5, got 0"),
+    (["remember", "x", "--imp", "6"], "importance must be 1-5, got 6"),
+    (["remember", "x", "--cat", "narrative"],
+     'invalid category "narrative"; valid: preference, decision, fact, insight, context, general'),
+    (["remember", "x", "--entity-mode", "all"], 'invalid entity mode "all"; valid: merge, provided, auto'),
+    (["remember", "a\x00b"], "content must not contain NUL bytes"),
+    (["remember", "   "], "content must not be empty"),
+    (["remember"], "requires at least 1 arg(s), only received 0"),
+    (["remember", "x", "--imp", "abc"], None),
+    (["remember", "x", "--bogus"], "unknown flag: --bogus"),
+    (["remember", "x", "--cat"], None),
+    (["frobnicate"], 'unknown command "frobnicate" for "mnemon"'),
+    (["status", "--store", "../x"], 'invalid store name "../x"'),
+    (["status", "--store", "a\n"], 'invalid store name "a\\n"'),
+    (["remember", "x", "--store", ".hidden"], 'invalid store name ".hidden"'),
+    (["store", "create", ""], 'invalid store name "": must match [a-zA-Z0-9][a-zA-Z0-9_-]*'),
+    (["store", "create", "../x"], 'invalid store name "../x": must match [a-zA-Z0-9][a-zA-Z0-9_-]*'),
+    (["store", "set", ".hidden"], 'invalid store name ".hidden": must match [a-zA-Z0-9][a-zA-Z0-9_-]*'),
+    (["store", "remove", "a/b"], 'invalid store name "a/b": must match [a-zA-Z0-9][a-zA-Z0-9_-]*'),
+    (["log", "--limit", "-1"], "--limit must be at least 1, got -1"),
+    (["receipt", "--limit", "0"], "--limit must be at least 1, got 0"),
+    (["gc", "--limit", "-3"], "--limit must be at least 1, got -3"),
+    (["show", "00000000-0000-4000-8000-000000000000"], "insight 00000000-0000-4000-8000-000000000000 not found"),
+    (["show"], "accepts 1 arg(s), received 0"),
+    (["forget", "ghost"], "forget: insight ghost not found or already deleted"),
+    (["related", "ghost"], "insight not found: ghost"),
+    (["gc", "--keep", "ghost"], "insight ghost not found"),
+    (["link", "ghost", "ghost2"], "source insight ghost not found"),
+    (["remember", "x", "--readonly"], "remember is unavailable with --readonly: database writes are disabled"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), CASES, ids=[" ".join(a)[:40] for a, _ in CASES])
+def test_bad_input_is_one_line_and_changes_nothing(cli, data_dir: Path, seeded: dict, args, message) -> None:
+    res = cli(*args)
+    assert_one_line_error(res, message)
+    assert snapshot(data_dir) == seeded["before"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--weight", "1.5"], "weight must be between 0.0 and 1.0, got 1.50"),
+        (["--type", "bogus"], 'invalid edge type "bogus"; valid: temporal, semantic, causal, entity, supersedes'),
+        (["--meta", "{not json"], None),
+    ],
+)
+def test_bad_link_changes_nothing(cli, data_dir: Path, seeded: dict, extra, message) -> None:
+    res = cli("link", *seeded["ids"], *extra)
+    assert_one_line_error(res, message)
+    assert snapshot(data_dir) == seeded["before"]
+
+
+def test_imp_abc_and_missing_value_use_cobra_wording(cli, seeded) -> None:
+    assert cli("remember", "x", "--imp", "abc").err.startswith('Error: invalid argument for "--imp" flag: ')
+    assert cli("remember", "x", "--cat").err == "Error: flag needs an argument: --cat\n"
+
+
+def run_raw(argv: list[bytes], data_dir: Path, stdin: bytes | None = None) -> Result:
+    """Run a whole process with raw bytes in argv (the OS passes them through undecoded)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"
+    env["PYTHONPATH"] = str(REPO)
+    proc = subprocess.run(
+        [sys.executable.encode(), b"-m", b"mnemon", b"--data-dir", str(data_dir).encode(), *argv],
+        input=stdin, capture_output=True, env=env, timeout=60,
+    )
+    return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+
+
+def test_invalid_utf8_in_argv_and_stdin(data_dir: Path, seeded: dict) -> None:
+    res = run_raw([b"remember", b"bad \xff\xfe bytes"], data_dir)
+    assert_one_line_error(res, "content is not valid UTF-8")
+    res = run_raw([b"remember", b"-"], data_dir, stdin=b"piped \xc3\x28 invalid")
+    assert_one_line_error(res, "content is not valid UTF-8")
+    res = run_raw([b"remember", b"-"], data_dir, stdin=b"nul \x00 inside")
+    assert_one_line_error(res, "content must not contain NUL bytes")
+    res = run_raw([b"remember", b"ok", b"--tags", b"\xff"], data_dir)
+    assert_one_line_error(res, "tag is not valid UTF-8")
+    res = run_raw([b"show", b"\xff"], data_dir)
+    assert_one_line_error(res, "id is not valid UTF-8")
+    assert snapshot(data_dir) == seeded["before"]
+
+
+def test_readonly_refusals_and_missing_database(cli, data_dir: Path, seeded: dict) -> None:
+    a, b = seeded["ids"]
+    for args, action in [
+        (["forget", a], "forget"),
+        (["link", a, b], "link"),
+        (["gc"], "gc"),
+        (["gc", "--keep", a], "gc"),
+        (["gc", "--compact"], "gc --compact"),
+        (["store", "create", "fresh"], "store create"),
+    ]:
+        res = cli("--readonly", *args)
+        assert_one_line_error(res, f"{action} is unavailable with --readonly: database writes are disabled")
+    missing = data_dir / "data" / "nothere" / "mnemon.db"
+    assert_one_line_error(cli("--readonly", "--store", "nothere", "status"), f"database not found: {missing}")
+    assert snapshot(data_dir) == seeded["before"]
+    assert not missing.parent.exists()
