@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import secrets
+import weakref
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
@@ -131,6 +132,18 @@ class HotIndex:
         if len(self.ids) != self.n:
             self.ids = [b.decode("ascii", "replace") for b in self.id_blob.tolist()]
         return self.ids
+
+    def rows_of(self, ids: np.ndarray) -> np.ndarray:
+        """Rows of many ids at once (-1 where unknown), by bisection over the sorted ids."""
+        import numpy as np
+
+        order = np.argsort(self.id_blob, kind="stable")
+        wanted = np.char.encode(ids.astype(str), "ascii") if ids.dtype.kind == "U" else ids.astype(self.id_blob.dtype)
+        sorted_ids = self.id_blob[order]
+        pos = np.minimum(np.searchsorted(sorted_ids, wanted), max(self.n - 1, 0))
+        if self.n == 0:
+            return np.full(wanted.shape[0], -1, dtype=np.int64)
+        return np.where(sorted_ids[pos] == wanted, order[pos], -1).astype(np.int64)
 
     def id_at(self, row: int) -> str:
         return bytes(self.id_blob[row]).decode("ascii", "replace")
@@ -423,6 +436,22 @@ class HotIndex:
             elif name != "vocab":
                 setattr(index, name, arr)
         return index
+
+
+# One index per open connection, shared by recall, search and the write-path scans of a process.
+_OPEN: weakref.WeakKeyDictionary[Any, HotIndex] = weakref.WeakKeyDictionary()
+
+
+def cached(conn: apsw.Connection) -> HotIndex | None:
+    """The index this process last used with ``conn`` (possibly stale), if any."""
+    return _OPEN.get(conn)
+
+
+def index_for(conn: apsw.Connection, db_path: Path, *, readonly: bool) -> HotIndex:
+    """Return the index for ``conn``, current for the committed database state."""
+    index = open_index(conn, db_path, readonly=readonly, cached=_OPEN.get(conn))
+    _OPEN[conn] = index
+    return index
 
 
 def open_index(conn: apsw.Connection, db_path: Path, *, readonly: bool, cached: HotIndex | None) -> HotIndex:

@@ -62,12 +62,10 @@ class RetrieveMixin(EngineBase):
 
     def hot_index(self) -> HotIndex:
         """The token/edge index describing the database now (loaded, caught up or rebuilt)."""
-        from mnemon.engine.hot import open_index
+        from mnemon.engine.hot import index_for
 
-        cached: HotIndex | None = getattr(self, "_hot", None)
         store = self.store
-        self._hot = open_index(store.conn, store.path, readonly=store.readonly, cached=cached)
-        return self._hot
+        return index_for(store.conn, store.path, readonly=store.readonly)
 
     def after_write(self) -> None:
         """Keep an existing hot index current after our own commit (a missing one is built lazily)."""
@@ -75,7 +73,9 @@ class RetrieveMixin(EngineBase):
         store = self._store
         if store is None or store.readonly:
             return
-        if getattr(self, "_hot", None) is not None or hotindex.index_path(store.path).exists():
+        from mnemon.engine import hot
+
+        if hot.cached(store.conn) is not None or hotindex.index_path(store.path).exists():
             self.hot_index()
 
     def _scope(self, index: HotIndex, category: str, source: str) -> np.ndarray:
@@ -106,8 +106,15 @@ class RetrieveMixin(EngineBase):
             qvec = np.asarray(embedder.embed(query), dtype=np.float64)
         except EmbedderError:
             return None
-        qnorm = float(np.linalg.norm(qvec))
         sims = np.zeros(index.n, dtype=np.float64)
+        scores_of = getattr(self, "vector_scores", None)
+        if scores_of is not None:  # the VectorIndex (engine/vectors.py): one matrix scan
+            ids, cosines = scores_of(qvec)
+            rows = index.rows_of(np.asarray(ids))
+            found = rows >= 0
+            sims[rows[found]] = np.asarray(cosines, dtype=np.float64)[found]
+            return sims
+        qnorm = float(np.linalg.norm(qvec))
         if qnorm == 0:
             return sims
         fmt = self.store.embedding_format
@@ -211,64 +218,16 @@ class RetrieveMixin(EngineBase):
     def search(self, query: str, *, limit: int = 10) -> list[SearchHit]:
         """Keyword search (§3.5, §4.2): |Q∩T|/|Q| over every active insight, ties by importance,
         created_at desc, id asc."""
+        from mnemon.engine.scan import ActiveTokens
+
         check_limit(limit)
-        ranked = self.keyword_rows(tokenize(query), limit)
         hits = []
-        for insight_id, score in ranked:
-            found = insights.get(self.store.conn, insight_id)
+        for scored in ActiveTokens(self.store.conn).keyword(tokenize(query), limit):
+            found = insights.get(self.store.conn, scored.row.id)
             if found is not None:
-                hits.append(SearchHit(found, score))
+                hits.append(SearchHit(found, scored.score))
         self.record_hits([h.insight.id for h in hits], "search", f"q={query} hits={len(hits)}")
         return hits
-
-    def keyword_rows(self, query: set[str], limit: int, exclude: str | None = None) -> list[tuple[str, float]]:
-        """Top active ids by |Q∩T|/|Q| (zero overlap skipped; empty Q ⇒ nothing)."""
-        import kernels
-        import numpy as np
-
-        if not query:
-            return []
-        index = self.hot_index()
-        post = index.plain_postings()
-        qids = index.term_ids(query)
-        counts = kernels.overlap_counts_numpy(post.ptr, post.rows, np.array(qids, dtype=np.int32), index.n)
-        score = counts / len(query)
-        return self._rank(index, score, index.active & (counts > 0), limit, exclude)
-
-    def similar_rows(
-        self, tokens: set[str], minimum: float, limit: int, exclude: str | None = None
-    ) -> list[tuple[str, float]]:
-        """Top active ids by ContentSimilarity max(|A∩B|/|A|, |A∩B|/|B|) ≥ ``minimum`` (§4.7)."""
-        import kernels
-        import numpy as np
-
-        if not tokens:
-            return []
-        index = self.hot_index()
-        post = index.plain_postings()
-        counts = kernels.overlap_counts_numpy(post.ptr, post.rows, np.array(index.term_ids(tokens), dtype=np.int32), index.n)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            by_row = np.where(index.n_plain > 0, counts / np.maximum(index.n_plain, 1), 0.0)
-        score = np.maximum(counts / len(tokens), by_row)
-        return self._rank(index, score, index.active & (counts > 0) & (score >= minimum), limit, exclude)
-
-    def _rank(
-        self, index: HotIndex, score: np.ndarray, eligible: np.ndarray, limit: int, exclude: str | None
-    ) -> list[tuple[str, float]]:
-        import numpy as np
-
-        if exclude is not None:
-            row = index.row_of(exclude)
-            if row is not None:
-                eligible = eligible.copy()
-                eligible[row] = False
-        rows = np.flatnonzero(eligible)
-        keys = (
-            index.derived("id_rank")[rows], -index.derived("created_rank")[rows].astype(np.int64),
-            -np.asarray(index.importance)[rows].astype(np.int64), -score[rows],
-        )  # fmt: skip
-        top = rows[np.lexsort(keys)][:limit]
-        return [(index.id_at(int(r)), float(score[r])) for r in top]
 
     # --- side effects ------------------------------------------------------------------------------
 
@@ -284,7 +243,7 @@ class RetrieveMixin(EngineBase):
             return
         store = self.store
         stamp = self.now_ts()
-        index: HotIndex | None = getattr(self, "_hot", None)
+        index = hot.cached(store.conn)
         with store.transaction(operation) as conn:
             before = hotindex.fingerprint(conn)
             insights.bump_access(conn, ids, stamp)

@@ -1,18 +1,29 @@
 """Token-set scans over the active insights for the write path (diff candidates, §4.9 step 1;
 semantic fallback, §4.7).
 
-Both need |Q∩T| against every active insight. The scan tokenises each active row once per
-command; ranking ties break by importance desc, created_at desc, id asc (§4.2 newest).
+Both need |Q∩T| against every active insight. They read the plain-token postings of the hot
+index (``engine.hot``), so ``remember`` no longer tokenises every active row: only the handful
+of returned rows are loaded from SQLite. Ranking ties break by importance desc, created_at
+desc, id asc (§4.2 newest), exactly as the former full scan did.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import apsw
 
-from mnemon.text import content_similarity, insight_tokens, keyword_score
+from mnemon.text import insight_tokens
 
+if TYPE_CHECKING:
+    import numpy as np
+
+    from mnemon.engine.hot import HotIndex
+
+_SQL_ROW = "SELECT id, content, category, importance, created_at, tags, entities FROM insights WHERE id = ?"
 _SQL_ACTIVE_TEXT = (
     "SELECT id, content, category, importance, created_at, tags, entities FROM insights WHERE deleted_at IS NULL"
 )
@@ -34,38 +45,79 @@ class ScoredRow:
     score: float
 
 
-def rank(items: list[ScoredRow], limit: int) -> list[ScoredRow]:
-    """Order by score desc, importance desc, created_at desc, id asc; keep ``limit``."""
-    items = sorted(items, key=lambda s: s.row.id)
-    items.sort(key=lambda s: s.row.created_at, reverse=True)
-    items.sort(key=lambda s: (-s.score, -s.row.importance))
-    return items[:limit]
+def _scan_row(r: tuple[object, ...]) -> ScanRow:
+    tags = json.loads(str(r[5])) if r[5] else []
+    ents = json.loads(str(r[6])) if r[6] else []
+    tokens = frozenset(insight_tokens(str(r[1]), [str(t) for t in tags], [str(e) for e in ents]))
+    return ScanRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), tokens)  # type: ignore[call-overload]
 
 
 class ActiveTokens:
-    """Every active insight with its §4.1 token set, loaded once per command."""
+    """The active insights' §4.1 token sets, answered from the hot index of ``conn``'s store."""
 
     def __init__(self, conn: apsw.Connection) -> None:
-        import json
+        from mnemon.engine import hot
 
-        rows: list[ScanRow] = []
-        for r in conn.execute(_SQL_ACTIVE_TEXT):
-            tags = json.loads(r[5]) if r[5] else []
-            ents = json.loads(r[6]) if r[6] else []
-            tokens = frozenset(insight_tokens(str(r[1]), [str(t) for t in tags], [str(e) for e in ents]))
-            rows.append(ScanRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), tokens))
-        self.rows = rows
+        self._conn = conn
+        self._index: HotIndex = hot.index_for(conn, Path(conn.filename), readonly=conn.readonly("main"))
+        self._rows: list[ScanRow] | None = None
+
+    @property
+    def rows(self) -> list[ScanRow]:
+        """Every active row with its tokens (loaded on first use only; the ranked scans never need it)."""
+        if self._rows is None:
+            self._rows = [_scan_row(r) for r in self._conn.execute(_SQL_ACTIVE_TEXT)]
+        return self._rows
+
+    def _hits(self, scored: list[tuple[int, float]]) -> list[ScoredRow]:
+        out = []
+        for row, score in scored:
+            r = self._conn.execute(_SQL_ROW, (self._index.id_at(row),)).fetchone()
+            if r is not None:
+                out.append(ScoredRow(_scan_row(r), score))
+        return out
+
+    def _counts(self, tokens: set[str]) -> np.ndarray:
+        import kernels
+        import numpy as np
+
+        post = self._index.plain_postings()
+        qids = np.array(self._index.term_ids(tokens), dtype=np.int32)
+        return kernels.overlap_counts_numpy(post.ptr, post.rows, qids, self._index.n)
+
+    def _rank(self, score: np.ndarray, eligible: np.ndarray, limit: int, exclude: str | None) -> list[tuple[int, float]]:
+        """Order by score desc, importance desc, created_at desc, id asc; keep ``limit``."""
+        import numpy as np
+
+        index = self._index
+        if exclude is not None:
+            row = index.row_of(exclude)
+            if row is not None:
+                eligible = eligible.copy()
+                eligible[row] = False
+        rows = np.flatnonzero(eligible)
+        keys = (
+            index.derived("id_rank")[rows], -index.derived("created_rank")[rows].astype(np.int64),
+            -np.asarray(index.importance)[rows].astype(np.int64), -score[rows],
+        )  # fmt: skip
+        return [(int(r), float(score[r])) for r in rows[np.lexsort(keys)][:limit]]
 
     def keyword(self, query: set[str], limit: int, exclude: str | None = None) -> list[ScoredRow]:
         """Top insights by |Q∩T|/|Q| (zero overlap skipped; empty Q ⇒ nothing)."""
         if not query:
             return []
-        hits = [ScoredRow(r, keyword_score(query, set(r.tokens))) for r in self.rows if r.id != exclude]
-        return rank([h for h in hits if h.score > 0], limit)
+        counts = self._counts(query)
+        score = counts / len(query)
+        return self._hits(self._rank(score, self._index.active & (counts > 0), limit, exclude))
 
     def similar(self, tokens: set[str], minimum: float, limit: int, exclude: str | None = None) -> list[ScoredRow]:
         """Top insights by ContentSimilarity ≥ ``minimum`` (the embedding-free fallback, §4.7)."""
+        import numpy as np
+
         if not tokens:
             return []
-        hits = [ScoredRow(r, content_similarity(tokens, set(r.tokens))) for r in self.rows if r.id != exclude]
-        return rank([h for h in hits if h.score >= minimum and h.score > 0], limit)
+        counts = self._counts(tokens)
+        by_row = counts / np.maximum(self._index.n_plain, 1)
+        score = np.maximum(counts / len(tokens), by_row)
+        eligible = self._index.active & (counts > 0) & (score >= minimum)
+        return self._hits(self._rank(score, eligible, limit, exclude))

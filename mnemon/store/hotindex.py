@@ -94,7 +94,10 @@ def read_snapshot(conn: apsw.Connection) -> Iterator[None]:
 def fingerprint(conn: apsw.Connection) -> Fingerprint:
     """Read the cheap change markers (all index lookups, no table scan)."""
     row = conn.execute(_SQL_GENERATION).fetchone() if _has_meta(conn) else None
-    gen = int(row[0]) if row and row[0] is not None else 0
+    try:
+        gen = int(row[0]) if row and row[0] is not None else 0
+    except (TypeError, ValueError):
+        gen = -1  # a damaged counter: the other markers still tell a change (doctor reports it)
     deleted, last = conn.execute(_SQL_DELETED).fetchone()
     return Fingerprint(
         gen,
