@@ -1,0 +1,196 @@
+"""`mnemon setup`: files, settings entries, idempotence and an eject that restores the host's settings."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+USER_SETTINGS = {
+    "claude-code": {
+        "model": "opus",
+        "permissions": {"allow": ["Bash(ls:*)"]},
+        "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo user-stop"}]}]},
+    },
+    "codex": {"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "true"}]}]}},
+    "cursor": {"version": 1, "hooks": {"stop": [{"command": "./user-stop.sh"}], "afterFileEdit": [{"command": "fmt"}]}},
+}
+SETTINGS_FILE = {"claude-code": ".claude/settings.json", "codex": ".codex/hooks.json", "cursor": ".cursor/hooks.json"}
+EXPECTED_EVENTS = {
+    "claude-code": {"SessionStart": "prime.sh", "UserPromptSubmit": "user_prompt.sh", "Stop": "stop.sh"},
+    "codex": {"SessionStart": "prime.sh", "UserPromptSubmit": "user_prompt.sh", "Stop": "stop.sh"},
+    "cursor": {"sessionStart": "prime.sh", "stop": "stop.sh"},
+}
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """A temporary HOME and project directory, the project being the current directory."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(project)
+    return home, project
+
+
+def commands(target: str, settings: dict) -> dict[str, list[str]]:
+    """Event → every command registered for it, whatever the layout."""
+    out: dict[str, list[str]] = {}
+    for event, entries in settings.get("hooks", {}).items():
+        for entry in entries:
+            inner = [entry] if target == "cursor" else entry.get("hooks", [])
+            out.setdefault(event, []).extend(h["command"] for h in inner)
+    return out
+
+
+@pytest.mark.parametrize("target", ["claude-code", "codex", "cursor"])
+@pytest.mark.parametrize("pre_existing", [True, False], ids=["user-settings", "no-settings"])
+def test_setup_registers_hooks_and_eject_restores_settings(cli, host, data_dir, target, pre_existing):
+    home, project = host
+    settings_path = project / SETTINGS_FILE[target]
+    if pre_existing:
+        settings_path.parent.mkdir(parents=True)
+        settings_path.write_text(json.dumps(USER_SETTINGS[target], indent=4))
+    before = settings_path.read_bytes() if pre_existing else None
+
+    res = cli("setup", "--target", target)
+    assert res.code == 0, res.err
+    assert "mnemon ready: 0 insights" in res.out
+    config = project / SETTINGS_FILE[target].split("/")[0]
+    skill = (config / "skills/mnemon/SKILL.md").read_text()
+    assert skill.startswith("---\nname: mnemon\n") and "mnemon recall" in skill and "supersedes" in skill
+    guide = (data_dir / "prompt/guide.md").read_text()
+    assert "Never store secrets" in guide and "--type supersedes" in guide and "causal_candidates" in guide
+    assert (data_dir / "prompt/skill.md").is_file()
+    assert (data_dir / "data/default/mnemon.db").is_file()
+    assert not (home / ".claude").exists()  # local install never touches the user-wide dir
+
+    settings = json.loads(settings_path.read_text())
+    registered = commands(target, settings)
+    for event, script in EXPECTED_EVENTS[target].items():
+        ours = [c for c in registered[event] if "/hooks/mnemon/" in c]
+        assert ours == [str(config / "hooks/mnemon" / script)], (event, registered)
+        path = Path(ours[0])
+        assert path.is_absolute() and path.stat().st_mode & stat.S_IXUSR
+        text = path.read_text()
+        assert text.startswith("#!/bin/sh\n") and f"MNEMON_PYTHON={sys.executable}" in text
+        assert f"MNEMON_DEFAULT_DATA_DIR={data_dir}" in text
+    if pre_existing:  # the user's own entries and keys survive
+        for key, value in USER_SETTINGS[target].items():
+            if key != "hooks":
+                assert settings[key] == value
+        for event, entries in USER_SETTINGS[target]["hooks"].items():
+            assert settings["hooks"][event][: len(entries)] == entries
+    assert "PreCompact" not in settings["hooks"] and "preCompact" not in settings["hooks"]  # compact: opt-in
+
+    again = cli("setup", "--target", target)  # idempotent: one entry per event, never two
+    assert again.code == 0, again.err
+    assert commands(target, json.loads(settings_path.read_text())) == registered
+
+    out = cli("setup", "--target", target, "--eject")
+    assert out.code == 0, out.err
+    if pre_existing:
+        assert json.loads(settings_path.read_bytes()) == json.loads(before)
+    else:
+        assert not settings_path.exists()
+        assert not config.exists()  # every directory setup created is gone again
+    assert not (config / "skills/mnemon").exists() and not (config / "hooks/mnemon").exists()
+    assert (data_dir / "prompt/guide.md").is_file()  # the data dir belongs to the user's memory, kept
+
+
+def test_compact_hook_is_opt_in_and_user_groups_mixing_our_hook_keep_theirs(cli, host):
+    _, project = host
+    assert cli("setup", "--target", "claude-code", "--compact", "--no-nudge").code == 0
+    path = project / ".claude/settings.json"
+    settings = json.loads(path.read_text())
+    assert "Stop" not in settings["hooks"]
+    ours = settings["hooks"]["PreCompact"][0]["hooks"][0]["command"]
+    assert ours.endswith("/hooks/mnemon/compact.sh")
+    # The user adds their own hook inside our group; eject must keep it.
+    settings["hooks"]["PreCompact"][0]["hooks"].append({"type": "command", "command": "echo mine"})
+    path.write_text(json.dumps(settings))
+    assert cli("setup", "--target", "claude-code", "--eject").code == 0
+    left = json.loads(path.read_text())
+    assert left == {"hooks": {"PreCompact": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}}
+
+
+def test_global_install_goes_to_home_with_absolute_paths(cli, host):
+    home, project = host
+    assert cli("setup", "--target", "codex", "--global").code == 0
+    hooks = json.loads((home / ".codex/hooks.json").read_text())
+    command = hooks["hooks"]["SessionStart"][0]["hooks"][0]["command"]
+    assert command == str(home / ".codex/hooks/mnemon/prime.sh")
+    assert (home / ".codex/skills/mnemon/SKILL.md").is_file()
+    assert not (project / ".codex").exists()
+    assert cli("setup", "--target", "codex", "--global", "--eject").code == 0
+    assert not (home / ".codex").exists()
+
+
+def test_nanobot_gets_the_skill_only(cli, host):
+    home, _ = host
+    assert cli("setup", "--target", "nanobot", "--global").code == 0
+    assert (home / ".nanobot/workspace/skills/mnemon/SKILL.md").is_file()
+    assert cli("setup", "--target", "nanobot", "--global", "--eject").code == 0
+    assert not (home / ".nanobot/workspace/skills").exists()
+
+
+def test_eject_strips_a_legacy_instruction_block(cli, host):
+    _, project = host
+    (project / "CLAUDE.md").write_text("# Project\n\n<!-- mnemon:start -->\nold guide\n<!-- mnemon:end -->\n\nKeep me.\n")
+    assert cli("setup", "--target", "claude-code").code == 0
+    assert cli("setup", "--target", "claude-code", "--eject").code == 0
+    assert (project / "CLAUDE.md").read_text() == "# Project\nKeep me.\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--target", "vim"], 'Error: invalid target "vim"; valid: claude-code, codex, cursor, nanobot'),
+        (["--target", "hermes"], 'Error: target "hermes" is not supported by this version of mnemon'),
+        ([], "Error: no supported agent host detected; choose one with --target"),
+    ],
+)
+def test_bad_targets_are_clean_errors(cli, host, args, message, monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")  # no claude/codex/cursor executable to detect
+    res = cli("setup", *args)
+    assert res.code == 1 and res.err.startswith(message) and "Traceback" not in res.err
+    assert not any(p.exists() for p in (Path(".claude"), Path(".codex"), Path(".cursor")))
+
+
+def test_invalid_settings_json_is_left_untouched(cli, host):
+    _, project = host
+    path = project / ".claude/settings.json"
+    path.parent.mkdir()
+    path.write_text("{ not json")
+    res = cli("setup", "--target", "claude-code")
+    assert res.code == 1 and "settings.json is not valid JSON" in res.err
+    assert path.read_text() == "{ not json"
+    assert not (project / ".claude/hooks").exists() and not (project / ".claude/skills").exists()
+
+
+def test_detected_hosts_are_set_up_without_questions_when_not_on_a_terminal(cli, host):
+    home, project = host
+    (home / ".cursor").mkdir()
+    res = cli("setup")  # stdin is not a terminal under pytest
+    assert res.code == 0, res.err
+    assert (project / ".cursor/hooks.json").is_file()
+
+
+def test_help_of_agent_commands_imports_no_numpy():
+    code = (
+        "import sys\nfrom mnemon.cli import main\n"
+        "for c in ('setup', 'viz', 'mcp'):\n    main([c, '--help'])\n"
+        "print('HEAVY' if {'numpy', 'numba'} & set(sys.modules) else 'LIGHT')"
+    )
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60).stdout
+    assert "--eject" in out and "--format" in out and "serve" in out
+    assert out.strip().endswith("LIGHT")
