@@ -1,0 +1,236 @@
+"""The store on disk (contract §2.1-2.5): schema and idempotent migrations, a Go-written
+database (tests/go_schema.sql) opened writable and read-only, ``--readonly`` byte identity,
+file permissions, the oplog trim, write transactions (rollback, busy, generation).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import stat
+import struct
+from pathlib import Path
+
+import apsw
+import pytest
+
+from mnemon.errors import StoreBusyError
+from mnemon.records import OPLOG_KEEP
+from mnemon.store import Store, blob, oplog, schema
+from mnemon.store.tx import write_tx
+from tests.conftest import REPO
+from tests.test_cli_remember import db_path
+
+NOW = "2026-02-18T10:00:00Z"
+GO_SQL = REPO / "tests" / "go_schema.sql"
+GO_ID1 = "aaaaaaaa-0000-4000-8000-000000000001"
+GO_ID2 = "aaaaaaaa-0000-4000-8000-000000000002"
+GO_NARRATIVE = "aaaaaaaa-0000-4000-8000-000000000003"
+SIDE_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def listing(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir())
+
+
+def build_go_db(path: Path) -> Path:
+    """Create the Go program's snapshot store from the SQL text, in WAL mode as Go leaves it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = apsw.Connection(str(path))
+    conn.execute("PRAGMA journal_mode=WAL").fetchall()
+    conn.execute(GO_SQL.read_text(encoding="utf-8"))
+    conn.close()
+    assert not Path(f"{path}-wal").exists()
+    return path
+
+
+def master(conn: apsw.Connection) -> list[tuple]:
+    return [tuple(r) for r in conn.execute("SELECT type, name, sql FROM sqlite_master ORDER BY type, name")]
+
+
+# --- schema and migrations ---------------------------------------------------------------------
+
+
+def test_fresh_schema_has_the_newest_shape(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s" / "mnemon.db", readonly=False, now=NOW)
+    conn = store.conn
+    columns = {r[1] for r in conn.execute("PRAGMA table_info(insights)")}
+    assert {"stored_at", "embedding", "last_accessed_at", "effective_importance"} <= columns
+    names = {r[1] for r in master(conn)}
+    assert {"insights", "edges", "oplog", "mnemon_meta", "insights_stored_at"} <= names
+    assert {"idx_insights_active_created", "idx_insights_prune_stored", "idx_oplog_created"} <= names
+    assert not {"idx_insights_importance", "idx_insights_created", "idx_insights_source"} & names
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+    assert store.embedding_format == "float64"
+    # The trigger stamps stored_at when a writer (e.g. the Go program) omits it.
+    with store.transaction() as tx:
+        tx.execute("INSERT INTO insights (id, content, created_at, updated_at) VALUES ('x', 'c', ?, ?)", (NOW, NOW))
+    stored = conn.execute("SELECT stored_at FROM insights WHERE id = 'x'").fetchone()[0]
+    assert stored is not None and len(stored) == 20 and stored.endswith("Z")
+    store.close()
+
+
+def test_migration_is_idempotent(tmp_path: Path) -> None:
+    path = tmp_path / "s" / "mnemon.db"
+    Store.open(path, readonly=False, now=NOW).close()
+    first = sha(path)
+    Store.open(path, readonly=False, now=NOW).close()
+    assert sha(path) == first  # opening a current store writes nothing
+    store = Store.open(path, readonly=False, now=NOW)
+    before = master(store.conn)
+    # Force the migration to run again over an already-current schema.
+    schema.migrate(store.conn, NOW)
+    assert master(store.conn) == before
+    store.close()
+    Store.open(path, readonly=False, now=NOW).close()
+    conn = apsw.Connection(str(path))
+    assert master(conn) == before
+    conn.close()
+
+
+def test_generation_bumps_per_write_and_rollback_keeps_nothing(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s" / "mnemon.db", readonly=False, now=NOW)
+    start = store.generation()
+    with store.transaction() as tx:
+        oplog.append(tx, "remember", "id1", "detail", NOW)
+    assert store.generation() == start + 1
+    with pytest.raises(RuntimeError):
+        with store.transaction() as tx:
+            oplog.append(tx, "remember", "id2", "detail", NOW)
+            raise RuntimeError("boom")
+    assert store.generation() == start + 1
+    assert oplog.count(store.conn) == 1
+    store.close()
+
+
+def test_busy_writer_gets_a_store_busy_error(tmp_path: Path) -> None:
+    path = tmp_path / "s" / "mnemon.db"
+    holder = Store.open(path, readonly=False, now=NOW)
+    other = Store.open(path, readonly=False, now=NOW)
+    other.conn.set_busy_timeout(50)
+    holder.conn.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreBusyError):
+            with write_tx(other.conn):
+                pass
+    finally:
+        holder.conn.execute("ROLLBACK")
+        holder.close()
+        other.close()
+
+
+def test_oplog_is_trimmed_to_the_newest_rows(tmp_path: Path) -> None:
+    store = Store.open(tmp_path / "s" / "mnemon.db", readonly=False, now=NOW)
+    with store.transaction() as tx:
+        for i in range(OPLOG_KEEP + 7):
+            oplog.append(tx, "remember", f"id{i}", str(i), NOW)
+    low, high, n = store.conn.execute("SELECT MIN(id), MAX(id), COUNT(*) FROM oplog").fetchone()
+    assert n == OPLOG_KEEP and high - low == OPLOG_KEEP - 1
+    assert oplog.recent(store.conn, 1)[0].detail == str(OPLOG_KEEP + 6)
+    store.close()
+
+
+# --- a database written by the Go program ------------------------------------------------------------
+
+
+def test_go_store_opens_writable_and_migrates(cli, data_dir: Path) -> None:
+    path = build_go_db(db_path(data_dir))
+    status = cli.ok("status")
+    assert status["total_insights"] == 2  # the narrative row is soft-deleted on open, one was deleted already
+    assert status["deleted_insights"] == 2 and status["edge_count"] == 3
+    conn = apsw.Connection(str(path))
+    rows = dict(conn.execute("SELECT id, stored_at = created_at FROM insights").fetchall())
+    assert all(rows.values())  # stored_at backfilled from created_at
+    assert conn.execute("SELECT deleted_at IS NOT NULL FROM insights WHERE id = ?", (GO_NARRATIVE,)).fetchone()[0]
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    assert conn.execute("SELECT value FROM mnemon_meta WHERE key = 'embedding_format'").fetchone()[0] == "float32"
+    conn.close()
+
+    shown = cli.ok("show", GO_ID1)
+    assert (shown["content"], shown["tags"], shown["entities"], shown["access_count"]) == (
+        "Chose Qdrant because Rust performance is critical", ["db"], ["Qdrant", "Rust"], 2,
+    )
+    linked = cli.ok("link", GO_ID1, GO_ID2, "--type", "supersedes", "--weight", "1.0")
+    assert linked["edge_type"] == "supersedes"
+    related = cli.ok("related", GO_ID2, "--depth", "1")
+    assert [(r["id"], r["via_edge_type"]) for r in related] == [(GO_ID1, "temporal")]
+    added = cli.ok("remember", "Qdrant cluster runs on three nodes")
+    assert added["action"] == "added" and "Qdrant" in added["entities"]
+    assert added["edges_created"]["entity"] == 2  # linked to the Go row that carries "Qdrant"
+
+    store = Store.open(path, readonly=False, now=NOW)
+    try:
+        raw = store.conn.execute("SELECT embedding FROM insights WHERE id = ?", (GO_ID1,)).fetchone()[0]
+        assert raw == struct.pack("<4f", 1.0, 0.5, -0.25, 2.0)
+        vector = blob.decode(raw, store.embedding_format)
+        assert vector is not None and vector.dtype.name == "float64"
+        assert vector.tolist() == [1.0, 0.5, -0.25, 2.0]
+        assert blob.decode(raw[:-1], store.embedding_format) is None  # a mis-sized blob is "no vector"
+    finally:
+        store.close()
+
+
+def test_go_store_read_only_is_queried_and_untouched(cli, data_dir: Path) -> None:
+    path = build_go_db(db_path(data_dir))
+    digest, files = sha(path), listing(path.parent)
+    status = cli.ok("--readonly", "status")
+    assert status["total_insights"] == 3  # no migration ran: the narrative row is still active
+    assert cli.ok("--readonly", "show", GO_ID2)["category"] == "fact"
+    assert [r["id"] for r in cli.ok("--readonly", "related", GO_ID2)] == [GO_ID1]
+    assert "remember" in cli("--readonly", "log").out
+    assert sha(path) == digest and listing(path.parent) == files
+
+
+# --- --readonly on our own store ---------------------------------------------------------------------
+
+
+def test_readonly_reads_leave_bytes_and_directory_identical(cli, data_dir: Path) -> None:
+    a = cli.ok("remember", "Readonly target about Kafka")
+    cli.ok("remember", "Kafka second memory for edges")
+    path = db_path(data_dir)
+    digest, files = sha(path), listing(path.parent)
+    assert not [f for f in files if f.endswith(SIDE_SUFFIXES)]
+    before_access = None
+    for args in (["status"], ["show", a["id"]], ["related", a["id"]], ["log"], ["receipt"]):
+        res = cli("--readonly", *args)
+        assert res.code == 0, res.err
+        if args[0] == "show":
+            before_access = res.json()["access_count"]
+        assert sha(path) == digest, args
+        assert listing(path.parent) == files, args
+    assert before_access == 0
+    assert cli.ok("show", a["id"])["access_count"] == 0  # the readonly show did not bump
+
+
+def test_readonly_on_a_missing_database(cli, data_dir: Path) -> None:
+    res = cli("--readonly", "status")
+    assert (res.code, res.err) == (1, f"Error: database not found: {db_path(data_dir)}\n")
+    assert not data_dir.exists()
+
+
+# --- permissions ---------------------------------------------------------------------------------
+
+
+def test_private_permissions(cli, data_dir: Path, tmp_path: Path) -> None:
+    nested = tmp_path / "deep" / "er"
+    cli.ok("--data-dir", str(nested), "remember", "private memory")
+    for directory in (tmp_path / "deep", nested, nested / "data", nested / "data" / "default"):
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
+    store_dir = nested / "data" / "default"
+    for f in store_dir.iterdir():
+        assert stat.S_IMODE(f.stat().st_mode) == 0o600, f
+    # While a connection is open the WAL side files exist and are private too.
+    store = Store.open(store_dir / "mnemon.db", readonly=False, now=NOW)
+    try:
+        with store.transaction() as tx:
+            oplog.append(tx, "remember", "x", "y", NOW)
+        for suffix in ("-wal", "-shm"):
+            side = Path(f"{store_dir / 'mnemon.db'}{suffix}")
+            assert side.exists() and stat.S_IMODE(side.stat().st_mode) == 0o600
+    finally:
+        store.close()
+    assert not [f for f in listing(store_dir) if f.endswith(SIDE_SUFFIXES)]
