@@ -124,7 +124,7 @@ _SCRIPT = r"""
       p.dx -= ex * g; p.dy -= ey * g; q.dx += ex * g; q.dy += ey * g;
     }
     for (i = 0; i < n; i++) {
-      pos[i].dx += (W / 2 - pos[i].x) * 0.01; pos[i].dy += (H / 2 - pos[i].y) * 0.01;
+      pos[i].dx += (W / 2 - pos[i].x) * 0.1; pos[i].dy += (H / 2 - pos[i].y) * 0.1;
       var len = Math.sqrt(pos[i].dx * pos[i].dx + pos[i].dy * pos[i].dy) + 1e-9, m = Math.min(len, temp);
       pos[i].x += pos[i].dx / len * m; pos[i].y += pos[i].dy / len * m;
     }
