@@ -1,0 +1,116 @@
+"""`mnemon mcp serve`: a whole MCP session over stdio, tool results equal to the CLI's JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import REPO, run_process
+
+
+class Session:
+    def __init__(self, data_dir: Path, *args: str) -> None:
+        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mnemon", "--data-dir", str(data_dir), "mcp", *args],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+        )
+        self.next_id = 0
+
+    def send(self, payload: object) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write((payload if isinstance(payload, str) else json.dumps(payload)) + "\n")
+        self.proc.stdin.flush()
+
+    def receive(self) -> dict:
+        assert self.proc.stdout is not None
+        return json.loads(self.proc.stdout.readline())
+
+    def request(self, method: str, params: dict | None = None) -> dict:
+        self.next_id += 1
+        self.send({"jsonrpc": "2.0", "id": self.next_id, "method": method, "params": params or {}})
+        reply = self.receive()
+        assert reply["id"] == self.next_id
+        return reply
+
+    def call(self, tool: str, **arguments: object) -> dict:
+        return self.request("tools/call", {"name": tool, "arguments": arguments})["result"]
+
+    def close(self) -> str:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+        assert self.proc.returncode == 0
+        return self.proc.stderr.read() if self.proc.stderr else ""
+
+
+def text(result: dict) -> str:
+    assert result["content"][0]["type"] == "text"
+    return result["content"][0]["text"]
+
+
+def test_mcp_session_over_stdio(data_dir):
+    s = Session(data_dir, "serve")
+    init = s.request("initialize", {"protocolVersion": "2025-03-26", "capabilities": {},
+                                    "clientInfo": {"name": "pytest", "version": "1"}})["result"]
+    assert init["protocolVersion"] == "2025-03-26" and init["serverInfo"]["name"] == "mnemon"
+    assert "tools" in init["capabilities"]
+    s.send({"jsonrpc": "2.0", "method": "notifications/initialized"})  # no reply to a notification
+    assert s.request("ping")["result"] == {}
+
+    tools = {t["name"]: t for t in s.request("tools/list")["result"]["tools"]}
+    assert set(tools) == {"remember", "recall", "search", "show", "link", "related", "forget", "status"}
+    assert tools["remember"]["inputSchema"]["required"] == ["content"]
+
+    first = s.call("remember", content="Chose Qdrant because Rust performance is critical", category="decision",
+                   importance=5, tags=["db"])
+    assert first["isError"] is False
+    stored = json.loads(text(first))
+    assert stored["action"] == "added" and stored["category"] == "decision" and stored["tags"] == ["db"]
+    second = json.loads(text(s.call("remember", content="Switched from Qdrant to Milvus for the GPU index",
+                                    category="decision")))
+
+    recall = s.call("recall", query="why Qdrant", limit=5)
+    assert recall["isError"] is False
+    ids = [r["id"] for r in json.loads(text(recall))["results"]]
+    assert stored["id"] in ids
+
+    linked = json.loads(text(s.call("link", source_id=second["id"], target_id=stored["id"], type="supersedes",
+                                    weight=1.0)))
+    assert linked["status"] == "linked" and linked["edge_type"] == "supersedes"
+    assert json.loads(text(s.call("show", id=stored["id"])))["content"].startswith("Chose Qdrant")
+    related = json.loads(text(s.call("related", id=second["id"], depth=1)))
+    assert stored["id"] in [r["id"] for r in related]
+    status = json.loads(text(s.call("status")))
+    assert status["total_insights"] == 2
+
+    # The same JSON as the shell command (search has no side effect on its own output).
+    mcp_search = text(s.call("search", query="Qdrant"))
+    cli_search = run_process(["search", "Qdrant"], data_dir=data_dir)
+    assert mcp_search == cli_search.out
+
+    bad = s.call("remember", content="x", importance=9)
+    assert bad["isError"] is True and text(bad) == "Error: importance must be 1-5, got 9"
+    missing = s.call("show", id="--readonly")  # a flag-looking value is only ever an argument
+    assert missing["isError"] is True and text(missing) == "Error: insight --readonly not found"
+    typed = s.call("recall", query="x", limit="ten")
+    assert typed["isError"] is True and "limit" in text(typed)
+    assert s.call("forget", id=second["id"])["isError"] is False
+    assert json.loads(text(s.call("status")))["total_insights"] == 1
+
+    assert s.request("tools/call", {"name": "drop_tables", "arguments": {}})["error"]["code"] == -32602
+    assert s.request("resources/list")["error"]["code"] == -32601
+    s.send("{not json")
+    assert s.receive()["error"]["code"] == -32700
+    s.close()
+    assert run_process(["status"], data_dir=data_dir).json()["total_insights"] == 1
+
+
+def test_bare_mcp_serves_too(data_dir):
+    s = Session(data_dir)
+    assert s.request("initialize", {"protocolVersion": "1999-01-01"})["result"]["protocolVersion"] == "2025-06-18"
+    assert json.loads(text(s.call("status")))["total_insights"] == 0
+    s.close()
