@@ -1,0 +1,332 @@
+"""Smart and basic recall through the CLI (contract §3.4, §4.10, §4.12; Decisions 1, 2, 12-14).
+
+Real SQLite stores in a temp dir, the real hot index, an injectable clock so that created_at
+order (and the 24 h proximity window) is under the test's control.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from conftest import Result
+
+from mnemon.cli import main
+from mnemon.cli.state import GlobalOptions
+
+T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = T0
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class TimedCli:
+    """``mnemon`` in-process with a controlled clock (``advance`` moves it between commands)."""
+
+    def __init__(self, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.data_dir = data_dir
+        self.capsys = capsys
+        self.clock = Clock()
+
+    def __call__(self, *args: str) -> Result:
+        self.capsys.readouterr()
+        code = main(["--data-dir", str(self.data_dir), *args], options=GlobalOptions(engine_kwargs={"clock": self.clock}))
+        out = self.capsys.readouterr()
+        return Result(code, out.out, out.err)
+
+    def ok(self, *args: str) -> object:
+        res = self(*args)
+        assert res.code == 0, res.err
+        return res.json()
+
+    def remember(self, text: str, *flags: str, hours: float = 1.0) -> str:
+        self.clock.now += timedelta(hours=hours)
+        return self.ok("remember", text, "--no-diff", *flags)["id"]  # type: ignore[index]
+
+    def error(self, *args: str) -> str:
+        res = self(*args)
+        assert res.code == 1 and res.out == "" and "Traceback" not in res.err, res
+        return res.err
+
+
+@pytest.fixture
+def tcli(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> TimedCli:
+    return TimedCli(data_dir, capsys)
+
+
+def db_file(data_dir: Path) -> Path:
+    return data_dir / "data" / "default" / "mnemon.db"
+
+
+def verbose(tcli: TimedCli, *args: str) -> dict:
+    return tcli.ok("recall", *args, "--verbose")  # type: ignore[return-value]
+
+
+# --- intent (§4.12) through recall ----------------------------------------------------------------
+
+INTENT_ROWS = [
+    ("為什麼選擇 Alpha？", "WHY"),
+    ("हमने Alpha क्यों चुना?", "WHY"),
+    ("¿Cuándo elegimos Alpha?", "WHEN"),
+    ("ما هو Alpha؟", "ENTITY"),
+    ("Qu’est-ce que Alpha ?", "ENTITY"),
+    ("Alpha কী?", "ENTITY"),
+    ("Alpha por quê?", "WHY"),
+    ("Kapan memilih Alpha?", "WHEN"),
+    ("Почему выбрали Alpha?", "WHY"),
+    ("Was ist Alpha?", "ENTITY"),
+    ("Alpha index tuning", "GENERAL"),
+    ("Alpha কখনো कब्ज যখন", "GENERAL"),
+    ("¿Por qué y cuándo elegimos Alpha?", "GENERAL"),
+    ("Why Alpha, wann gewählt?", "GENERAL"),
+    ("Pourquoi Alpha, why?", "WHY"),
+]
+
+
+def test_every_contract_intent_example_reaches_meta(tcli: TimedCli) -> None:
+    tcli.remember("Alpha is our routing service", "--entities", "Alpha")
+    for query, expected in INTENT_ROWS:
+        out = verbose(tcli, query)
+        assert out["meta"]["intent"] == expected, query
+        assert out["meta"]["intent_source"] == "auto"
+        assert all(r["intent"] == expected for r in out["results"])
+
+
+def test_empty_store_still_reports_intent_and_override_wins(tcli: TimedCli) -> None:
+    out = verbose(tcli, "why did we pick it")
+    assert out == {
+        "results": [],
+        "meta": {"intent": "WHY", "intent_source": "auto", "anchor_count": 0, "traversed": 0, "hint": "sparse_results"},
+    }
+    out = verbose(tcli, "why did we pick it", "--intent", " when ")
+    assert out["meta"]["intent"] == "WHEN" and out["meta"]["intent_source"] == "override"
+    assert tcli.ok("recall", "anything") == {"results": [], "hint": "sparse_results"}
+
+
+def test_when_and_why_detection_and_invalid_override(tcli: TimedCli) -> None:
+    tcli.remember("Migrated the billing service to Postgres")
+    assert verbose(tcli, "when did we migrate billing")["meta"]["intent"] == "WHEN"
+    assert verbose(tcli, "why did we migrate billing")["meta"]["intent"] == "WHY"
+    assert verbose(tcli, "what is the reason for billing")["meta"]["intent"] == "ENTITY"
+    err = tcli.error("recall", "billing", "--intent", "HOW")
+    assert err == 'Error: unknown intent "HOW"; valid: WHY, WHEN, ENTITY, GENERAL\n'
+
+
+# --- the causal chain, WHY ordering ------------------------------------------------------------
+
+
+def test_depth_two_causal_chain_is_found_and_why_ordered(tcli: TimedCli) -> None:
+    # Three days apart and from different sources: no backbone or proximity edge joins them,
+    # only the causal links, so Z (no shared word with the query) is reached at depth 2.
+    x = tcli.remember("Alpha service routing was slow under load", "--source", "ops", hours=48)
+    for i in range(6):
+        tcli.remember(f"Unrelated note number {i} about gardening tomatoes", "--source", f"noise{i}", hours=48)
+    y = tcli.remember("Added a caching tier in front of the primary database", "--source", "dev", hours=48)
+    z = tcli.remember("Stale cache entries produced wrong invoices", "--source", "qa", hours=48)
+    tcli.ok("link", x, y, "--type", "causal", "--weight", "0.9")
+    tcli.ok("link", y, z, "--type", "causal", "--weight", "0.9")
+    out = verbose(tcli, "why Alpha service routing")
+    assert out["meta"]["intent"] == "WHY"
+    ids = [r["insight"]["id"] for r in out["results"]]
+    assert {x, y, z} <= set(ids)
+    via = {r["insight"]["id"]: r["via"] for r in out["results"]}
+    assert via[x] == "keyword" and via[y] == "causal" and via[z] == "causal"
+    # `link` writes causal edges both ways (a cycle for Kahn), so this is the score order.
+    assert ids.index(x) < ids.index(y) < ids.index(z)
+
+
+def test_why_ordering_puts_causes_first_even_when_they_score_lower(tcli: TimedCli) -> None:
+    # The remember-time causal producer writes ONE directed edge cause → effect (§4.6): the
+    # new text carries "because", so it is the effect of the earlier same-source insight.
+    cause = tcli.remember("Traffic doubled on the checkout cluster", "--source", "ops")
+    effect = tcli.remember("Checkout autoscaling enabled because traffic doubled", "--source", "ops")
+    why = verbose(tcli, "why checkout autoscaling enabled", "--intent", "WHY")
+    by_id = {r["insight"]["id"]: r for r in why["results"]}
+    assert by_id[effect]["score"] > by_id[cause]["score"]
+    ids = [r["insight"]["id"] for r in why["results"]]
+    assert ids.index(cause) < ids.index(effect)  # Kahn: the cause first despite its lower score
+    general = verbose(tcli, "why checkout autoscaling enabled", "--intent", "GENERAL")
+    ids = [r["insight"]["id"] for r in general["results"]]
+    assert ids.index(effect) < ids.index(cause)  # other intents keep score order
+
+
+# --- outputs ------------------------------------------------------------------------------------
+
+
+def test_compact_output_shape_rounding_and_confidence(tcli: TimedCli) -> None:
+    tcli.remember("Chose Qdrant because Rust performance is critical", "--cat", "decision", "--imp", "4")
+    out = tcli.ok("recall", "Qdrant", "Rust")
+    (hit,) = out["results"]
+    assert list(hit) == ["id", "content", "category", "importance", "intent", "matched_via", "confidence", "score"]
+    assert hit["category"] == "decision" and hit["importance"] == 4 and hit["intent"] == "GENERAL"
+    assert hit["matched_via"] == "hybrid"  # keyword and entity anchor
+    assert hit["score"] == round(hit["score"], 3)
+    assert hit["confidence"] == ("high" if hit["score"] >= 0.6 else "medium" if hit["score"] >= 0.25 else "low")
+    assert out["hint"] == "sparse_results"
+
+
+def test_round_half_away_from_zero_and_confidence_bands() -> None:
+    from mnemon.cli.retrieve import confidence, round_score
+
+    assert round_score(0.0625) == 0.063 and round_score(-0.0625) == -0.063 and round_score(0.1234) == 0.123
+    assert [confidence(v) for v in (0.249, 0.25, 0.599, 0.6)] == ["low", "medium", "medium", "high"]
+
+
+def test_verbose_signals_and_meta(tcli: TimedCli) -> None:
+    a = tcli.remember("Redis cache eviction policy tuned to allkeys-lru", "--entities", "Redis")
+    tcli.remember("Team lunch moved to Friday")
+    out = verbose(tcli, "Redis eviction")
+    first = out["results"][0]
+    assert first["insight"]["id"] == a and first["insight"]["access_count"] == 0  # before the bump
+    assert set(first["signals"]) == {"keyword", "entity", "similarity", "graph"}
+    assert first["signals"]["keyword"] == 1 and first["signals"]["entity"] == 1 and first["signals"]["similarity"] == 0
+    meta = out["meta"]
+    assert list(meta)[:4] == ["intent", "intent_source", "anchor_count", "traversed"]
+    assert meta["anchor_count"] >= 1 and meta["traversed"] >= meta["anchor_count"]
+    # No embeddings: Decision 1's token table (0.45, 0.25, 0, 0.30).
+    s = first["signals"]
+    assert math.isclose(first["score"], 0.45 * s["keyword"] + 0.25 * s["entity"] + 0.30 * s["graph"] + first["score"] - (
+        0.45 * s["keyword"] + 0.25 * s["entity"] + 0.30 * s["graph"]))
+    assert first["score"] >= 0.45 * s["keyword"] + 0.25 * s["entity"] + 0.30 * s["graph"] - 1e-12
+
+
+def test_brief_output_and_errors(tcli: TimedCli) -> None:
+    long = "Kubernetes <probe> &   readiness\n\ncheck " + "x" * 300
+    kid = tcli.remember(long, "--cat", "fact")
+    res = tcli("recall", "Kubernetes", "readiness", "--brief", "--excerpt-chars", "20")
+    assert res.code == 0 and res.out.count("\n") == 1 and "\\u003c" not in res.out
+    out = res.json()
+    (hit,) = out["results"]
+    assert list(hit) == ["id", "excerpt", "category", "score", "confidence"]
+    assert hit["id"] == kid and hit["excerpt"] == "Kubernetes <probe>…" and hit["category"] == "fact"
+    assert out["detail_command"] == "mnemon show <id>" and out["hint"] == "sparse_results"
+    empty = tcli("recall", "nothing-matches-this", "--brief")
+    assert empty.json() == {"results": [], "hint": "sparse_results"}
+    assert tcli.error("recall", "x", "--brief", "--verbose") == "Error: --brief and --verbose cannot be used together\n"
+    assert tcli.error("recall", "x", "--brief", "--excerpt-chars", "0") == "Error: --excerpt-chars must be greater than 0\n"
+    assert tcli.error("recall", "x", "--limit", "0") == "Error: --limit must be at least 1, got 0\n"
+    assert tcli.error("recall") == "Error: requires at least 1 arg(s), only received 0\n"
+    tcli.ok("recall", "x", "--excerpt-chars", "0")  # only an error together with --brief
+
+
+def test_smart_flag_is_a_hidden_no_op_and_words_join(tcli: TimedCli) -> None:
+    tcli.remember("Graph traversal budget tuning")
+    a = tcli.ok("recall", "graph", "traversal", "--smart", "--verbose")
+    b = tcli.ok("recall", "graph traversal", "--verbose")
+    assert [r["insight"]["id"] for r in a["results"]] == [r["insight"]["id"] for r in b["results"]]
+
+
+# --- basic ---------------------------------------------------------------------------------------
+
+
+def test_basic_is_like_with_escaped_wildcards_and_values_before_bump(tcli: TimedCli) -> None:
+    a = tcli.remember("Coverage reached 100% today", "--imp", "2")
+    b = tcli.remember("Coverage reached 1000 lines", "--imp", "5")
+    c = tcli.remember("snake_case names everywhere", "--cat", "preference")
+    out = tcli.ok("recall", "100%", "--basic")
+    assert [i["id"] for i in out] == [a] and out[0]["access_count"] == 0
+    assert list(out[0]) == ["id", "content", "category", "importance", "tags", "entities", "source",
+                            "access_count", "created_at", "updated_at"]
+    assert [i["id"] for i in tcli.ok("recall", "COVERAGE", "--basic")] == [b, a]  # importance first
+    assert tcli.ok("recall", "e_n", "--basic") == []  # "_" is literal ("case names" would match "e_n" as a wildcard)
+    assert [i["id"] for i in tcli.ok("recall", "", "--basic")] == [b, c, a]
+    assert [i["id"] for i in tcli.ok("recall", "", "--basic", "--cat", "preference")] == [c]
+    assert tcli.ok("recall", "100%", "--basic")[0]["access_count"] == 3  # three earlier hits
+    brief = tcli("recall", "snake", "--basic", "--brief")
+    assert brief.json() == {
+        "results": [{"id": c, "excerpt": "snake_case names everywhere", "category": "preference"}],
+        "detail_command": "mnemon show <id>",
+    }
+    assert "recall:basic" in tcli("log").out and "q=100% hits=1" in tcli("log").out
+
+
+# --- scoping, supersedes, expansion, ties -------------------------------------------------------------
+
+
+def test_cat_and_source_scope_before_anchors_and_traversal(tcli: TimedCli) -> None:
+    d = tcli.remember("Kafka retention set to seven days", "--cat", "decision", "--source", "ops")
+    f = tcli.remember("Kafka brokers run on three nodes", "--cat", "fact", "--source", "ops")
+    g = tcli.remember("Kafka consumer lag alert fired", "--cat", "fact", "--source", "bot")
+    ids = lambda *a: [r["insight"]["id"] for r in verbose(tcli, "Kafka", *a)["results"]]  # noqa: E731
+    assert set(ids()) == {d, f, g}
+    assert ids("--cat", "decision") == [d]  # the backbone neighbour f is outside the scope
+    assert set(ids("--cat", "fact")) == {f, g}
+    assert ids("--source", "bot") == [g]
+    assert ids("--cat", "fact", "--source", "ops") == [f]
+    assert ids("--source", "nobody") == []
+
+
+def test_supersedes_demotes_by_a_quarter_and_flags(tcli: TimedCli) -> None:
+    old = tcli.remember("Project Alpha stores orders in PostgreSQL")
+    new = tcli.remember("Project Alpha moved orders to CockroachDB")
+    before = {r["insight"]["id"]: r for r in verbose(tcli, "Project Alpha orders")["results"]}
+    tcli.ok("link", new, old, "--type", "supersedes", "--weight", "1.0")
+    after = {r["insight"]["id"]: r for r in verbose(tcli, "Project Alpha orders")["results"]}
+    assert after[old]["superseded"] is True and "superseded" not in after[new]
+    assert math.isclose(after[old]["score"], before[old]["score"] * 0.25)
+    assert math.isclose(after[new]["score"], before[new]["score"])
+    compact = tcli.ok("recall", "Project Alpha orders")["results"]
+    assert [r["id"] for r in compact] == [new, old] and compact[1]["superseded"] is True
+
+
+def test_neighbour_expansion_brings_the_backbone_neighbour(tcli: TimedCli) -> None:
+    # Same source, written next to each other: the backbone joins them (Decision 14).
+    q = tcli.remember("Incident 4711: checkout latency spiked", "--source", "pager")
+    n = tcli.remember("Rolled back the deploy and it recovered", "--source", "pager")
+    out = verbose(tcli, "incident 4711 checkout")
+    by_id = {r["insight"]["id"]: r for r in out["results"]}
+    assert q in by_id and n in by_id
+    assert out["results"][0]["insight"]["id"] == q
+    assert by_id[n]["score"] >= 0.3 * (by_id[q]["score"] - 0.3 * by_id[n]["score"]) - 1e-9
+
+
+def test_equal_scores_tie_by_importance_then_recency_then_id(tcli: TimedCli) -> None:
+    same = [tcli.remember("identical twin memory", "--source", f"s{i}", hours=0) for i in range(3)]
+    out = tcli.ok("recall", "identical twin memory")["results"]
+    scores = {r["score"] for r in out}
+    assert len(scores) == 1
+    assert [r["id"] for r in out] == sorted(same)
+    assert tcli.ok("recall", "identical twin memory") == {"results": out, "hint": "sparse_results"}
+
+
+# --- side effects and read-only -----------------------------------------------------------------------
+
+
+def test_access_bump_and_oplog_in_one_transaction(tcli: TimedCli) -> None:
+    a = tcli.remember("Disk alarms on the storage nodes")
+    tcli.ok("recall", "disk alarms")
+    tcli.ok("recall", "disk alarms")
+    assert tcli.ok("show", a)["access_count"] == 2
+    log = tcli("log").out
+    assert log.count("recall") == 2 and "q=disk alarms hits=1" in log
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_readonly_recall_changes_no_byte_even_with_a_stale_index(tcli: TimedCli, data_dir: Path) -> None:
+    a = tcli.remember("Readonly snapshots serve the GUI")
+    tcli.ok("recall", "snapshots")  # the index file exists now
+    b = tcli.remember("A newer memory about snapshots")  # index caught up by remember...
+    hot = Path(str(db_file(data_dir)) + ".hot")
+    hot.unlink()  # ...and then lost: a read-only reader must rebuild in memory
+    before = snapshot(data_dir)
+    out = tcli.ok("--readonly", "recall", "snapshots", "--verbose")
+    assert {r["insight"]["id"] for r in out["results"]} == {a, b}
+    assert tcli.ok("--readonly", "search", "snapshots") != []
+    assert tcli.ok("--readonly", "recall", "snapshots", "--basic") != []
+    assert snapshot(data_dir) == before
+
+
+def test_recall_on_a_missing_store_under_readonly_is_an_error(tcli: TimedCli, data_dir: Path) -> None:
+    err = tcli.error("--readonly", "recall", "x")
+    assert err.startswith("Error: database not found:")
