@@ -1,0 +1,171 @@
+"""The pure recall pipeline (``mnemon.recall``) on hand-built arrays, and BM25 on a real store
+against hand-computed values (Decisions 12 and 14, §4.10 steps 5-8)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mnemon import recall
+from mnemon.cli.state import GlobalOptions
+from mnemon.records import Intent
+
+
+def arrays(n: int, *, bm25: list[float], prev: list[int] | None = None, nxt: list[int] | None = None,
+           edges: list[tuple[int, int, str, float]] = (), superseded: list[int] = ()) -> recall.RecallArrays:  # type: ignore[assignment]
+    from mnemon.records import EDGE_TYPES
+
+    code = {t: i for i, t in enumerate(EDGE_TYPES)}
+    node, nbr, w, typ, out = [], [], [], [], []
+    for s, t, kind, weight in edges:
+        node += [s, t]
+        nbr += [t, s]
+        w += [weight, weight]
+        typ += [code[kind], code[kind]]
+        out += [True, False]
+    order = np.argsort(np.array(node, dtype=np.int64), kind="stable")
+    ptr = np.zeros(n + 1, dtype=np.int64)
+    np.cumsum(np.bincount(np.array(node, dtype=np.int64), minlength=n), out=ptr[1:])
+    sup = np.zeros(n, dtype=np.bool_)
+    sup[list(superseded)] = True
+    return recall.RecallArrays(
+        scope=np.ones(n, dtype=np.bool_), bm25=np.array(bm25, dtype=np.float64), similarity=None,
+        entity_overlap=np.zeros(n, dtype=np.int32), query_entity_count=0,
+        importance=np.full(n, 3, dtype=np.int8), created_rank=np.arange(n, dtype=np.int32),
+        id_rank=np.arange(n, dtype=np.int32), csr_ptr=ptr,
+        csr_nbr=np.array(nbr, dtype=np.int32)[order], csr_weight=np.array(w, dtype=np.float64)[order],
+        csr_type=np.array(typ, dtype=np.int8)[order], csr_out=np.array(out, dtype=np.bool_)[order],
+        superseded=sup, prev=np.array(prev or [-1] * n, dtype=np.int32), next=np.array(nxt or [-1] * n, dtype=np.int32),
+    )  # fmt: skip
+
+
+def test_neighbour_expansion_adds_point_three_of_the_best_backbone_neighbour() -> None:
+    # Rows 0 and 2 match; row 1 sits between them on the backbone but matches nothing and no
+    # edge reaches it in the traversal arrays: it joins only through Decision 14.
+    a = arrays(4, bm25=[2.0, 0.0, 1.0, 0.0], prev=[-1, 0, 1, 2], nxt=[1, 2, 3, -1])
+    out = recall.run(a, Intent.GENERAL, 10)
+    by_row = {h.row: h for h in out.hits}
+    # Anchors: RRF 1/61 (row 0) and 1/62 (row 2) normalised by the max; graph min-max over both.
+    kw0, kw2 = 1.0, 0.5
+    base0 = 0.45 * kw0 + 0.30 * 1.0
+    base2 = 0.45 * kw2 + 0.30 * 0.0
+    assert math.isclose(by_row[0].score, base0)  # its neighbour row 1 is not a candidate: counts 0
+    assert math.isclose(by_row[2].score, base2)
+    assert by_row[1].via == "neighbor" and math.isclose(by_row[1].score, 0.3 * max(base0, base2))
+    assert by_row[3].via == "neighbor" and math.isclose(by_row[3].score, 0.3 * base2)
+    assert [h.row for h in out.hits] == [0, 2, 1, 3]  # rows 1 and 2 tie (0.225): the newer first
+    assert out.anchor_count == 2 and out.traversed == 2 and out.hint == "sparse_results"  # 4 < 10 // 2
+
+
+def test_supersedes_demotion_after_expansion_and_flag() -> None:
+    plain = recall.run(arrays(3, bm25=[1.0, 2.0, 0.0], prev=[-1, 0, 1], nxt=[1, 2, -1]), Intent.GENERAL, 10)
+    demoted = recall.run(arrays(3, bm25=[1.0, 2.0, 0.0], prev=[-1, 0, 1], nxt=[1, 2, -1], superseded=[1]),
+                         Intent.GENERAL, 10)  # fmt: skip
+    before = {h.row: h for h in plain.hits}
+    after = {h.row: h for h in demoted.hits}
+    assert after[1].superseded and not after[0].superseded
+    assert math.isclose(after[1].score, before[1].score * 0.25)
+    # Expansion used the undemoted score of row 1: its neighbours keep their lift.
+    assert math.isclose(after[0].score, before[0].score) and math.isclose(after[2].score, before[2].score)
+    assert [h.row for h in plain.hits][0] == 1 and [h.row for h in demoted.hits][-1] == 1
+
+
+def test_ties_break_by_importance_then_created_then_id() -> None:
+    a = arrays(4, bm25=[0.0] * 4)
+    a = recall.RecallArrays(**{**{f: getattr(a, f) for f in a.__dataclass_fields__},
+                               "importance": np.array([3, 5, 3, 3], dtype=np.int8),
+                               "created_rank": np.array([0, 0, 2, 2], dtype=np.int32),
+                               "id_rank": np.array([3, 2, 1, 0], dtype=np.int32)})  # fmt: skip
+    final = np.full(4, 0.5)
+    assert recall._order_rows(final, np.arange(4), a).tolist() == [1, 3, 2, 0]
+    final[0] = 0.6
+    assert recall._order_rows(final, np.arange(4), a).tolist() == [0, 1, 3, 2]
+
+
+def test_hint_sparse_when_fewer_than_half_the_limit() -> None:
+    a = arrays(3, bm25=[1.0, 0.5, 0.0])
+    assert recall.run(a, Intent.GENERAL, 4).hint is None  # 2 results, 4 // 2 = 2
+    assert recall.run(a, Intent.GENERAL, 6).hint == "sparse_results"
+    assert recall.run(arrays(1, bm25=[0.0]), Intent.GENERAL, 1).hint == "sparse_results"
+
+
+def test_causal_order_kahn_with_cycle_appended_in_score_order() -> None:
+    # Results in score order 0..4; causal 3 → 0, 4 → 3; 1 ⇄ 2 form a cycle.
+    a = arrays(5, bm25=[0.0] * 5, edges=[(3, 0, "causal", 1.0), (4, 3, "causal", 1.0), (1, 2, "causal", 1.0),
+                                          (2, 1, "causal", 1.0), (0, 1, "temporal", 1.0)])
+    ordered = recall.causal_order(np.arange(5), a)
+    assert ordered.tolist() == [4, 3, 0, 1, 2]
+
+
+def test_numba_and_numpy_paths_agree() -> None:
+    rng = np.random.default_rng(7)
+    n = 60
+    edges = [(int(s), int(t), ["temporal", "causal", "entity", "semantic"][int(k)], float(w))
+             for s, t, k, w in zip(rng.integers(0, n, 200), rng.integers(0, n, 200), rng.integers(0, 4, 200),
+                                   rng.random(200)) if s != t]  # fmt: skip
+    bm25 = np.where(rng.random(n) < 0.3, rng.random(n) * 3, 0.0).tolist()
+    a = arrays(n, bm25=bm25, edges=edges, prev=[-1] + list(range(n - 1)), nxt=list(range(1, n)) + [-1])
+    for intent in Intent:
+        slow = recall.run(a, intent, 10, use_numba=False)
+        fast = recall.run(a, intent, 10, use_numba=True)
+        assert slow == fast
+
+
+# --- BM25 (Decision 12) on a real store ---------------------------------------------------------------
+
+
+@pytest.fixture
+def engine(data_dir: Path):
+    from mnemon.engine import Engine
+
+    eng = Engine(GlobalOptions(data_dir=str(data_dir)).settings())
+    yield eng
+    eng.close()
+
+
+def test_bm25_matches_a_hand_computed_example(engine) -> None:
+    # Stemming (Decision 13): "painted" / "painting" / "paints" all become "paint".
+    for text in ("painted fence", "painting the fence and painting the barn", "barn owl"):
+        engine.remember(text, no_diff=True)
+    index = engine.hot_index()
+    scope = np.array(index.active)
+    scores = engine._bm25(index, "paints", scope, False)
+    by_text = {t: scores[index.row_of(i)] for t, i in _ids(engine).items()}
+    # N = 3, df(paint) = 2, doc lengths 2 ("painted fence") and 4 ("painting fence painting barn"),
+    # avgdl = (2 + 4 + 2) / 3; tf = 1 and 2.
+    idf = math.log(1 + (3 - 2 + 0.5) / (2 + 0.5))
+    avgdl = 8 / 3
+
+    def term(tf: int, length: int) -> float:
+        return idf * tf * 2.2 / (tf + 1.2 * (1 - 0.75 + 0.75 * length / avgdl))
+
+    assert math.isclose(by_text["painted fence"], term(1, 2), rel_tol=1e-12)
+    assert math.isclose(by_text["painting the fence and painting the barn"], term(2, 4), rel_tol=1e-12)
+    assert by_text["barn owl"] == 0.0
+    # Scope changes N, df and avgdl: only the second and third rows in scope.
+    scope2 = scope.copy()
+    scope2[index.row_of(_ids(engine)["painted fence"])] = False
+    scoped = engine._bm25(index, "paints", scope2, False)
+    idf2 = math.log(1 + (2 - 1 + 0.5) / (1 + 0.5))
+    expect = idf2 * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 4 / 3))
+    assert math.isclose(scoped[index.row_of(_ids(engine)["painting the fence and painting the barn"])], expect)
+    assert np.array_equal(engine._bm25(index, "paints", scope, True), scores)  # numba path agrees
+
+
+def _ids(engine) -> dict[str, str]:
+    from mnemon.store import insights
+
+    return {i.content: i.id for i in insights.all_active(engine.store.conn)}
+
+
+def test_tag_only_terms_count_once(engine) -> None:
+    engine.remember("zebra crossing", tags=["safety", "safety-first"], no_diff=True)
+    index = engine.hot_index()
+    row = 0
+    lo, hi = int(index.r_ptr[row]), int(index.r_ptr[row + 1])
+    tf = dict(zip((index.vocab[t] for t in index.r_term[lo:hi]), index.r_tf[lo:hi].tolist()))
+    assert tf == {"zebra": 1, "cross": 1, "safety": 1, "first": 1}  # "crossing" stems to "cross"
+    assert int(index.doc_len[row]) == 2  # the content's token sequence only
