@@ -7,9 +7,11 @@ the engine lazily, so ``--help``, ``--version`` and ``store list`` never import 
 
 from __future__ import annotations
 
+import functools
 import sys
 
 import typer
+from typer._click import core as click_core
 from typer._click import exceptions as click_exceptions
 
 from mnemon import __version__
@@ -51,6 +53,14 @@ def _usage_message(exc: click_exceptions.UsageError) -> str:
     return message
 
 
+@functools.cache
+def _command() -> click_core.Command:
+    """Build the click command tree once per process: typer rebuilds it from every command's
+    signature on each ``app()`` call (~15 ms), which an MCP server or a loop of ``main`` calls pays
+    again and again."""
+    return typer.main.get_command(app)
+
+
 def _one_line(message: str) -> str:
     """Keep an error on one line even when it quotes user input that holds line breaks."""
     return message.replace("\r", "\\r").replace("\n", "\\n")
@@ -65,7 +75,7 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
         if opts.version:
             print(f"mnemon version {__version__}")
             return 0
-        result = app(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
+        result = _command()(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
         return result if isinstance(result, int) else 0
     except click_exceptions.UsageError as exc:
         print(f"Error: {_one_line(_usage_message(exc))}", file=sys.stderr)

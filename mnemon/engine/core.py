@@ -30,6 +30,37 @@ def format_ts(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+_LOOPBACK_CONNECT_S = 0.2
+
+
+def _loopback_refused(endpoint: str) -> bool:
+    """Return True when the endpoint is on this machine and nothing listens on its port.
+
+    A refused local connection is a definite "unavailable", learnt in well under a millisecond
+    with a bare socket; the HTTP probe would say the same after importing httpx (~100 ms of a
+    short CLI run such as ``remember`` without Ollama). Anything else, remote hosts included,
+    goes to the real 2 s probe.
+    """
+    import socket
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(endpoint.strip())
+        host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    if host not in _LOOPBACK_HOSTS and not (host or "").startswith("127."):
+        return False
+    try:
+        with socket.create_connection((host, port), timeout=_LOOPBACK_CONNECT_S):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
 class EngineBase:
     """State shared by the pipelines: settings, clock, store connection, embedder."""
 
@@ -116,6 +147,9 @@ class EngineBase:
         """Return a reachable embedder after one 2 s probe, or None (embedding-free mode)."""
         if not self._embedder_checked:
             self._embedder_checked = True
+            if _loopback_refused(self.settings.embed_endpoint):
+                self._embedder_ok = False
+                return None
             try:
                 self._embedder = self.make_embedder()
                 self._embedder_ok = self._embedder.probe()

@@ -153,8 +153,10 @@ class WriteMixin(VectorMixin):
         top = scan.keyword(new_tokens, DIFF_CANDIDATES)
         cosines: dict[str, float] = {}
         extra: list[diffing.DiffCandidate] = []
-        by_id = {r.id: r for r in scan.rows}
         if vector is not None:
+            # Every active row's tokens: only the cosine extras need them, and loading them
+            # re-tokenises the whole store, so the embedding-free path must not.
+            by_id = {r.id: r for r in scan.rows}
             cosines = self.vector_cosines(vector, [hit.row.id for hit in top])
             present = {hit.row.id for hit in top}
             for other_id, cos in self.cosine_neighbours(vector, DIFF_COSINE_EXTRA, DIFF_CANDIDATES + len(present)):
