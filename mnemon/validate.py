@@ -104,6 +104,8 @@ def check_weight(weight: float) -> float:
 
 
 def check_limit(limit: int, flag: str = "--limit") -> int:
+    if limit > 2**63 - 1:  # Go's int flag parse refuses it; SQLite cannot bind it
+        raise InputError(f'invalid argument "{limit}" for "{flag}" flag: value out of range')
     if limit < 1:
         raise InputError(f"{flag} must be at least 1, got {limit}")
     return limit

@@ -63,7 +63,13 @@ def _command() -> click_core.Command:
 
 def _one_line(message: str) -> str:
     """Keep an error on one line even when it quotes user input that holds line breaks."""
-    return message.replace("\r", "\\r").replace("\n", "\\n")
+    flat = message.replace("\r", "\\r").replace("\n", "\\n").translate(_OTHER_BREAKS)
+    # Lone surrogates (undecodable argv bytes) would make the print itself fail.
+    return flat.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# Everything else str.splitlines() breaks on: vertical tab, form feed, file/group/record separators, NEL, U+2028/9.
+_OTHER_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
 
 
 def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None) -> int:
@@ -100,6 +106,6 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
         # An apsw error from a read outside write_tx (a corrupt page, an I/O error) is still a
         # one-line store error; matched by module so the CLI never imports apsw.
         if type(exc).__module__ == "apsw":
-            print(f"Error: database error: {exc}", file=sys.stderr)
+            print(f"Error: database error: {_one_line(str(exc))}", file=sys.stderr)
             return 1
         raise

@@ -13,6 +13,7 @@ from mnemon.engine.core import EngineBase, format_ts
 from mnemon.errors import NotFoundError, StoreError
 from mnemon.records import AUTO_PRUNE_BATCH, GC_KEEP_ACCESS_BONUS, IMMUNE_ACCESS_COUNT, IMMUNE_IMPORTANCE, Insight
 from mnemon.store import edges, insights, oplog
+from mnemon.validate import check_text
 
 
 def effective_importance_of(insight: Insight, edge_rows: int, now: datetime) -> float:
@@ -115,6 +116,7 @@ class UpkeepMixin(EngineBase):
 
     def gc_keep(self, insight_id: str) -> dict[str, object]:
         """Retain an insight: +3 accesses, touched now, EI refreshed (§3.10)."""
+        check_text(insight_id, "id")
         self.require_writable("gc")
         now = self.now()
         stamp = format_ts(now)

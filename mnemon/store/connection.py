@@ -32,13 +32,16 @@ def _pragma(conn: apsw.Connection, statement: str) -> object:
 
 def ensure_private_dir(path: Path) -> None:
     """Create ``path`` (and parents) with mode 0700, refusing a symlinked store directory."""
-    if path.is_symlink():
-        raise StoreError(f"refusing to use symlinked directory: {path}")
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
+    try:
+        if path.is_symlink():
+            raise StoreError(f"refusing to use symlinked directory: {path}")
+        missing = []
+        probe = path
+        while not probe.exists():
+            missing.append(probe)
+            probe = probe.parent
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise StoreError(f"cannot use directory {path}: {exc.strerror}") from exc
     # Create each missing level 0700 ourselves: mkdir(parents=True) gives parents the umask mode.
     for level in reversed(missing):
         try:

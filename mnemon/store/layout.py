@@ -53,7 +53,10 @@ def list_stores(data_dir: Path) -> list[str] | None:
 
 
 def store_exists(data_dir: Path, name: str) -> bool:
-    return (stores_dir(data_dir) / name).is_dir()
+    try:
+        return (stores_dir(data_dir) / name).is_dir()
+    except OSError:  # ENAMETOOLONG and friends: no such store can exist
+        return False
 
 
 def remove_store(data_dir: Path, name: str) -> None:
