@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 IMPORT_BATCH = 500  # items per write transaction: durable progress without a commit per item
 EMBED_BATCH = 64  # texts per embed_batch request
+IMPORT_CACHE_KIB = 262_144  # page cache for the import: edge b-trees keyed by random UUIDs thrash 2 MB
 IMPORT_TRIGGER = "import"  # the prune oplog's trigger=… for the import's auto-prune
 Progress = Callable[[int, int], None]
 
@@ -156,6 +157,8 @@ class ImportMixin(WriteMixin):
         now = self.now()
         stamp = format_ts(now)
         store = self.store
+        # One pragma, connection-local, for this process only (measured: edge upserts 2x faster).
+        store.conn.execute(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")
         embedder = self.embedder()
         state = _ImportState()
         total = len(draft.insights)
@@ -262,13 +265,13 @@ class ImportMixin(WriteMixin):
         new.effective_importance = lifecycle.effective_importance(
             new.importance, 0, None, new.created_at, 0, now
         )
+        recent = state.recent_of(conn, new.source)  # before the insert: the look-back excludes self
         insights.insert(conn, new, format_ts(now))
         if vector is not None:
             self._store_vector(conn, new.id, vector)
         counts = graph.EdgeCounts()
         graph.entity_edges(conn, new, now, counts)
         tokens = tokenize(new.content)
-        recent = state.recent_of(conn, new.source)
         self._causal_from_recent(conn, new, tokens, recent, now)
         unit = None
         if scores is not None and vector is not None and vector.shape == (state.dim,):
@@ -337,8 +340,8 @@ class ImportMixin(WriteMixin):
         with self.store.transaction("import") as conn:
             inserted = 0
             try:
-                with conn:
-                    edges.upsert_many(conn, explicit)
+                with conn:  # key order keeps the edge b-trees' pages hot
+                    edges.upsert_many(conn, sorted(explicit, key=lambda e: (e.source_id, e.target_id, e.edge_type)))
                 inserted = len(explicit)
             except apsw.Error:
                 for k, edge in enumerate(explicit):  # find the failing ones, keep the rest
@@ -409,5 +412,5 @@ def _repair_backbone(conn: apsw.Connection, source: str, imported: set[str], sta
             pairs.append(Edge(older, newer, "temporal", 1.0, {"sub_type": "backbone", "direction": "precedes"}, stamp))
             pairs.append(Edge(newer, older, "temporal", 1.0, {"sub_type": "backbone", "direction": "succeeds"}, stamp))
             touched += [older, newer]
-    edges.upsert_many(conn, pairs)
+    edges.upsert_many(conn, sorted(pairs, key=lambda e: (e.source_id, e.target_id)))
     return touched

@@ -1,0 +1,291 @@
+"""Import (contract §3.15, Decision 5, §4.4) and export round trip, through the CLI on real stores."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import apsw
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.generate import generate_draft  # noqa: E402
+
+
+def _write(tmp_path: Path, draft: object, name: str = "draft.json") -> str:
+    path = tmp_path / name
+    path.write_text(json.dumps(draft), encoding="utf-8")
+    return str(path)
+
+
+def _db(data_dir: Path) -> Path:
+    return data_dir / "data" / "default" / "mnemon.db"
+
+
+def _edges(data_dir: Path) -> list[tuple[str, str, str, float, dict[str, str]]]:
+    conn = apsw.Connection(str(_db(data_dir)))
+    try:
+        rows = conn.execute(
+            "SELECT s.content, t.content, e.edge_type, e.weight, e.metadata FROM edges e "
+            "JOIN insights s ON s.id = e.source_id JOIN insights t ON t.id = e.target_id"
+        ).fetchall()
+    finally:
+        conn.close()
+    return [(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
+
+
+def test_alpha_beta_alpha_maps_the_repeat_to_the_first_id(cli, tmp_path):
+    draft = {"schema_version": "1", "insights": [{"content": "Alpha"}, {"content": "Beta"}, {"content": "Alpha"}]}
+    out = cli.ok("import", _write(tmp_path, draft))
+    assert (out["imported"], out["updated"], out["skipped"], out["errors"]) == (2, 0, 1, 0)
+    assert out["results"][0]["id"] == out["results"][2]["id"]
+    assert [r["action"] for r in out["results"]] == ["added", "added", "skipped"]
+    assert cli.ok("status")["total_insights"] == 2
+    log = cli("log").out
+    assert "import-skip" in log and "import " in log
+
+
+def test_repeat_of_an_existing_insight_is_skipped_and_edges_attach_to_it(cli, tmp_path):
+    existing = cli.ok("remember", "Chose Qdrant because Rust performance is critical", "--no-diff")["id"]
+    draft = {
+        "schema_version": "1",
+        "insights": [{"content": "Chose Qdrant because Rust performance is critical"}, {"content": "Qdrant index tuned"}],
+        "edges": [{"source_index": 1, "target_index": 0, "edge_type": "causal", "weight": 0, "reason": "follow-up"}],
+    }
+    out = cli.ok("import", _write(tmp_path, draft))
+    assert out["results"][0] == {"index": 0, "id": existing, "content": draft["insights"][0]["content"], "action": "skipped"}
+    assert out["edges_inserted"] == 1
+    causal = [e for e in _edges(cli.data_dir) if e[2] == "causal" and e[4].get("reason") == "follow-up"]
+    assert causal == [("Qdrant index tuned", "Chose Qdrant because Rust performance is critical", "causal", 0.5,
+                       {"reason": "follow-up"})]
+
+
+def test_no_diff_stores_exact_repeats(cli, tmp_path):
+    draft = {"schema_version": "1", "insights": [{"content": "Alpha"}, {"content": "Alpha"}]}
+    out = cli.ok("import", "--no-diff", _write(tmp_path, draft))
+    assert out["imported"] == 2 and out["skipped"] == 0
+    assert out["results"][0]["id"] != out["results"][1]["id"]
+
+
+def test_explicit_edges_are_one_direction_with_defaults_and_item_fields(cli, tmp_path):
+    draft = {
+        "schema_version": "1",
+        "source": "notes",
+        "insights": [
+            {"content": "Use Postgres for billing", "category": "decision", "importance": 5, "tags": ["db"],
+             "entities": ["Billing"], "created_at": "2026-01-02T03:04:05+02:00"},
+            {"content": "Billing latency doubled", "source": "alerts", "importance": 0},
+        ],
+        "edges": [{"source_index": 0, "target_index": 1, "edge_type": "semantic", "weight": 0.7}],
+    }
+    out = cli.ok("import", _write(tmp_path, draft))
+    first = cli.ok("show", out["results"][0]["id"])
+    assert first["category"] == "decision" and first["importance"] == 5 and first["tags"] == ["db"]
+    assert first["source"] == "notes" and first["created_at"] == "2026-01-02T01:04:05Z"
+    assert first["entities"][0] == "Billing" and "Postgres" in first["entities"]
+    second = cli.ok("show", out["results"][1]["id"])
+    assert second["source"] == "alerts" and second["importance"] == 3 and second["category"] == "general"
+    semantic = [e for e in _edges(cli.data_dir) if e[2] == "semantic"]
+    assert semantic == [("Use Postgres for billing", "Billing latency doubled", "semantic", 0.7, {})]
+    # temporal edges are not produced per item: each source here has a single insight
+    assert not [e for e in _edges(cli.data_dir) if e[2] == "temporal"]
+
+
+def test_backdated_items_repair_the_temporal_backbone(cli, tmp_path, monkeypatch):
+    a = cli.ok("remember", "first note about the release", "--source", "log")["id"]
+    b = cli.ok("remember", "second note about the rollout", "--source", "log")["id"]
+    assert ("first note about the release", "second note about the rollout", "temporal", 1.0,
+            {"direction": "precedes", "sub_type": "backbone"}) in _edges(cli.data_dir)
+    # Backdated between nothing and a: created long before both; and one between a and b is impossible
+    # with same-second stamps, so put one far in the past and one far in the future.
+    draft = {"schema_version": "1", "insights": [
+        {"content": "ancient planning note", "source": "log", "created_at": "2020-01-01T00:00:00Z"},
+        {"content": "future retro note", "source": "log", "created_at": "2099-01-01T00:00:00Z"},
+    ]}
+    cli.ok("import", _write(tmp_path, draft))
+    backbone = sorted((s, t) for s, t, k, w, m in _edges(cli.data_dir)
+                      if k == "temporal" and m.get("direction") == "precedes")
+    assert backbone == sorted([
+        ("ancient planning note", "first note about the release"),
+        ("first note about the release", "second note about the rollout"),
+        ("second note about the rollout", "future retro note"),
+    ])
+    assert a and b
+
+
+def test_import_between_two_old_neighbours_replaces_their_backbone_pair(cli, tmp_path):
+    draft = {"schema_version": "1", "insights": [
+        {"content": "monday standup", "source": "log", "created_at": "2026-03-02T09:00:00Z"},
+        {"content": "friday retro", "source": "log", "created_at": "2026-03-06T09:00:00Z"},
+    ]}
+    cli.ok("import", _write(tmp_path, draft, "a.json"))
+    middle = {"schema_version": "1", "insights": [
+        {"content": "wednesday incident", "source": "log", "created_at": "2026-03-04T09:00:00Z"},
+    ]}
+    cli.ok("import", _write(tmp_path, middle, "b.json"))
+    pairs = sorted((s, t, m["direction"]) for s, t, k, w, m in _edges(cli.data_dir) if k == "temporal")
+    assert pairs == sorted([
+        ("monday standup", "wednesday incident", "precedes"), ("wednesday incident", "monday standup", "succeeds"),
+        ("wednesday incident", "friday retro", "precedes"), ("friday retro", "wednesday incident", "succeeds"),
+    ])
+
+
+@pytest.mark.parametrize(
+    ("draft", "message"),
+    [
+        ({"schema_version": "2", "insights": []}, 'invalid draft: unsupported schema_version "2" (expected "1")'),
+        ({"insights": [{"content": "x"}]}, 'invalid draft: unsupported schema_version "" (expected "1")'),
+        ({"schema_version": "1", "insights": []}, "invalid draft: insights must not be empty"),
+        ({"schema_version": "1", "insights": [{"content": "ok"}, {"content": "  "}]},
+         "invalid draft: insights[1]: content is required"),
+        ({"schema_version": "1", "insights": [{"content": "x" * 8001}]},
+         "invalid draft: insights[0]: content too long (8001 bytes, max 8000)"),
+        ({"schema_version": "1", "insights": [{"content": "x", "category": "narrative"}]},
+         'invalid draft: insights[0]: invalid category "narrative"; valid: preference, decision, fact, insight, '
+         "context, general"),
+        ({"schema_version": "1", "insights": [{"content": "x", "importance": 6}]},
+         "invalid draft: insights[0]: importance must be 1-5, got 6"),
+        ({"schema_version": "1", "insights": [{"content": "x", "tags": [str(i) for i in range(21)]}]},
+         "invalid draft: insights[0]: too many tags (21, max 20)"),
+        ({"schema_version": "1", "insights": [{"content": "x", "tags": ["t" * 101]}]},
+         f"invalid draft: insights[0]: tag too long (101 bytes, max 100): {'t' * 50}"),
+        ({"schema_version": "1", "insights": [{"content": "x", "entities": [str(i) for i in range(51)]}]},
+         "invalid draft: insights[0]: too many entities (51, max 50)"),
+        ({"schema_version": "1", "insights": [{"content": "x", "entities": ["e" * 201]}]},
+         f"invalid draft: insights[0]: entity too long (201 bytes, max 200): {'e' * 50}"),
+        ({"schema_version": "1", "insights": [{"content": "x", "created_at": "yesterday"}]},
+         'invalid draft: insights[0]: created_at "yesterday" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)'),
+        ({"schema_version": "1", "insights": [{"content": "x"}],
+          "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal"}]},
+         "invalid draft: edges[0]: target_index 1 out of range [0,1)"),
+        ({"schema_version": "1", "insights": [{"content": "x"}, {"content": "y"}],
+          "edges": [{"source_index": 1, "target_index": 1, "edge_type": "causal"}]},
+         "invalid draft: edges[0]: source_index and target_index must differ"),
+        ({"schema_version": "1", "insights": [{"content": "x"}, {"content": "y"}],
+          "edges": [{"source_index": 0, "target_index": 1, "edge_type": "friend"}]},
+         'invalid draft: edges[0]: invalid edge type "friend"; valid: temporal, semantic, causal, entity, supersedes'),
+        ({"schema_version": "1", "insights": [{"content": "x"}, {"content": "y"}],
+          "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 1.5}]},
+         "invalid draft: edges[0]: weight must be between 0.0 and 1.0, got 1.50"),
+    ],
+)
+def test_bad_drafts_fail_with_the_contract_message_and_change_nothing(cli, tmp_path, draft, message):
+    cli.ok("remember", "kept memory")
+    before = _db(cli.data_dir).read_bytes()
+    result = cli("import", _write(tmp_path, draft))
+    assert result.code == 1
+    assert result.err.strip() == f"Error: {message}"
+    assert "Traceback" not in result.err
+    assert _db(cli.data_dir).read_bytes() == before
+
+
+def test_load_errors(cli, tmp_path):
+    missing = cli("import", str(tmp_path / "nope.json"))
+    assert missing.code == 1 and missing.err.startswith("Error: read file: ")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    parsed = cli("import", str(bad))
+    assert parsed.code == 1 and parsed.err.startswith("Error: parse JSON: ")
+    empty = cli("import")
+    assert empty.code == 1 and "accepts 1 arg(s), received 0" in empty.err
+
+
+def test_dry_run_writes_nothing(cli, tmp_path):
+    cli.ok("remember", "existing memory")
+    db = _db(cli.data_dir)
+    before = db.read_bytes()
+    draft = {"schema_version": "1", "insights": [{"content": "a"}, {"content": "b"}],
+             "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal"}]}
+    result = cli("import", "--dry-run", _write(tmp_path, draft))
+    assert result.code == 0
+    assert result.out == "Dry run: 2 insights, 1 explicit edges — validation passed.\n"
+    assert db.read_bytes() == before
+    assert not Path(f"{db}-wal").exists()
+
+
+def test_draft_from_stdin_in_a_whole_process(data_dir):
+    from tests.conftest import run_process
+
+    draft = {"schema_version": "1", "insights": [{"content": "piped memory"}]}
+    result = run_process(["import", "-"], data_dir=data_dir, stdin=json.dumps(draft).encode())
+    assert result.code == 0, result.err
+    assert result.json()["imported"] == 1
+
+
+def test_readonly_import_is_refused(cli, tmp_path):
+    cli.ok("remember", "x")
+    result = cli("--readonly", "import", _write(tmp_path, {"schema_version": "1", "insights": [{"content": "y"}]}))
+    assert result.code == 1 and "import is unavailable with --readonly" in result.err
+
+
+def test_batched_import_equals_one_by_one(cli, tmp_path, monkeypatch, data_dir):
+    """Several batches (batch size 7) give the same insights and edges as one batch."""
+    from mnemon.engine import bulk
+
+    draft = generate_draft(40, seed=3, edges_per_insight=6)
+    path = _write(tmp_path, draft)
+    cli.ok("import", path)
+    one = _edge_multiset(cli.data_dir)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 7)
+    cli.ok("--store", "other", "import", path)
+    many = _edge_multiset(cli.data_dir, "other")
+    assert one == many and sum(one.values()) > 40
+
+
+def _edge_multiset(data_dir: Path, store: str = "default") -> Counter[tuple[str, str, str, float]]:
+    conn = apsw.Connection(str(data_dir / "data" / store / "mnemon.db"))
+    try:
+        rows = conn.execute(
+            "SELECT s.content, t.content, e.edge_type, e.weight FROM edges e "
+            "JOIN insights s ON s.id = e.source_id JOIN insights t ON t.id = e.target_id"
+        ).fetchall()
+    finally:
+        conn.close()
+    return Counter((r[0], r[1], r[2], round(r[3], 12)) for r in rows)
+
+
+def _insight_rows(data_dir: Path, store: str) -> list[tuple[object, ...]]:
+    conn = apsw.Connection(str(data_dir / "data" / store / "mnemon.db"))
+    try:
+        return conn.execute(
+            "SELECT content, category, importance, tags, entities, source, created_at FROM insights "
+            "WHERE deleted_at IS NULL ORDER BY content"
+        ).fetchall()
+    finally:
+        conn.close()
+
+
+def test_export_then_import_reproduces_insights_and_edges(cli, tmp_path):
+    cli.ok("remember", "Chose Qdrant because Rust performance is critical", "--cat", "decision", "--imp", "4",
+           "--tags", "db,perf")
+    cli.ok("remember", "Qdrant runs in the staging cluster on Kubernetes", "--source", "ops")
+    cli.ok("remember", "Rust services therefore need a Qdrant client", "--entities", "QdrantClient")
+    cli.ok("remember", "Kubernetes upgrade planned for the staging cluster", "--source", "ops")
+    ids = [r["id"] for r in cli.ok("search", "Qdrant")]
+    cli.ok("link", ids[0], ids[1], "--type", "causal", "--weight", "0.8", "--meta", '{"reason": "ops follow-up"}')
+    out = tmp_path / "export.json"
+    result = cli("export", "--output", str(out))
+    assert result.code == 0, result.err
+    exported = json.loads(out.read_text(encoding="utf-8"))
+    assert exported["schema_version"] == "1" and len(exported["insights"]) == 4
+    assert any(e.get("reason") == "ops follow-up" for e in exported["edges"])
+    imported = cli.ok("--store", "copy", "import", str(out))
+    assert imported["imported"] == 4 and imported["errors"] == 0
+    assert _insight_rows(cli.data_dir, "copy") == _insight_rows(cli.data_dir, "default")
+    assert _edge_multiset(cli.data_dir, "copy") == _edge_multiset(cli.data_dir, "default")
+    # stdout export is the same draft
+    assert json.loads(cli("export").out) == exported
+
+
+def test_generator_is_deterministic_and_hits_the_edge_target(cli, tmp_path):
+    a = generate_draft(300, seed=5, edges_per_insight=12)
+    assert a == generate_draft(300, seed=5, edges_per_insight=12)
+    assert len({i["content"] for i in a["insights"]}) == 300
+    out = cli.ok("import", _write(tmp_path, a))
+    assert out["imported"] == 300
+    edges = cli.ok("status")["edge_count"]
+    assert 0.7 * 12 * 300 <= edges <= 1.3 * 12 * 300
