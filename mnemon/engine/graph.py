@@ -9,8 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-
-import apsw
+from typing import TYPE_CHECKING
 
 from mnemon import linking
 from mnemon.engine.core import format_ts
@@ -27,6 +26,9 @@ from mnemon.records import (
 )
 from mnemon.store import edges, insights
 from mnemon.text import token_overlap, tokenize
+
+if TYPE_CHECKING:
+    import apsw
 
 
 @dataclass(slots=True)

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-
-import apsw
+from typing import TYPE_CHECKING
 
 from mnemon import lifecycle
 from mnemon.config import Settings, format_duration
 from mnemon.engine.core import EngineBase, format_ts
-from mnemon.errors import NotFoundError, StoreError
+from mnemon.errors import NotFoundError
 from mnemon.records import AUTO_PRUNE_BATCH, GC_KEEP_ACCESS_BONUS, IMMUNE_ACCESS_COUNT, IMMUNE_IMPORTANCE, Insight
 from mnemon.store import edges, insights, oplog
 from mnemon.validate import check_text
+
+if TYPE_CHECKING:
+    import apsw
 
 
 def effective_importance_of(insight: Insight, edge_rows: int, now: datetime) -> float:
@@ -139,26 +141,6 @@ class UpkeepMixin(EngineBase):
     def gc_compact(self) -> dict[str, object]:
         """Checkpoint the WAL, VACUUM, checkpoint again; report the size before and after."""
         self.require_writable("gc --compact")
-        store = self.store
-        before = store.size_bytes() + _wal_size(store.path)
-        try:
-            store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            store.conn.execute("VACUUM")
-            row = store.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
-        except apsw.BusyError as exc:
-            raise StoreError("gc --compact: database is busy; retry when no other mnemon process is writing") from exc
-        except apsw.Error as exc:
-            raise StoreError(f"gc --compact failed: {exc}") from exc
-        if row is not None and row[0]:
-            raise StoreError("gc --compact: database is busy; retry when no other mnemon process is writing")
-        after = store.size_bytes() + _wal_size(store.path)
+        before, after = self.store.compact()
         return {"status": "compacted", "before_bytes": before, "after_bytes": after}
 
-
-def _wal_size(path: object) -> int:
-    import os
-
-    try:
-        return os.stat(f"{path}-wal").st_size
-    except OSError:
-        return 0

@@ -57,6 +57,31 @@ class Store:
     def generation(self) -> int:
         return schema.generation(self.conn)
 
+    def compact(self) -> tuple[int, int]:
+        """Checkpoint the WAL, VACUUM, checkpoint again (``gc --compact``); return the bytes
+        (database + WAL) before and after. Fails rather than waits when another writer is busy."""
+        if self.readonly:
+            raise ReadonlyModeError("gc --compact")
+        busy = "gc --compact: database is busy; retry when no other mnemon process is writing"
+        before = self.size_bytes() + self._wal_size()
+        try:
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            self.conn.execute("VACUUM")
+            row = self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except apsw.BusyError as exc:
+            raise StoreError(busy) from exc
+        except apsw.Error as exc:
+            raise StoreError(f"gc --compact failed: {exc}") from exc
+        if row is not None and row[0]:  # the checkpoint could not complete: a reader or writer holds it
+            raise StoreError(busy)
+        return before, self.size_bytes() + self._wal_size()
+
+    def _wal_size(self) -> int:
+        try:
+            return Path(f"{self.path}-wal").stat().st_size
+        except OSError:
+            return 0
+
     def size_bytes(self) -> int:
         try:
             return self.path.stat().st_size
