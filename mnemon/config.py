@@ -18,6 +18,7 @@ from mnemon.errors import InputError
 from mnemon.records import DEFAULT_MAX_INSIGHTS, DEFAULT_PRUNE_MIN_AGE_SECONDS
 
 STORE_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]*")
+STORE_NAME_MAX = 255
 DEFAULT_STORE = "default"
 DEFAULT_EMBED_ENDPOINT = "http://localhost:11434"
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
@@ -77,7 +78,8 @@ class Settings:
 
 def valid_store_name(name: str) -> bool:
     """Return whether ``name`` is a legal store name (§2.2); fullmatch, so no trailing newline slips by."""
-    return STORE_NAME_RE.fullmatch(name) is not None
+    # A directory name longer than NAME_MAX (255 bytes) can never exist: refuse it up front.
+    return len(name) <= STORE_NAME_MAX and STORE_NAME_RE.fullmatch(name) is not None
 
 
 def quote_name(name: str) -> str:

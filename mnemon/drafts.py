@@ -80,8 +80,8 @@ def load_draft(path: str, stdin_text: str | None = None) -> Draft:
     else:
         try:
             raw = Path(path).read_bytes()
-        except OSError as exc:
-            raise InputError(f"read file: {exc.strerror or exc}: {path}") from None
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            raise InputError(f"read file: {getattr(exc, 'strerror', None) or exc}: {path}") from None
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as exc:

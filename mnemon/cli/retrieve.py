@@ -11,6 +11,7 @@ import typer
 
 from mnemon.cli import render
 from mnemon.cli.state import join_words, open_engine
+from mnemon.validate import check_text
 from mnemon.errors import InputError
 from mnemon.records import CONFIDENCE_LOW_BELOW, CONFIDENCE_MEDIUM_BELOW, DEFAULT_EXCERPT_CHARS, DEFAULT_RECALL_LIMIT
 from mnemon.text import excerpt
@@ -120,7 +121,9 @@ def recall(
     excerpt_chars: int = typer.Option(DEFAULT_EXCERPT_CHARS, "--excerpt-chars", help="excerpt length for --brief"),
 ) -> None:
     """Recall insights relevant to a query (smart by default)."""
-    query = join_words(words)
+    query = check_text(join_words(words), "query")
+    check_text(cat, "category")
+    check_text(source, "source")
     _check_brief(brief, verbose, excerpt_chars)
     if limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")
@@ -150,7 +153,7 @@ def search(
     excerpt_chars: int = typer.Option(DEFAULT_EXCERPT_CHARS, "--excerpt-chars", help="excerpt length for --brief"),
 ) -> None:
     """Keyword search over every active insight."""
-    query = join_words(words)
+    query = check_text(join_words(words), "query")
     _check_brief(brief, False, excerpt_chars)
     if limit < 1:
         raise InputError(f"--limit must be at least 1, got {limit}")

@@ -54,7 +54,11 @@ class DoctorMixin(EngineBase):
     def doctor(self, *, repair: bool = False) -> dict[str, object]:
         """Run every consistency check; with ``repair``, fix what is derived first (§ doctor)."""
         db_path = self.settings.db_path
-        if not db_path.is_file():
+        try:
+            found = db_path.is_file()
+        except OSError:  # e.g. a store name longer than the file system allows
+            found = False
+        if not found:
             raise NotFoundError(f"database not found: {db_path}")
         if repair:
             self.require_writable("doctor --repair")
