@@ -37,7 +37,6 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 EDGE_CODES = {name: code for code, name in enumerate(EDGE_TYPES)}
-_ROW_ARRAYS = ("created", "importance", "category", "source", "active", "doc_len", "n_plain")
 
 
 def _loads(raw: object) -> list[str]:
@@ -388,9 +387,8 @@ class HotIndex:
         return self
 
     def _thaw(self) -> None:
-        """Copy memory-mapped (read-only) arrays before mutating them."""
-        for name in ("active",):
-            setattr(self, name, getattr(self, name).copy())
+        """Copy the memory-mapped (read-only) active flags before deletions are applied in place."""
+        self.active = self.active.copy()
 
     # --- persistence -----------------------------------------------------------------------------
 
