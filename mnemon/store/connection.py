@@ -89,6 +89,11 @@ def open_writable(path: Path) -> apsw.Connection:
 
 def open_readonly(path: Path) -> apsw.Connection:
     """Open ``path`` immutable and read-only; the file must exist and is never modified."""
+    # Same refusal as a writable open: a symlinked store or database is never followed.
+    if path.parent.is_symlink():
+        raise StoreError(f"refusing to use symlinked directory: {path.parent}")
+    if path.is_symlink():
+        raise StoreError(f"refusing to use symlinked database: {path}")
     absolute = path.resolve()
     if not absolute.is_file():
         raise NotFoundError(f"database not found: {path}")

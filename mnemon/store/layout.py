@@ -75,7 +75,11 @@ def write_active(data_dir: Path, name: str) -> None:
     ensure_private_dir(data_dir)
     tmp = data_dir / ".active.tmp"
     try:
-        tmp.write_text(name + "\n", encoding="utf-8")
+        # 0600 whatever the umask: a world-writable active file would let anyone redirect writes.
+        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(name + "\n")
+        os.chmod(tmp, 0o600)  # an older tmp left by a crash keeps its mode otherwise
         os.replace(tmp, data_dir / "active")
     except OSError as exc:
         raise StoreError(f"cannot write active store: {exc.strerror}") from exc
