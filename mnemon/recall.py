@@ -36,11 +36,22 @@ from mnemon.records import (
 if TYPE_CHECKING:
     import numpy as np
 
-# Stores with at least this many rows use the numba kernels; below it numba's import and cache
-# load (about 250 + 110 ms per process, targets.md) cost more than the numpy paths take. Measured
-# with bench/recall_latency.py (see the report of issue 4): the numpy beam search over a 10k-row
-# store with 35 edges per row runs in tens of milliseconds, so the crossover sits near 100k rows.
-NUMBA_MIN_ROWS = 50_000
+# The numba kernels run only where they pay for themselves in this process. Measured on the 2-core
+# box (bench/recall_latency.py store, in-process, warm): on 10k insights x 34 edges the numpy beam
+# search plus BM25 take about 90 ms per query, the numba path about 50 ms, but importing numba and
+# loading the cached kernels costs about 360 ms per process (targets.md: 250 + 110 ms). The beam's
+# cost is bounded by anchors x budget (at most 80 x 500 transitions), not by the store size, so a
+# one-shot CLI process never earns the import back below about a million rows; a long-lived
+# process (MCP server) that has numba loaded already uses it from the first query.
+NUMBA_MIN_ROWS = 1_000_000
+
+
+def use_numba(n_rows: int) -> bool:
+    """Whether the numba kernels are worth it for a store of ``n_rows`` rows in this process."""
+    import kernels
+
+    return n_rows >= NUMBA_MIN_ROWS or kernels.numba_loaded()
+
 
 VIA_NEIGHBOR = "neighbor"
 _EDGE_TYPE_CODE = {name: code for code, name in enumerate(EDGE_TYPES)}
@@ -229,15 +240,14 @@ def causal_order(ordered: np.ndarray, a: RecallArrays) -> np.ndarray:
     rows = ordered.tolist()
     pos = {r: i for i, r in enumerate(rows)}
     causal = _EDGE_TYPE_CODE["causal"]
-    succ: dict[int, set[int]] = {r: set() for r in rows}
+    succ: dict[int, set[int]] = {}
     indeg = dict.fromkeys(rows, 0)
     for r in rows:
         lo, hi = int(a.csr_ptr[r]), int(a.csr_ptr[r + 1])
-        for j in range(lo, hi):
-            v = int(a.csr_nbr[j])
-            if a.csr_type[j] == causal and a.csr_out[j] and v in pos and v != r and v not in succ[r]:
-                succ[r].add(v)
-                indeg[v] += 1
+        outgoing = (a.csr_type[lo:hi] == causal) & a.csr_out[lo:hi]
+        succ[r] = {v for v in a.csr_nbr[lo:hi][outgoing].tolist() if v in pos and v != r}
+        for v in succ[r]:
+            indeg[v] += 1
     ready = [r for r in rows if indeg[r] == 0]
     out: list[int] = []
     done: set[int] = set()

@@ -145,7 +145,7 @@ class RetrieveMixin(EngineBase):
             chosen, source_of_intent = detect_intent(query), "auto"
         index = self.hot_index()
         scope = self._scope(index, category, source)
-        use_numba = index.n >= pipeline.NUMBA_MIN_ROWS
+        use_numba = pipeline.use_numba(index.n)
         similarity = self.query_similarity(index, query) if scope.any() else None
         if similarity is not None:
             similarity = np.where(scope, similarity, 0.0)
