@@ -21,7 +21,10 @@ Words = Optional[list[str]]
 
 
 def _read_stdin_draft() -> str:
-    data = sys.stdin.buffer.read()
+    try:
+        data = sys.stdin.buffer.read()
+    except (OSError, ValueError) as exc:  # closed or unreadable stdin
+        raise InputError(f"read file: {exc}: -") from None
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
