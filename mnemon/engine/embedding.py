@@ -18,6 +18,7 @@ from mnemon.engine.vectors import VectorMixin
 from mnemon.errors import EmbedderError, EmbedderUnavailable, InputError, NotFoundError
 from mnemon.store import insights, oplog
 from mnemon.store import vectors as vector_store
+from mnemon.validate import check_text
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,6 +60,7 @@ class EmbedMixin(VectorMixin):
 
     def embed_one(self, insight_id: str) -> dict[str, object]:
         """(Re-)embed one active insight; its vector must fit the store's vector space."""
+        check_text(insight_id, "id")
         self.require_writable("embed")
         embedder = self._require_embedder()
         insight = insights.get(self.store.conn, insight_id)
