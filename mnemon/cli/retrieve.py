@@ -14,7 +14,6 @@ from mnemon.cli.state import join_words, open_engine
 from mnemon.validate import check_text
 from mnemon.errors import InputError
 from mnemon.records import CONFIDENCE_LOW_BELOW, CONFIDENCE_MEDIUM_BELOW, DEFAULT_EXCERPT_CHARS, DEFAULT_RECALL_LIMIT
-from mnemon.text import excerpt
 
 if TYPE_CHECKING:
     from mnemon.engine.retrieve import RecallResult
@@ -35,6 +34,13 @@ def confidence(rounded: float) -> str:
     if rounded < CONFIDENCE_MEDIUM_BELOW:
         return "medium"
     return "high"
+
+
+def excerpt(text: str, n: int) -> str:
+    """``--brief`` excerpt; mnemon.text (regex) is imported here, not at --help time."""
+    from mnemon.text import excerpt as cut
+
+    return cut(text, n)
 
 
 def _check_brief(brief: bool, verbose: bool, excerpt_chars: int) -> None:
