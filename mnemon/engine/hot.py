@@ -136,7 +136,9 @@ class HotIndex:
         """Rows of many ids at once (-1 where unknown), by bisection over the sorted ids."""
         import numpy as np
 
-        order = np.argsort(self.id_blob, kind="stable")
+        rank = self._get("id_rank")  # persisted: inverting it is O(n), no string sort per query
+        order = np.empty(self.n, dtype=np.int64)
+        order[rank] = np.arange(self.n, dtype=np.int64)
         wanted = np.char.encode(ids.astype(str), "ascii") if ids.dtype.kind == "U" else ids.astype(self.id_blob.dtype)
         sorted_ids = self.id_blob[order]
         pos = np.minimum(np.searchsorted(sorted_ids, wanted), max(self.n - 1, 0))

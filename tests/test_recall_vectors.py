@@ -1,0 +1,65 @@
+"""Recall with embeddings (§4.10, Decisions 1 and 2): vector anchors and the similarity signal only
+when the store holds vectors AND the embedding server answers; the query is embedded once."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from embed_server import EmbedServer
+
+from mnemon.embed.fake import HashEmbedder
+
+DIM = 64
+
+
+@pytest.fixture
+def server() -> Iterator[EmbedServer]:
+    with EmbedServer(dim=DIM) as srv:
+        yield srv
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+
+
+def test_embedded_recall_uses_the_embedding_weights(cli, server: EmbedServer, monkeypatch) -> None:
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+    a = cli.ok("remember", "Vector search latency budget is tight", "--source", "a")
+    assert a["embedded"] is True
+    cli.ok("remember", "Completely different gardening topic", "--source", "b")
+    server.clear()
+    out = cli.ok("recall", "vector search latency", "--verbose")
+    assert len(server.embed_requests) == 1  # the query is embedded once
+    top = out["results"][0]
+    assert top["insight"]["id"] == a["id"]
+    emb = HashEmbedder(dim=DIM)
+    expected = cosine(emb.embed("vector search latency"), emb.embed("Vector search latency budget is tight"))
+    s = top["signals"]
+    assert math.isclose(s["similarity"], max(0.0, expected), rel_tol=1e-9)
+    # Decision 1 with embeddings: (0.30, 0.15, 0.35, 0.20); plus any backbone lift (none here:
+    # different sources) and proximity edges only feed the graph signal.
+    assert top["score"] >= 0.30 * s["keyword"] + 0.15 * s["entity"] + 0.35 * s["similarity"] + 0.20 * s["graph"] - 1e-12
+    assert top["via"] == "hybrid"  # keyword and vector anchor
+
+
+def test_unreachable_server_falls_back_to_the_token_table(cli, server: EmbedServer, monkeypatch) -> None:
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+    a = cli.ok("remember", "Token fallback keeps working", "--source", "a")["id"]
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", "http://127.0.0.1:9")
+    out = cli.ok("recall", "token fallback", "--verbose")
+    (top,) = out["results"]
+    assert top["insight"]["id"] == a and top["signals"]["similarity"] == 0
+    s = top["signals"]
+    assert math.isclose(top["score"], 0.45 * s["keyword"] + 0.25 * s["entity"] + 0.30 * s["graph"])
+
+
+def test_store_without_vectors_never_contacts_the_server(cli, server: EmbedServer, monkeypatch) -> None:
+    cli.ok("remember", "Stored while the server was away")
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+    server.clear()
+    out = cli.ok("recall", "server away", "--verbose")
+    assert out["results"] and out["results"][0]["signals"]["similarity"] == 0
+    assert server.requests == []
