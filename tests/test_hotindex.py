@@ -58,8 +58,24 @@ def same_content(a: HotIndex, b: HotIndex) -> None:
                                       ix.edge_weight[live], ix.edge_backbone[live])
         }  # fmt: skip
 
+    def derived(ix: HotIndex) -> dict[str, tuple]:
+        ptr, nbr = ix.derived("csr_ptr"), ix.derived("csr_nbr")
+        typ, wt, out = ix.derived("csr_type"), ix.derived("csr_weight"), ix.derived("csr_out")
+        prev, nxt, sup = ix.derived("prev"), ix.derived("next"), ix.derived("superseded")
+        result = {}
+        for r in np.flatnonzero(ix.active).tolist():
+            lo, hi = int(ptr[r]), int(ptr[r + 1])
+            entries = sorted(
+                (ix.id_at(int(v)), int(k), float(w), bool(o))
+                for v, k, w, o in zip(nbr[lo:hi], typ[lo:hi], wt[lo:hi], out[lo:hi]) if ix.active[int(v)]
+            )  # fmt: skip
+            link = [ix.id_at(int(x)) if x >= 0 and ix.active[int(x)] else None for x in (prev[r], nxt[r])]
+            result[ix.id_at(r)] = (entries, link, bool(sup[r]))
+        return result
+
     assert rows(a) == rows(b)
     assert edges(a) == edges(b)
+    assert derived(a) == derived(b)
 
 
 def test_index_file_is_private_and_current_after_recall(cli, data_dir: Path) -> None:
@@ -143,6 +159,8 @@ def test_catch_up_equals_a_fresh_build_after_mixed_writes(cli, data_dir: Path) -
     cli.ok("link", ids[0], ids[5], "--type", "causal", "--weight", "0.2")  # replaces an edge row in place
     cli.ok("link", ids[1], ids[4], "--type", "supersedes", "--weight", "1.0")
     cli.ok("remember", "A late seal memory", "--source", "s0")
+    cli.ok("remember", "Another late seal memory near Rust", "--source", "s1")
+    cli.ok("link", ids[3], ids[0], "--type", "supersedes", "--weight", "1.0")
     cli.ok("recall", "seal")
     cached = _cached_index(data_dir)
     same_content(cached, fresh_build(data_dir))

@@ -114,6 +114,7 @@ class HotIndex:
         self.edge_weight = np.zeros(0, dtype=np.float64)
         self.edge_backbone = np.zeros(0, dtype=np.bool_)
         self._derived: dict[str, Any] = {}
+        self._edges_appended_from: int | None = None  # edge rows before a catch-up's appends
         self._row_of: dict[str, int] | None = None
 
     # --- size and lookups ---------------------------------------------------------------------
@@ -175,8 +176,54 @@ class HotIndex:
         d["id_rank"] = np.argsort(np.argsort(self.id_blob, kind="stable"), kind="stable").astype(np.int32)
         _, created_rank = np.unique(self.created, return_inverse=True)
         d["created_rank"] = created_rank.astype(np.int32).reshape(n)
-        d.update(self._derive_edges())
+        edge_keys = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out", "superseded", "prev", "next")
+        stale = self._derived
+        if self._edges_appended_from is not None and all(k in stale for k in edge_keys):
+            d.update(self._extend_edges(stale, self._edges_appended_from))
+        else:
+            d.update(self._derive_edges())
+        self._edges_appended_from = None
         self._derived = d
+
+    def _extend_edges(self, old: dict[str, Any], m_old: int) -> dict[str, Any]:
+        """Insert the edge rows appended since the last derive into the existing CSR.
+
+        A catch-up after one ``remember`` adds a few dozen edge rows to a graph of hundreds of
+        thousands; re-sorting every entry would dominate the write. New entries go to the end of
+        their node's segment: within a node the CSR order only separates transitions that are
+        identical for the beam (same neighbour, type and delta), so results do not change.
+        """
+        import numpy as np
+
+        n = self.n
+        src, dst = self.edge_src[m_old:], self.edge_dst[m_old:]
+        ptr_old = np.asarray(old["csr_ptr"])
+        ptr = np.concatenate([ptr_old, np.full(n + 1 - ptr_old.shape[0], ptr_old[-1], dtype=np.int64)])
+        node = np.concatenate([src, dst]).astype(np.int64)
+        order = np.argsort(node, kind="stable")
+        at = ptr[node[order] + 1]  # the end of each node's current segment
+        both_w = np.concatenate([self.edge_weight[m_old:], self.edge_weight[m_old:]])[order]
+        both_t = np.concatenate([self.edge_type[m_old:], self.edge_type[m_old:]])[order]
+        out_flag = np.concatenate([np.ones(src.shape[0], dtype=np.bool_), np.zeros(src.shape[0], dtype=np.bool_)])
+        grown = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum(np.bincount(node, minlength=n), out=grown[1:])
+        d: dict[str, Any] = {
+            "csr_ptr": ptr + grown,
+            "csr_nbr": np.insert(np.asarray(old["csr_nbr"]), at, np.concatenate([dst, src])[order]),
+            "csr_weight": np.insert(np.asarray(old["csr_weight"]), at, both_w),
+            "csr_type": np.insert(np.asarray(old["csr_type"]), at, both_t),
+            "csr_out": np.insert(np.asarray(old["csr_out"]), at, out_flag[order]),
+        }
+        pad = n - np.asarray(old["superseded"]).shape[0]
+        superseded = np.concatenate([old["superseded"], np.zeros(pad, dtype=np.bool_)])
+        prev = np.concatenate([old["prev"], np.full(pad, -1, dtype=np.int32)])
+        nxt = np.concatenate([old["next"], np.full(pad, -1, dtype=np.int32)])
+        superseded[dst[self.edge_type[m_old:] == EDGE_CODES["supersedes"]]] = True
+        bb = np.flatnonzero(self.edge_backbone[m_old:])
+        prev[dst[bb]] = src[bb]
+        nxt[src[bb]] = dst[bb]
+        d.update({"superseded": superseded, "prev": prev, "next": nxt})
+        return d
 
     def _derive_edges(self) -> dict[str, Any]:
         import numpy as np
@@ -373,6 +420,7 @@ class HotIndex:
         if int(self.active.sum()) != hotindex.active_count(conn):
             return HotIndex.build(conn, fp)
         n_before = before.shape[0]
+        m_before = int(self.edge_src.shape[0])
         gone = np.zeros(self.n, dtype=np.bool_)
         gone[:n_before] = before & ~self.active[:n_before]
         live = np.concatenate([before, np.ones(self.n - n_before, dtype=np.bool_)])
@@ -381,11 +429,13 @@ class HotIndex:
         expected = self.edge_count_db - removed + self._append_edges(list(hotindex.edges_since(conn, old.max_edge_rowid)))
         if expected != hotindex.edge_count(conn):
             self._reload_edges(conn)  # a replaced or deleted edge row we cannot see by rowid
+            self._edges_appended_from = None
         else:
             self.edge_count_db = expected
+            self._edges_appended_from = m_before
         self.fp = fp
         self.build_id = secrets.token_hex(8)
-        self._derived = {}
+        self._derive()
         return self
 
     def _thaw(self) -> None:
