@@ -129,3 +129,29 @@ def test_index_update_lost_after_commit(tmp_path: Path, cut: str) -> None:
         with Engine(settings) as engine:
             got = engine.vector_search(HashEmbedder(DIM).embed("python memory agent"), 5)
     assert [round(c, 12) for _, c in got] == [1.0]
+
+
+def test_crash_while_growing_the_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A kill after bigger files replaced the old ones but before the rows were copied back."""
+    data_dir = tmp_path / "g"
+    monkeypatch.setattr(vector_store, "MIN_CAPACITY", 1)
+    original = vector_store.VectorIndex._grow
+
+    def crash_after_replacing(self, need_rows: int, id_width: int) -> None:  # type: ignore[no-untyped-def]
+        if need_rows > self.header.capacity and self.rows:
+            self._create_files(need_rows * 2, max(id_width, self.header.id_width))
+            raise KeyboardInterrupt("killed")
+        original(self, need_rows, id_width)
+
+    with EmbedServer(dim=DIM) as server:
+        settings = Settings(data_dir=data_dir, store="default", embed_endpoint=server.url)
+        with Engine(settings) as engine:
+            first = engine.remember("rust qdrant search", no_diff=True)["id"]
+            engine.vector_scores(HashEmbedder(DIM).embed("x"))
+        monkeypatch.setattr(vector_store.VectorIndex, "_grow", crash_after_replacing)
+        with Engine(settings) as engine, pytest.raises(KeyboardInterrupt):
+            engine.remember("python memory agent", no_diff=True)
+        monkeypatch.setattr(vector_store.VectorIndex, "_grow", original)
+        with Engine(settings) as engine:
+            hits = engine.vector_search(HashEmbedder(DIM).embed("rust qdrant search"), 5)
+    assert [(i, round(c, 12)) for i, c in hits] == [(first, 1.0)]

@@ -441,6 +441,12 @@ class VectorIndex:
         """Create (or replace) the data files at ``capacity`` rows, 0600, and map them."""
         import numpy as np
 
+        # Drop the header first: a crash while files are replaced must not leave an old header
+        # vouching for new, still empty files. No header means rebuild.
+        try:
+            os.unlink(self._path(".json"))
+        except FileNotFoundError:
+            pass
         maps = []
         for suffix, dtype, shape in self._shapes(capacity, id_width):
             path = self._path(suffix)
