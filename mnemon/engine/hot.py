@@ -89,6 +89,7 @@ class HotIndex:
         self.fp = Fingerprint(-1, 0, 0, 0, "")
         self.build_id = ""
         self.edge_count_db = 0
+        self.any_vector = False  # some row carried an embedding blob when it was indexed
         self.ids: list[str] = []
         self.id_blob = np.zeros(0, dtype="S36")
         self.created = np.zeros(0, dtype="S20")
@@ -302,7 +303,8 @@ class HotIndex:
         p_lists: list[list[int]] = []
         e_lists: list[list[int]] = []
         ids, created, imp, cat, srcs, doc_len, n_plain = [], [], [], [], [], [], []
-        for _rowid, ins_id, content, tags_raw, ents_raw, category, source, importance, created_at in rows:
+        for _rowid, ins_id, content, tags_raw, ents_raw, category, source, importance, created_at, has_vec in rows:
+            self.any_vector = self.any_vector or bool(has_vec)
             tags, ents = _loads(tags_raw), _loads(ents_raw)
             content = str(content)
             counts = Counter(recall_insight_terms(content, tags, ents))
@@ -448,6 +450,7 @@ class HotIndex:
         return {
             "version": FORMAT_VERSION, "fingerprint": self.fp.to_json(), "build_id": self.build_id,
             "edge_count_db": self.edge_count_db, "sources": self.sources, "entities": self.entities,
+            "any_vector": self.any_vector,
         }  # fmt: skip
 
     def arrays(self) -> dict[str, np.ndarray]:
@@ -476,6 +479,7 @@ class HotIndex:
         index.fp = Fingerprint.from_json(header["fingerprint"])
         index.build_id = str(header["build_id"])
         index.edge_count_db = int(header["edge_count_db"])
+        index.any_vector = bool(header.get("any_vector", True))
         index.sources = list(header["sources"])
         index.entities = list(header["entities"])
         vocab = arrays["vocab"].tobytes().decode("utf-8")

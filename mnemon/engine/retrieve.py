@@ -26,7 +26,6 @@ if TYPE_CHECKING:
 
     from mnemon.engine.hot import HotIndex
 
-_SQL_ANY_VECTOR = "SELECT 1 FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL LIMIT 1"
 _SQL_VECTORS = "SELECT id, embedding FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
 
 
@@ -96,8 +95,12 @@ class RetrieveMixin(EngineBase):
         """Cosine of every index row with the query embedding; None without vectors or server."""
         import numpy as np
 
+        from mnemon.store import vectors as vector_store
+
         conn = self.store.conn
-        if conn.execute(_SQL_ANY_VECTOR).fetchone() is None:
+        # Vectors exist if a row carried one when indexed, or our writers recorded a dimension
+        # (embedding an existing row records it too): no scan of every row per query.
+        if not index.any_vector and vector_store.vector_meta(conn).dim is None:
             return None
         embedder = self.embedder()
         if embedder is None:

@@ -38,7 +38,8 @@ _SQL_ACTIVE = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_EDGE_COUNT = "SELECT COUNT(*) FROM edges"
 _SQL_GENERATION = "SELECT value FROM mnemon_meta WHERE key = 'generation'"
 _SQL_ROWS_SINCE = (
-    "SELECT rowid, id, content, tags, entities, category, source, importance, created_at FROM insights "
+    "SELECT rowid, id, content, tags, entities, category, source, importance, created_at, "
+    "embedding IS NOT NULL FROM insights "
     "WHERE rowid > ? AND deleted_at IS NULL ORDER BY rowid"
 )
 _SQL_DELETED_SINCE = "SELECT id FROM insights WHERE deleted_at IS NOT NULL AND deleted_at >= ?"
@@ -122,7 +123,7 @@ def edge_count(conn: apsw.Connection) -> int:
 
 def rows_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
     """Active insight rows inserted after ``rowid``: (rowid, id, content, tags, entities, category,
-    source, importance, created_at); tags/entities are the raw JSON text."""
+    source, importance, created_at, has_embedding); tags/entities are the raw JSON text."""
     return iter(conn.execute(_SQL_ROWS_SINCE, (rowid,)))
 
 
