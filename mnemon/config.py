@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mnemon.errors import InputError
+from mnemon.lifecycle import format_go_duration
 from mnemon.records import DEFAULT_MAX_INSIGHTS, DEFAULT_PRUNE_MIN_AGE_SECONDS
 
 STORE_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]*")
@@ -145,20 +146,6 @@ def parse_duration(text: str) -> float:
     return total
 
 
-def format_duration(seconds: float) -> str:
-    """Format seconds the way Go's ``time.Duration.String`` does for whole seconds (``24h0m0s``)."""
-    total = int(round(seconds))
-    if total == 0:
-        return "0s"
-    hours, rest = divmod(total, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes}m{secs}s"
-    if minutes:
-        return f"{minutes}m{secs}s"
-    return f"{secs}s"
-
-
 def resolve(
     *,
     data_dir: str | None = None,
@@ -210,7 +197,7 @@ def resolve(
         except ValueError:
             warnings.append(
                 f'mnemon: ignoring invalid MNEMON_AUTO_PRUNE_MIN_AGE "{raw_age}"; using default '
-                f"{format_duration(DEFAULT_PRUNE_MIN_AGE_SECONDS)}"
+                f"{format_go_duration(DEFAULT_PRUNE_MIN_AGE_SECONDS)}"
             )
 
     return Settings(

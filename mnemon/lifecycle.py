@@ -146,7 +146,7 @@ def prune_count(active: int, ceiling: int) -> int:
 
 
 def prune_cutoff(now: datetime, min_age_seconds: float) -> str:
-    """Return the stored_at bound: only rows with ``COALESCE(stored_at, created_at) <`` it prune.
+    """Return the stored_at bound: only rows with ``COALESCE(stored_at, created_at) <=`` it prune.
 
     The 24 h grace (issue #83) keeps same-second writes and backdated imports from being reaped.
     """

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING
 
 from mnemon import lifecycle
-from mnemon.config import Settings, format_duration
+from mnemon.config import Settings
 from mnemon.engine.core import EngineBase, format_ts
 from mnemon.errors import NotFoundError
-from mnemon.records import AUTO_PRUNE_BATCH, GC_KEEP_ACCESS_BONUS, IMMUNE_ACCESS_COUNT, IMMUNE_IMPORTANCE, Insight
+from mnemon.records import GC_KEEP_ACCESS_BONUS, IMMUNE_ACCESS_COUNT, IMMUNE_IMPORTANCE, Insight
 from mnemon.store import edges, insights, oplog
 from mnemon.validate import check_text
 
@@ -49,20 +49,16 @@ def auto_prune(
     active = insights.active_count(conn)
     if active <= ceiling:
         return []
-    cutoff = format_ts(now - timedelta(seconds=settings.auto_prune_min_age))
     victims = insights.prune_candidates(
         conn,
         max_importance=IMMUNE_IMPORTANCE,
         max_access=IMMUNE_ACCESS_COUNT,
-        stored_before=cutoff,
+        stored_before=lifecycle.prune_cutoff(now, settings.auto_prune_min_age),
         exclude=exclude,
-        limit=min(active - ceiling, AUTO_PRUNE_BATCH),
+        limit=lifecycle.prune_count(active, ceiling),
     )
     stamp = format_ts(now)
-    detail = (
-        f"auto-prune: over capacity (active={active}, max={ceiling}, "
-        f"min_age={format_duration(settings.auto_prune_min_age)}) trigger={trigger}"
-    )
+    detail = lifecycle.prune_detail(active, ceiling, settings.auto_prune_min_age, trigger)
     pruned: list[str] = []
     for victim in victims:
         if insights.soft_delete(conn, victim.id, stamp):
