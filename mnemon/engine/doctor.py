@@ -15,6 +15,7 @@ The SQL lives in ``mnemon.store.check``; this module never prints.
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 from pathlib import Path
@@ -94,6 +95,7 @@ class DoctorMixin(EngineBase):
         out.append(_entry("oplog", check.oplog_problems(conn)))
         out.append(_entry("permissions", self._permission_problems(db_path)))
         out.append(self._index_check(db_path))
+        out.append(self._vector_index_check(db_path))
         return out
 
     def _permission_problems(self, db_path: Path) -> list[str]:
@@ -134,10 +136,30 @@ class DoctorMixin(EngineBase):
             built = hotindex.Fingerprint.from_json(recorded) if isinstance(recorded, dict) else None
         except (KeyError, TypeError, ValueError):
             built = None
-        if built == current or (stamp is not None and stamp[1] == current):
+        stamped = stamp is not None and stamp[0] == header.get("build_id") and stamp[1] == current
+        if built == current or stamped:
             return _entry("derived_index", [], f"{path.name} current (generation {current.generation})")
         # A stale index is never trusted: the next reader catches it up or rebuilds it.
         return _entry("derived_index", [], f"{path.name} stale (caught up or rebuilt on the next read)")
+
+    def _vector_index_check(self, db_path: Path) -> dict[str, Any]:
+        """Ask the vector-index module whether ``<db>.vec.json`` describes the database."""
+        try:
+            from mnemon.store import vectors
+        except ImportError:
+            return _entry("vector_index", [], "not present")
+        header_path = Path(str(db_path) + ".vec.json")
+        if not header_path.exists():
+            return _entry("vector_index", [], "not present (built on the next vector search)")
+        try:
+            raw = json.loads(header_path.read_text(encoding="utf-8"))
+            built = vectors.Header(**raw).fingerprint()
+        except (OSError, ValueError, TypeError):
+            return _entry("vector_index", [f"{header_path.name} is unreadable or foreign; --repair deletes it"])
+        live = vectors.fingerprint(self.store.conn)
+        if built == live or built.same_vectors(live):
+            return _entry("vector_index", [], f"current ({raw.get('rows')} rows, dim {raw.get('dim')})")
+        return _entry("vector_index", [], "stale (caught up or rebuilt on the next vector search)")
 
     # --- repair -----------------------------------------------------------------------------
 
@@ -151,6 +173,8 @@ class DoctorMixin(EngineBase):
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
         for path in derived_files(db_path):
+            if path.name.endswith(".lock"):
+                continue  # a flock target another process may hold: deleting it would split the lock
             try:
                 path.unlink()
                 done.append(f"deleted derived file {path.name} (rebuilt on the next call)")
