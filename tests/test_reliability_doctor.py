@@ -125,13 +125,39 @@ def test_repair_deletes_derived_files(cli, data_dir, populated) -> None:
     junk.write_bytes(b"not an index at all")
     leftover = db.parent / ".mnemon.db.hot.1234.tmp"
     leftover.write_bytes(b"half")
+    for path in (junk, leftover):
+        os.chmod(path, 0o600)
     before = cli("doctor").json()
     fixed = cli("doctor", "--repair")
     assert fixed.code == 0, fixed.err
     assert not junk.exists() and not leftover.exists()
     assert any("deleted derived file" in r for r in fixed.json()["repaired"])
-    # An unreadable index is a problem doctor names only when the index module exists.
-    assert "derived_index" in {c["name"] for c in before["checks"]}
+    assert _failed(before) == {"derived_index"}
+    # The next read rebuilds the index, and doctor calls it current.
+    assert cli("recall", "Python").code == 0 and cli("search", "Python").code == 0
+    detail = {c["name"]: c["detail"] for c in cli("doctor").json()["checks"]}
+    assert "current" in detail["derived_index"] and junk.exists()
+
+
+def test_vector_index_damage_is_named_and_rebuilt(cli, data_dir, monkeypatch) -> None:
+    from embed_server import EmbedServer
+
+    with EmbedServer(dim=8) as server:
+        monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+        for i in range(3):
+            cli.ok("remember", f"vector memory {i} about kernels")
+        first = [h["id"] for h in cli.ok("recall", "vector memory kernels")["results"]]
+        header = Path(str(_db(data_dir)) + ".vec.json")
+        assert header.exists()
+        report = cli("doctor").json()
+        assert report["ok"] and "current" in {c["name"]: c["detail"] for c in report["checks"]}["vector_index"]
+        header.write_text("{ torn")
+        assert _failed(cli("doctor").json()) == {"vector_index"}
+        fixed = cli("doctor", "--repair")
+        assert fixed.code == 0, fixed.out
+        assert not header.exists()
+        assert [h["id"] for h in cli.ok("recall", "vector memory kernels")["results"]] == first
+        assert cli("doctor").code == 0
 
 
 def test_corrupt_database_fails_integrity_and_exits_1(cli, data_dir, populated) -> None:
