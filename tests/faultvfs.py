@@ -93,12 +93,12 @@ class FaultFile(apsw.VFSFile):
         if failing is not None and getattr(counters, kind) >= failing[0]:
             raise failing[1](f"injected {kind} failure")
 
-    def xRead(self, amount: int, offset: int) -> bytes:  # noqa: N802 (apsw's names)
+    def xRead(self, amount: int, offset: int) -> bytes:
         if self._logged:
             self._tick("read")
         return super().xRead(amount, offset)
 
-    def xWrite(self, data: bytes, offset: int) -> None:  # noqa: N802
+    def xWrite(self, data: bytes, offset: int) -> None:
         if self._logged:
             if self._vfs.readonly:
                 raise apsw.ReadOnlyError("read-only file system (fault injection)")
@@ -110,14 +110,14 @@ class FaultFile(apsw.VFSFile):
             self._vfs.log.append(_Write(self._path, offset, old, len(data), size, self._vfs.cut))
         super().xWrite(data, offset)
 
-    def xTruncate(self, newsize: int) -> None:  # noqa: N802
+    def xTruncate(self, newsize: int) -> None:
         if self._logged:
             size = os.path.getsize(self._path)
             tail = _pread(self._path, newsize, max(0, size - newsize))
             self._vfs.log.append(_Truncate(self._path, tail, newsize, self._vfs.cut))
         super().xTruncate(newsize)
 
-    def xSync(self, flags: int) -> None:  # noqa: N802
+    def xSync(self, flags: int) -> None:
         if self._logged:
             self._tick("sync")
             if not self._vfs.cut:
@@ -142,10 +142,10 @@ class FaultVFS(apsw.VFS):
         self.log: list[_Write | _Truncate | _Delete] = []
         super().__init__(name, "")
 
-    def xOpen(self, name: apsw.URIFilename | str | None, flags: list[int]) -> FaultFile:  # noqa: N802
+    def xOpen(self, name: apsw.URIFilename | str | None, flags: list[int]) -> FaultFile:
         return FaultFile(self, name, flags)
 
-    def xDelete(self, filename: str, syncdir: bool) -> None:  # noqa: N802
+    def xDelete(self, filename: str, syncdir: bool) -> None:
         if filename.startswith(self.root) and os.path.exists(filename):
             if self.cut:
                 with open(filename, "rb") as fh:

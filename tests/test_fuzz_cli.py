@@ -204,7 +204,7 @@ def _check_example(argv: list[str], stdin: bytes, base: Path, workdir: Path, hom
     capsys.readouterr()
     sys.stdin = io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8")
     code = main(["--data-dir", str(data_dir), *argv])
-    out, err = capsys.readouterr()
+    _out, err = capsys.readouterr()
     assert code in (0, 1), (argv, code, err)
     if code == 1:
         lines = err.splitlines()
@@ -235,7 +235,7 @@ def test_hostile_argv_exits_0_or_1_with_one_error_line(
         suppress_health_check=list(HealthCheck),
     )
     @given(argv=_argv(ids), stdin=st.one_of(st.just(b""), st.binary(max_size=64), st.just(b"\xff\xfe bad"),
-                                            st.just("ok text from stdin".encode())))
+                                            st.just(b"ok text from stdin")))
     def run(argv: list[str], stdin: bytes) -> None:
         _check_example(argv, stdin, base, workdir, home, capsys)
 
@@ -261,7 +261,7 @@ def test_hostile_argv_exits_0_or_1_with_one_error_line(
     ],
 )
 def test_known_hostile_inputs_fail_cleanly(argv: list[str], template, tmp_path: Path, monkeypatch, capsys) -> None:
-    base, _ids_ = template
+    base = template[0]
     workdir = tmp_path / "cwd"
     workdir.mkdir()
     home = tmp_path / "home"

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from embed_server import EmbedServer
+
 from mnemon.store import check
 
 DIM = 16

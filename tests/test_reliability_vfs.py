@@ -26,8 +26,8 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from faultvfs import FaultVFS
+
 from mnemon.store import check, connection
 
 SCALE = max(1, int(os.environ.get("MNEMON_RELIABILITY_SCALE", "1")))

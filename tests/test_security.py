@@ -17,7 +17,6 @@ from pathlib import Path
 
 import apsw
 import pytest
-
 from embed_server import EmbedServer
 
 

@@ -119,10 +119,13 @@ def bad_embeddings(conn: apsw.Connection, fmt: str) -> list[str]:
 def oplog_problems(conn: apsw.Connection) -> list[str]:
     """Oplog rows without operation or time, more rows than the trim keeps, or a sequence behind the ids."""
     problems: list[str] = []
-    count, _low, high = conn.execute(_SQL_OPLOG_COUNT).fetchone()
+    row = conn.execute(_SQL_OPLOG_COUNT).fetchone()
+    count, high = (int(row[0]), row[2]) if row else (0, None)
     if count > OPLOG_KEEP:
         problems.append(f"{count} rows, the trim keeps {OPLOG_KEEP}")
-    problems.extend(f"row {r[0]}: missing operation or time" for r in conn.execute(_SQL_OPLOG_BAD_ROWS, (PROBLEM_SAMPLE,)))
+    problems.extend(
+        f"row {r[0]}: missing operation or time" for r in conn.execute(_SQL_OPLOG_BAD_ROWS, (PROBLEM_SAMPLE,))
+    )
     seq_row = conn.execute(_SQL_OPLOG_SEQUENCE).fetchone()
     if high is not None and (seq_row is None or int(seq_row[0]) < int(high)):
         problems.append(f"AUTOINCREMENT sequence {seq_row[0] if seq_row else None} behind max id {high}")
