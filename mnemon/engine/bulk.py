@@ -39,12 +39,13 @@ from mnemon.errors import EmbedderError
 from mnemon.records import (
     CAUSAL_LOOKBACK,
     CAUSAL_MIN_OVERLAP,
+    ENTITY_EDGE_NEIGHBOURS,
     SEMANTIC_AUTO_COSINE,
     SEMANTIC_AUTO_TOP,
     Edge,
     Insight,
 )
-from mnemon.store import blob, edges, insights, oplog
+from mnemon.store import blob, connection, edges, insights, oplog
 from mnemon.text import token_overlap, tokenize
 
 if TYPE_CHECKING:
@@ -55,7 +56,6 @@ if TYPE_CHECKING:
 
 IMPORT_BATCH = 500  # items per write transaction: durable progress without a commit per item
 EMBED_BATCH = 64  # texts per embed_batch request
-IMPORT_CACHE_KIB = 262_144  # page cache for the import: edge b-trees keyed by random UUIDs thrash 2 MB
 IMPORT_TRIGGER = "import"  # the prune oplog's trigger=… for the import's auto-prune
 Progress = Callable[[int, int], None]
 
@@ -69,6 +69,7 @@ class _Recent:
     id: str
     content: str
     tokens: set[str]
+    causal: bool  # the content has a causal keyword (§4.6)
 
 
 @dataclass(slots=True)
@@ -77,6 +78,8 @@ class _ImportState:
 
     known: set[str] = field(default_factory=set)
     recent: dict[str, list[_Recent]] = field(default_factory=dict)
+    # entity → its newest active insights as (created_at, order, id), newest last (§4.5 look-up)
+    by_entity: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     order: int = 0
     vec_ids: list[str] = field(default_factory=list)
     matrix: Any = None  # float64 (capacity, dim) unit rows; zero rows for zero vectors
@@ -86,6 +89,30 @@ class _ImportState:
     def reset(self, conn: apsw.Connection) -> None:
         self.known = insights.known_entities(conn)
         self.recent = {}
+        self.by_entity = {}
+
+    def newest_with(self, conn: apsw.Connection, entity: str, new_id: str) -> list[str]:
+        """insights.with_entity(entity, new_id, 5), answered from memory after one query.
+
+        Called before the new insight joins the lists (``add_entities``), so it is never among them.
+        """
+        rows = self.by_entity.get(entity)
+        if rows is None:
+            found = insights.with_entity_dated(conn, entity, new_id, ENTITY_EDGE_NEIGHBOURS)
+            # Query order is created_at DESC, rowid DESC; stored oldest first like ``recent``.
+            rows = [(created, -1 - pos, other) for pos, (other, created) in enumerate(found)]
+            rows.sort()
+            self.by_entity[entity] = rows
+        return [other for _, _, other in reversed(rows)]
+
+    def add_entities(self, new: Insight, order: int) -> None:
+        for entity in dict.fromkeys(new.entities):
+            rows = self.by_entity.get(entity)
+            if rows is None:
+                continue  # never looked up: a later look-up queries the store, which has the row
+            bisect.insort(rows, (new.created_at, order, new.id))
+            if len(rows) > ENTITY_EDGE_NEIGHBOURS:
+                del rows[0]
 
     def recent_of(self, conn: apsw.Connection, source: str) -> list[_Recent]:
         """The source's newest insights, oldest first (sorted by (created_at, order))."""
@@ -94,7 +121,11 @@ class _ImportState:
             found = insights.recent_same_source(conn, source, "", CAUSAL_LOOKBACK)
             # Query order is created_at DESC, rowid DESC: later rows get larger (still negative) order.
             rows = [
-                _Recent(r.created_at, -1 - pos, r.id, r.content, tokenize(r.content)) for pos, r in enumerate(found)
+                _Recent(
+                    r.created_at, -1 - pos, r.id, r.content, tokenize(r.content),
+                    linking.CAUSAL_PATTERN.search(r.content) is not None,
+                )
+                for pos, r in enumerate(found)
             ]
             rows.sort(key=lambda r: (r.created_at, r.order))
             self.recent[source] = rows
@@ -155,10 +186,12 @@ class ImportMixin(WriteMixin):
         """Import a validated draft; return the §3.15 output object."""
         self.require_writable("import")
         now = self.now()
+        with connection.bulk_tuning(self.store.conn):
+            return self._import(draft, no_diff, progress, now)
+
+    def _import(self, draft: Draft, no_diff: bool, progress: Progress | None, now: datetime) -> dict[str, object]:
         stamp = format_ts(now)
         store = self.store
-        # One pragma, connection-local, for this process only (measured: edge upserts 2x faster).
-        store.conn.execute(f"PRAGMA cache_size=-{IMPORT_CACHE_KIB}")
         embedder = self.embedder()
         state = _ImportState()
         total = len(draft.insights)
@@ -174,15 +207,21 @@ class ImportMixin(WriteMixin):
                 dim = next((v.shape[0] for v in vectors if v is not None), 0)
                 if dim:
                     state.load_vectors(store.conn, dim, store.embedding_format)
-            with store.transaction("import") as conn:
+            # Foreign keys are checked set-based before the chunk's edges are written (_checked).
+            with connection.foreign_keys_unchecked(store.conn), store.transaction("import") as conn:
                 if store.generation() != state.generation:
                     state.reset(conn)  # first batch, or another process wrote since our last commit
                 scores = self._chunk_scores(state, vectors)
+                # Exact duplicates (Decision 5): one look-up for the chunk, then the chunk's own adds.
+                seen = {} if no_diff else insights.exact_duplicates(conn, [item.content for item in chunk])
+                chunk_edges: dict[tuple[str, str, str], Edge] = {}
                 for offset, item in enumerate(chunk):
                     index = start + offset
                     result: dict[str, object] = {"index": index, "id": "", "content": item.content}
                     if not no_diff:
-                        existing = insights.exact_duplicate(conn, item.content)
+                        existing = seen.get(item.content)
+                        if existing is None and "\x00" in item.content:  # json_each would cut it at the NUL
+                            existing = insights.exact_duplicate(conn, item.content)
                         if existing is not None:
                             oplog.append(conn, "import-skip", existing, f"duplicate of {existing}", stamp)
                             ids[index] = existing
@@ -195,21 +234,28 @@ class ImportMixin(WriteMixin):
                         id=_new_id(), content=item.content, category=item.category, importance=item.importance,
                         tags=list(item.tags), source=item.source, created_at=created, updated_at=created,
                     )
+                    item_edges = graph.EdgeCounts(deferred={})
                     try:
                         with conn:  # a savepoint: one failing item never takes the batch down
-                            self._import_one(conn, state, new, item.entities, vectors[offset], scores, offset, now)
+                            self._import_one(
+                                conn, state, new, item.entities, vectors[offset], scores, offset, now, item_edges
+                            )
                             oplog.append(conn, "import", new.id, new.content, stamp)
                     except apsw.Error as exc:
                         result.update(action="error", error=str(exc))
                         results.append(result)
                         counts["errors"] += 1
                         continue
+                    # Every key of an item's edges names the item itself: keys never repeat across items.
+                    chunk_edges.update(item_edges.deferred or {})
+                    seen.setdefault(new.content, new.id)
                     ids[index] = new.id
                     added.append(new.id)
                     touched_sources[new.source] = None
                     result.update(id=new.id, action="added")
                     results.append(result)
                     counts["imported"] += 1
+                edges.upsert_sorted(conn, _checked(conn, list(chunk_edges.values()), None))
             state.generation = store.generation()
             self.after_write()
             state.generation = store.generation()
@@ -259,8 +305,12 @@ class ImportMixin(WriteMixin):
         scores: Any,
         offset: int,
         now: datetime,
+        counts: graph.EdgeCounts,
     ) -> None:
-        """Insert one item and build its entity, causal and semantic edges (§3.15, §4.5-4.7)."""
+        """Insert one item and build its entity, causal and semantic edges (§3.15, §4.5-4.7).
+
+        The edges collect in ``counts.deferred``; the caller writes the chunk's edges at once.
+        """
         new.entities = entity_extraction.resolve_entities(provided, new.content, "merge", state.known)
         new.effective_importance = lifecycle.effective_importance(
             new.importance, 0, None, new.created_at, 0, now
@@ -269,10 +319,10 @@ class ImportMixin(WriteMixin):
         insights.insert(conn, new, format_ts(now))
         if vector is not None:
             self._store_vector(conn, new.id, vector)
-        counts = graph.EdgeCounts()
-        graph.entity_edges(conn, new, now, counts)
+        graph.entity_edges(conn, new, now, counts, lambda entity: state.newest_with(conn, entity, new.id))
         tokens = tokenize(new.content)
-        self._causal_from_recent(conn, new, tokens, recent, now)
+        causal = linking.CAUSAL_PATTERN.search(new.content) is not None
+        self._causal_from_recent(new, tokens, causal, recent, now, counts)
         unit = None
         if scores is not None and vector is not None and vector.shape == (state.dim,):
             unit = scores[1][offset]
@@ -280,16 +330,26 @@ class ImportMixin(WriteMixin):
             graph.semantic_edges(conn, new, now, counts, matches)
         state.known.update(new.entities)
         state.order += 1
-        state.add_recent(new.source, _Recent(new.created_at, state.order, new.id, new.content, tokens))
+        state.add_recent(new.source, _Recent(new.created_at, state.order, new.id, new.content, tokens, causal))
+        state.add_entities(new, state.order)
         if unit is not None:
             state.add_vector(new.id, unit)
 
     def _causal_from_recent(
-        self, conn: apsw.Connection, new: Insight, tokens: set[str], recent: list[_Recent], now: datetime
+        self,
+        new: Insight,
+        tokens: set[str],
+        causal: bool,
+        recent: list[_Recent],
+        now: datetime,
+        counts: graph.EdgeCounts,
     ) -> None:
         """graph.causal_edges over the in-memory look-back (10 newest of the source, newest first)."""
         stamp = format_ts(now)
+        assert counts.deferred is not None
         for prev in reversed(recent):
+            if not causal and not prev.causal:
+                continue  # neither side has a causal keyword: causal_direction is None
             direction = linking.causal_direction(new.content, prev.content)
             if direction is None:
                 continue
@@ -301,9 +361,10 @@ class ImportMixin(WriteMixin):
                 "sub_type": linking.causal_sub_type(new.content, prev.content),
             }
             if direction == "prev_to_new":
-                edges.upsert(conn, Edge(prev.id, new.id, "causal", overlap, meta, stamp))
+                edge = Edge(prev.id, new.id, "causal", overlap, meta, stamp)
             else:
-                edges.upsert(conn, Edge(new.id, prev.id, "causal", overlap, meta, stamp))
+                edge = Edge(new.id, prev.id, "causal", overlap, meta, stamp)
+            counts.deferred[(edge.source_id, edge.target_id, edge.edge_type)] = edge
 
     def _semantic_matches(
         self, state: _ImportState, scores: Any, offset: int, unit: NDArray[np.float64]
@@ -337,8 +398,9 @@ class ImportMixin(WriteMixin):
             explicit.append(Edge(source_id, target_id, e.edge_type, e.weight, meta, stamp))
             touched[source_id] = None
             touched[target_id] = None
-        with self.store.transaction("import") as conn:
+        with connection.foreign_keys_unchecked(self.store.conn), self.store.transaction("import") as conn:
             inserted = 0
+            explicit = _checked(conn, explicit, self._notice)
             try:
                 with conn:  # key order keeps the edge b-trees' pages hot
                     edges.upsert_many(conn, sorted(explicit, key=lambda e: (e.source_id, e.target_id, e.edge_type)))
@@ -385,6 +447,23 @@ class ImportMixin(WriteMixin):
                 row["reason"] = edge.metadata["reason"]
             out_edges.append(row)
         return {"schema_version": "1", "insights": items, "edges": out_edges}
+
+
+def _checked(conn: apsw.Connection, written: list[Edge], notice: Callable[[str], None] | None) -> list[Edge]:
+    """The edges whose two endpoints exist: the foreign-key check, once for all (in the writing transaction).
+
+    Entity, causal and semantic neighbours come from the store in this transaction or from state
+    kept since (reloaded whenever another process wrote), so they always pass; explicit edges map
+    to ids this import added or found, and a missing one warns as the constraint did.
+    """
+    present = insights.existing_ids(conn, [i for e in written for i in (e.source_id, e.target_id)])
+    kept: list[Edge] = []
+    for k, edge in enumerate(written):
+        if edge.source_id in present and edge.target_id in present:
+            kept.append(edge)
+        elif notice is not None:
+            notice(f"warning: explicit edge {k}: FOREIGN KEY constraint failed")
+    return kept
 
 
 def _repair_backbone(conn: apsw.Connection, source: str, imported: set[str], stamp: str) -> list[str]:

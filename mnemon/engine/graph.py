@@ -7,6 +7,7 @@ sequences the store calls. Returns the per-type count of edge rows written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
@@ -40,12 +41,18 @@ class EdgeCounts:
     causal: int = 0
     semantic: int = 0
     written: list[Edge] = field(default_factory=list)
+    # Bulk import: edges collect here by key (a later write of a key replaces the earlier one, as
+    # INSERT OR REPLACE would) and the caller writes them in one sorted pass.
+    deferred: dict[tuple[str, str, str], Edge] | None = None
 
     def to_json(self) -> dict[str, int]:
         return {"temporal": self.temporal, "entity": self.entity, "causal": self.causal, "semantic": self.semantic}
 
 
 def _put(conn: apsw.Connection, counts: EdgeCounts, edge: Edge) -> None:
+    if counts.deferred is not None:
+        counts.deferred[(edge.source_id, edge.target_id, edge.edge_type)] = edge
+        return
     edges.upsert(conn, edge)
     counts.written.append(edge)
 
@@ -81,13 +88,28 @@ def temporal_edges(conn: apsw.Connection, new: Insight, now: datetime, counts: E
         taken += 1
 
 
-def entity_edges(conn: apsw.Connection, new: Insight, now: datetime, counts: EdgeCounts) -> None:
-    """Link to up to 5 newest insights sharing each entity; at most 50 rows per insight (§4.5)."""
+def entity_edges(
+    conn: apsw.Connection,
+    new: Insight,
+    now: datetime,
+    counts: EdgeCounts,
+    with_entity: Callable[[str], list[str]] | None = None,
+) -> None:
+    """Link to up to 5 newest insights sharing each entity; at most 50 rows per insight (§4.5).
+
+    ``with_entity`` answers the neighbour lookup from a caller's memory (bulk import) instead of
+    the store; it must return what ``insights.with_entity`` would.
+    """
     stamp = format_ts(now)
     for entity in new.entities:
         if counts.entity >= ENTITY_EDGE_CAP:
             return
-        for other_id in insights.with_entity(conn, entity, new.id, ENTITY_EDGE_NEIGHBOURS):
+        others = (
+            with_entity(entity)
+            if with_entity is not None
+            else insights.with_entity(conn, entity, new.id, ENTITY_EDGE_NEIGHBOURS)
+        )
+        for other_id in others:
             if counts.entity >= ENTITY_EDGE_CAP:
                 return
             meta = {"entity": entity}

@@ -23,6 +23,15 @@ _SQL_COUNT_TOUCHING = (
     "SELECT (SELECT COUNT(*) FROM edges WHERE source_id = ?) + (SELECT COUNT(*) FROM edges WHERE target_id = ?)"
 )
 _SQL_COUNT = "SELECT COUNT(*) FROM edges"
+# One index range per id on each side: the primary key for source_id, idx_edges_target_type for target_id.
+_SQL_COUNT_TOUCHING_MANY = (
+    "SELECT id, SUM(n) FROM ("
+    "SELECT j.value AS id, (SELECT COUNT(*) FROM edges WHERE source_id = j.value) AS n FROM json_each(?) j "
+    "UNION ALL "
+    "SELECT j.value AS id, (SELECT COUNT(*) FROM edges WHERE target_id = j.value) AS n FROM json_each(?) j"
+    ") GROUP BY id"
+)
+_ID_CHUNK = 5000
 _SQL_COUNTS_BY_NODE = (
     "SELECT id, SUM(n) FROM (SELECT source_id AS id, COUNT(*) AS n FROM edges GROUP BY source_id "
     "UNION ALL SELECT target_id AS id, COUNT(*) AS n FROM edges GROUP BY target_id) GROUP BY id"
@@ -35,9 +44,23 @@ _SQL_TOUCHING = (
 _SQL_SUPERSEDED = "SELECT DISTINCT target_id FROM edges WHERE edge_type = 'supersedes'"
 
 
+_META_CACHE: dict[tuple[tuple[str, str], ...], str] = {}
+_META_CACHE_MAX = 4096  # entity names, sub-types, reasons: a bulk write repeats a few metadata maps
+
+
 def dump_metadata(metadata: dict[str, str]) -> str:
     """Encode metadata as Go does for a map: keys sorted, compact, raw UTF-8."""
-    return json.dumps(metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    key = tuple(metadata.items())
+    try:
+        text = _META_CACHE.get(key)
+    except TypeError:  # an unhashable value: encode without the cache
+        return json.dumps(metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    if text is None:
+        text = json.dumps(metadata, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+        if len(_META_CACHE) >= _META_CACHE_MAX:
+            _META_CACHE.clear()
+        _META_CACHE[key] = text
+    return text
 
 
 def load_metadata(raw: object) -> dict[str, str]:
@@ -98,3 +121,24 @@ def upsert_many(conn: apsw.Connection, edges: Iterable[Edge]) -> None:
         _SQL_UPSERT,
         [(e.source_id, e.target_id, e.edge_type, e.weight, dump_metadata(e.metadata), e.created_at) for e in edges],
     )
+
+
+def upsert_sorted(conn: apsw.Connection, edges: Iterable[Edge]) -> None:
+    """Write edges in key order (each b-tree is then walked once, left to right).
+
+    Only for edges whose keys are distinct: with a repeated key the later write must win, and
+    sorting would decide that by the other fields instead.
+    """
+    rows = [(e.source_id, e.target_id, e.edge_type, e.weight, dump_metadata(e.metadata), e.created_at) for e in edges]
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    conn.executemany(_SQL_UPSERT, rows)
+
+
+def count_touching_many(conn: apsw.Connection, ids: list[str]) -> dict[str, int]:
+    """count_touching for many ids at once (ids absent from the result touch no edge)."""
+    out: dict[str, int] = {}
+    for start in range(0, len(ids), _ID_CHUNK):
+        chunk = json.dumps(ids[start : start + _ID_CHUNK])
+        for insight_id, n in conn.execute(_SQL_COUNT_TOUCHING_MANY, (chunk, chunk)):
+            out[str(insight_id)] = int(n)
+    return out

@@ -46,6 +46,10 @@ _SQL_WITH_ENTITY = (
     "WHERE e.entity = ? AND e.insight_id != ? AND i.deleted_at IS NULL "
     "ORDER BY e.created_at DESC, i.rowid DESC LIMIT ?"
 )
+_SQL_WITH_ENTITY_DATED = (
+    "SELECT e.insight_id, e.created_at FROM insight_entities e JOIN insights i ON i.id = e.insight_id "
+    "WHERE e.entity = ? AND e.insight_id != ? AND i.deleted_at IS NULL ORDER BY e.created_at DESC, i.rowid DESC LIMIT ?"
+)
 _SQL_KNOWN_ENTITIES = "SELECT DISTINCT entity FROM insight_entities"
 _SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_DELETED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NOT NULL"
@@ -165,6 +169,12 @@ def with_entity(conn: apsw.Connection, entity: str, exclude_id: str, limit: int)
     return [str(r[0]) for r in rows]
 
 
+def with_entity_dated(conn: apsw.Connection, entity: str, exclude_id: str, limit: int) -> list[tuple[str, str]]:
+    """with_entity, with each id's created_at."""
+    rows = conn.execute(_SQL_WITH_ENTITY_DATED, (entity, exclude_id, limit))
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
 def known_entities(conn: apsw.Connection) -> set[str]:
     """The set of entity strings present on active insights (index-aware extraction, §4.3)."""
     return {str(r[0]) for r in conn.execute(_SQL_KNOWN_ENTITIES)}
@@ -233,6 +243,47 @@ def basic_search(conn: apsw.Connection, query: str, category: str, source: str, 
 
 _SQL_SOURCE_TIMELINE = "SELECT id FROM insights WHERE deleted_at IS NULL AND source = ? ORDER BY created_at, rowid"
 _SQL_ACTIVE_EMBEDDINGS = "SELECT id, embedding FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
+
+
+# CROSS JOIN fixes the loop order: one index look-up per wanted value, never a pass over every
+# active row (the planner otherwise prefers the deleted_at IS NULL range).
+_SQL_ACTIVE_BY_CONTENT = (
+    "SELECT i.content, i.id FROM json_each(?) j CROSS JOIN insights i "
+    "WHERE i.content = j.value AND i.deleted_at IS NULL ORDER BY i.created_at DESC, i.rowid DESC"
+)
+_SQL_GET_MANY = (
+    f"SELECT {', '.join('i.' + c.strip() for c in INSIGHT_COLUMNS.split(','))} "
+    "FROM json_each(?) j CROSS JOIN insights i WHERE i.id = j.value AND i.deleted_at IS NULL"
+)
+_SQL_EXISTING = "SELECT id FROM insights WHERE id IN (SELECT value FROM json_each(?))"
+_ID_CHUNK = 5000
+
+
+def exact_duplicates(conn: apsw.Connection, contents: list[str]) -> dict[str, str]:
+    """exact_duplicate for many contents at once: content → id, for those that have one."""
+    found: dict[str, str] = {}
+    for content, insight_id in conn.execute(_SQL_ACTIVE_BY_CONTENT, (json.dumps(contents),)):
+        found[str(content)] = str(insight_id)  # rows come newest first: the oldest (created_at, rowid) wins
+    return found
+
+
+def existing_ids(conn: apsw.Connection, ids: Iterable[str]) -> set[str]:
+    """The ids among ``ids`` that have a row, active or not (what a foreign key requires)."""
+    wanted = list(dict.fromkeys(ids))
+    out: set[str] = set()
+    for start in range(0, len(wanted), _ID_CHUNK):
+        rows = conn.execute(_SQL_EXISTING, (json.dumps(wanted[start : start + _ID_CHUNK]),))
+        out.update(str(r[0]) for r in rows)
+    return out
+
+
+def get_many(conn: apsw.Connection, ids: list[str]) -> list[Insight]:
+    """The active insights among ``ids`` (in no particular order)."""
+    out: list[Insight] = []
+    for start in range(0, len(ids), _ID_CHUNK):
+        rows = conn.execute(_SQL_GET_MANY, (json.dumps(ids[start : start + _ID_CHUNK]),))
+        out.extend(row_to_insight(r) for r in rows)
+    return out
 
 
 def source_timeline(conn: apsw.Connection, source: str) -> list[str]:

@@ -13,7 +13,7 @@ import apsw
 
 from mnemon.store.tx import write_tx
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 _SQL_CREATE_INSIGHTS = """
 CREATE TABLE IF NOT EXISTS insights (
@@ -117,18 +117,22 @@ _SQL_INDEXES = (
     "stored_at, effective_importance)",
     # Exact-duplicate lookup (Decision 5) must not scan every content on a large store.
     "CREATE INDEX IF NOT EXISTS idx_insights_active_content ON insights(content) WHERE deleted_at IS NULL",
-    "CREATE INDEX IF NOT EXISTS idx_edges_source ON edges(source_id)",
-    "CREATE INDEX IF NOT EXISTS idx_edges_target ON edges(target_id)",
-    "CREATE INDEX IF NOT EXISTS idx_edges_type ON edges(edge_type)",
-    "CREATE INDEX IF NOT EXISTS idx_edges_source_type ON edges(source_id, edge_type)",
+    # Edges keep two b-trees besides the table: the primary key (source_id, target_id, edge_type)
+    # serves every source_id lookup, this one every target_id lookup. Each edge row lands in every
+    # index under a random UUID key, so each extra index made an import's edge writes slower.
     "CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type)",
     "CREATE INDEX IF NOT EXISTS idx_oplog_created ON oplog(created_at)",
 )
-# Superseded by the partial covering indexes in the newest schema.
+# Superseded by the partial covering indexes in the newest schema, or by the edges primary key.
 _SQL_DROP_OLD_INDEXES = (
     "DROP INDEX IF EXISTS idx_insights_importance",
     "DROP INDEX IF EXISTS idx_insights_created",
     "DROP INDEX IF EXISTS idx_insights_source",
+    # Schema 4: redundant edge indexes (the snapshot's list; covered by the two kept above).
+    "DROP INDEX IF EXISTS idx_edges_source",
+    "DROP INDEX IF EXISTS idx_edges_target",
+    "DROP INDEX IF EXISTS idx_edges_type",
+    "DROP INDEX IF EXISTS idx_edges_source_type",
 )
 
 

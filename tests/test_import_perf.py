@@ -1,0 +1,152 @@
+"""Import speed regressions (targets: import ≥ 2,000 insights/s): same edges whatever the batching,
+a generous time bound, and hot queries that use an index instead of scanning a table."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import apsw
+import pytest
+
+from mnemon.config import Settings
+from mnemon.drafts import parse_draft
+from mnemon.engine import Engine, bulk
+from mnemon.store import edges, insights
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.generate import generate_draft  # noqa: E402
+
+NOW = datetime(2026, 9, 2, 12, 0, 0, tzinfo=timezone.utc)
+N = 2000
+
+
+@pytest.fixture(scope="module")
+def draft_text() -> str:
+    return json.dumps(generate_draft(N, seed=7))
+
+
+def _import(data_dir: Path, text: str) -> tuple[dict[str, object], float]:
+    settings = Settings(data_dir=data_dir, store="default", embed_endpoint="http://127.0.0.1:9")
+    with Engine(settings, clock=lambda: NOW) as engine:
+        started = time.process_time()
+        report = engine.import_draft(parse_draft(text))
+        return report, time.process_time() - started
+
+
+def _state(data_dir: Path) -> tuple[Counter[tuple[object, ...]], Counter[tuple[object, ...]], list[tuple[object, ...]]]:
+    """Edges, insights and oplog rows with ids replaced by contents (ids differ between imports)."""
+    conn = apsw.Connection(str(data_dir / "data" / "default" / "mnemon.db"))
+    try:
+        content = {str(r[0]): str(r[1]) for r in conn.execute("SELECT id, content FROM insights")}
+        edge_rows = Counter(
+            (content[s], content[t], kind, weight, meta, created)
+            for s, t, kind, weight, meta, created in conn.execute(
+                "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges"
+            )
+        )
+        insight_rows = Counter(
+            tuple(r) for r in conn.execute(
+                "SELECT content, category, importance, tags, entities, source, created_at, deleted_at, "
+                "effective_importance FROM insights"
+            )
+        )
+        log = [
+            (op, content.get(str(ref), ref), str(detail).replace(str(ref), content.get(str(ref), str(ref))))
+            for op, ref, detail in conn.execute("SELECT operation, insight_id, detail FROM oplog ORDER BY id")
+        ]
+        assert conn.execute("PRAGMA foreign_key_check").fetchall() == []
+    finally:
+        conn.close()
+    return edge_rows, insight_rows, log
+
+
+def test_batched_import_writes_what_one_item_per_transaction_writes(tmp_path, monkeypatch, draft_text):
+    report, cpu = _import(tmp_path / "batched", draft_text)
+    assert report["imported"] == N and report["errors"] == 0
+    assert cpu < 60, f"import of {N} drafts took {cpu:.1f} s of CPU"  # about 1.5 s on a quiet machine
+
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 1)
+    single, _ = _import(tmp_path / "single", draft_text)
+    strip = lambda r: {k: v for k, v in r.items() if k != "results"}  # noqa: E731
+    assert strip(single) == strip(report)
+    assert [(r["index"], r["action"]) for r in single["results"]] == [(r["index"], r["action"]) for r in report["results"]]
+    batched_edges, batched_insights, batched_log = _state(tmp_path / "batched")
+    single_edges, single_insights, single_log = _state(tmp_path / "single")
+    assert sum(batched_edges.values()) > 10 * N  # entity, causal, backbone and explicit edges
+    assert batched_edges == single_edges
+    assert batched_insights == single_insights
+    assert batched_log == single_log
+
+
+def test_reimport_maps_every_item_to_its_existing_insight(tmp_path, draft_text):
+    first, _ = _import(tmp_path, draft_text)
+    again, _ = _import(tmp_path, draft_text)
+    assert again["skipped"] == N and again["imported"] == 0
+    assert [r["id"] for r in again["results"]] == [r["id"] for r in first["results"]]
+
+
+HOT_QUERIES = {
+    "with_entity": (insights._SQL_WITH_ENTITY, ("Redis", "x", 5)),
+    "with_entity_dated": (insights._SQL_WITH_ENTITY_DATED, ("Redis", "x", 5)),
+    "recent_same_source": (insights._SQL_RECENT_SAME_SOURCE, ("user", "x", 10)),
+    "latest_same_source": (insights._SQL_LATEST_SAME_SOURCE, ("user", "x")),
+    "recent_since": (insights._SQL_RECENT_SINCE, ("2026-01-01T00:00:00Z", "x", 11)),
+    "prune_candidates": (insights._SQL_PRUNE_CANDIDATES, (4, 3, "2026-01-01T00:00:00Z", "[]", 10)),
+    "exact_duplicate": (insights._SQL_EXACT_DUPLICATE, ("a",)),
+    "exact_duplicates": (insights._SQL_ACTIVE_BY_CONTENT, ('["a"]',)),
+    "get_many": (insights._SQL_GET_MANY, ('["a"]',)),
+    "existing_ids": (insights._SQL_EXISTING, ('["a"]',)),
+    "source_timeline": (insights._SQL_SOURCE_TIMELINE, ("user",)),
+    "count_touching": (edges._SQL_COUNT_TOUCHING, ("a", "a")),
+    "count_touching_many": (edges._SQL_COUNT_TOUCHING_MANY, ('["a"]', '["a"]')),
+    "touching": (edges._SQL_TOUCHING, ("a", "a")),
+    "delete_touching": (edges._SQL_DELETE_TOUCHING, ("a", "a")),
+    "delete_pair": (edges._SQL_DELETE_PAIR, ("a", "b", "temporal")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOT_QUERIES))
+def test_hot_query_searches_an_index(tmp_path, name):
+    _import(tmp_path, json.dumps(generate_draft(200, seed=3)))
+    conn = apsw.Connection(str(tmp_path / "data" / "default" / "mnemon.db"))
+    try:
+        sql, args = HOT_QUERIES[name]
+        plan = [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, args)]
+    finally:
+        conn.close()
+    scans = [step for step in plan if step.startswith("SCAN") and ("insights" in step or "edges" in step)]
+    assert not scans, plan
+    assert any(step.startswith("SEARCH") for step in plan), plan
+
+
+def test_redundant_edge_indexes_are_dropped_and_reads_still_use_one(tmp_path):
+    _import(tmp_path, json.dumps(generate_draft(50, seed=3)))
+    conn = apsw.Connection(str(tmp_path / "data" / "default" / "mnemon.db"))
+    try:
+        names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'edges'")}
+    finally:
+        conn.close()
+    assert names == {"sqlite_autoindex_edges_1", "idx_edges_target_type"}
+
+
+def test_a_go_store_loses_the_redundant_edge_indexes_on_open(tmp_path):
+    db = tmp_path / "data" / "default" / "mnemon.db"
+    db.parent.mkdir(parents=True)
+    conn = apsw.Connection(str(db))
+    with conn:
+        conn.execute((ROOT / "tests" / "go_schema.sql").read_text(encoding="utf-8"))
+    conn.close()
+    _import(tmp_path, json.dumps(generate_draft(20, seed=3)))
+    conn = apsw.Connection(str(db))
+    try:
+        names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'edges'")}
+    finally:
+        conn.close()
+    assert names == {"sqlite_autoindex_edges_1", "idx_edges_target_type"}
