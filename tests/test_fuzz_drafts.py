@@ -118,11 +118,14 @@ def hostile_draft(draw: st.DrawFn) -> bytes:
             doc = _replace(doc, path, _deep(draw(st.sampled_from([50, 900, 5000]))))
         elif kind == "huge":
             doc = _replace(doc, path, [draw(st.sampled_from(["x", 1, None, {}]))] * draw(st.sampled_from([1000, 20000])))
-        elif kind == "index" and isinstance(doc, dict) and doc.get("edges"):
+        elif kind == "index" and isinstance(doc, dict) and isinstance(doc.get("edges"), list) and doc["edges"]:
             edge = draw(st.integers(0, len(doc["edges"]) - 1))
-            key = draw(st.sampled_from(["source_index", "target_index"]))
-            bad = draw(st.sampled_from([-1, 4, 10**20, 1.0, "0", None, True]))
-            doc = _replace(doc, ("edges", edge, key), bad)
+            if isinstance(doc["edges"][edge], dict):  # an earlier mutation may have replaced it
+                key = draw(st.sampled_from(["source_index", "target_index"]))
+                bad = draw(st.sampled_from([-1, 4, 10**20, 1.0, "0", None, True]))
+                edges = list(doc["edges"])
+                edges[edge] = {**edges[edge], key: bad}
+                doc = {**doc, "edges": edges}
         elif kind == "drop" and path and isinstance(_get(doc, path[:-1]), dict):
             parent = dict(_get(doc, path[:-1]))
             parent.pop(path[-1], None)
