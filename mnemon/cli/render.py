@@ -9,18 +9,23 @@ for struct-shaped ones.
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
 
 _BASE_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
-_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+# Go escapes U+2028/U+2029 even when HTML escaping is off (JSONP safety).
+_LINE_SEPARATORS = {"\u2028": "\\u2028", "\u2029": "\\u2029"}
+# json.dumps writes \b and \f where Go writes \u0008 and \u000c; such strings take the slow path.
+_GO_ONLY_ESCAPES = frozenset("\b\f")
 
 
-def _string(value: str, html: bool) -> str:
+def _string_slow(value: str, html: bool) -> str:
     out = ['"']
     for ch in value:
-        esc = _BASE_ESCAPES.get(ch)
+        esc = _BASE_ESCAPES.get(ch) or _LINE_SEPARATORS.get(ch)
         if esc is None and html:
             esc = _HTML_ESCAPES.get(ch)
         if esc is not None:
@@ -31,6 +36,18 @@ def _string(value: str, html: bool) -> str:
             out.append(ch)
     out.append('"')
     return "".join(out)
+
+
+def _string(value: str, html: bool) -> str:
+    """Quote ``value`` as Go's encoder does; json.dumps (C speed) does the common case."""
+    if not _GO_ONLY_ESCAPES.isdisjoint(value):
+        return _string_slow(value, html)
+    out = json.dumps(value, ensure_ascii=False)
+    for table in (_LINE_SEPARATORS, _HTML_ESCAPES) if html else (_LINE_SEPARATORS,):
+        for ch, esc in table.items():
+            if ch in out:
+                out = out.replace(ch, esc)
+    return out
 
 
 def format_float(value: float) -> str:

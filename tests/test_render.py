@@ -1,0 +1,34 @@
+"""Go-compatible JSON rendering (contract §3.1): escapes, floats, layout."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mnemon.cli.render import _string, _string_slow, format_float, to_json
+
+TRICKY = st.text(alphabet=st.sampled_from(list("a é<>&\"\\\n\r\t\b\f\x01\x1f\x7f\u2028\u2029中/")), max_size=16)
+
+
+@settings(max_examples=500, derandomize=True)
+@given(TRICKY, st.booleans())
+def test_fast_quoting_equals_the_character_by_character_reference(text: str, html: bool) -> None:
+    assert _string(text, html) == _string_slow(text, html)
+    assert json.loads(_string(text, html)) == text
+
+
+def test_html_escapes_only_when_asked_but_line_separators_always() -> None:
+    assert _string("<a>&\u2028", True) == '"\\u003ca\\u003e\\u0026\\u2028"'
+    assert _string("<a>&\u2028", False) == '"<a>&\\u2028"'
+    assert _string("\b\f\x01", True) == '"\\u0008\\u000c\\u0001"'
+
+
+def test_floats_print_like_go() -> None:
+    assert [format_float(x) for x in (1.0, 0.5, 1e-7, 3.0e21, 0.8123)] == ["1", "0.5", "1e-7", "3e+21", "0.8123"]
+
+
+def test_layout_is_two_space_indent_with_empty_collections() -> None:
+    assert to_json({"total_insights": 3, "a": [], "b": {}}) == '{\n  "total_insights": 3,\n  "a": [],\n  "b": {}\n}'
+    assert to_json({"x": ["<"]}, pretty=False, html_escape=False) == '{"x":["<"]}'
