@@ -12,6 +12,17 @@ describes. A reader compares it with the live one; when it differs the index cat
 active-row and edge counts and reloads whatever does not add up), so a crash between a commit
 and the index write can only make the index stale, never wrong. Under ``--readonly`` the index
 is built or caught up in memory and nothing is written.
+
+Base and delta (writes cost O(delta), not O(store)): the big file ``<db>.hot`` is a *base*
+with sorted vocabulary, postings, id/created ranks and the edge CSR. A catch-up never re-sorts
+or rewrites it: new rows, their new terms (appended unsorted after the sorted vocabulary) and
+new edge rows are kept as a small tail segment, persisted on their own in ``<db>.hot.delta``
+(tied to the base's build id). Scoring combines the two: a query's posting lists are the base
+list plus the matching delta entries (BM25's df, N and avgdl are computed over the combined,
+scoped rows, so every answer equals a fresh build's); ranks are updated by merging the few new
+ids; the edge CSR is extended in place. The base is re-persisted (merged) only when the delta
+passes :func:`merge_threshold` rows. The O(E) edge-count check (the guard against an edge row
+deleted behind our back) runs only when an edge reader needs the graph, not on the write path.
 """
 
 from __future__ import annotations
@@ -80,15 +91,89 @@ class Postings:
     tf: np.ndarray | None
 
 
+def _insert_at(old: np.ndarray, at: np.ndarray, vals: np.ndarray) -> np.ndarray:
+    """``np.insert(old, at, vals)`` for ascending ``at``, as a few slice copies (memory-bound)."""
+    import numpy as np
+
+    k = int(at.shape[0])
+    out = np.empty(old.shape[0] + k, dtype=old.dtype)
+    if k == 0:
+        out[:] = old
+        return out
+    if k > 4096:
+        mask = np.zeros(out.shape[0], dtype=np.bool_)
+        mask[at + np.arange(k)] = True
+        out[mask] = vals
+        out[~mask] = old
+        return out
+    src = 0
+    for i, a in enumerate(at.tolist()):
+        out[src + i : a + i] = old[src:a]
+        out[a + i] = vals[i]
+        src = a
+    out[src + k :] = old[src:]
+    return out
+
+
+# Arrays whose size grows with the store's tokens or edges: kept as a base part plus small
+# appended parts, joined only when something reads the whole array (a merge, a test).
+_SEGMENTED = ("r_term", "r_tf", "p_term", "e_ent", "edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone")
+_SEG_DTYPES = {"r_term": "int32", "r_tf": "int32", "p_term": "int32", "e_ent": "int32", "edge_src": "int32",
+               "edge_dst": "int32", "edge_type": "int8", "edge_weight": "float64", "edge_backbone": "bool"}  # fmt: skip
+_EDGE_KEYS = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out", "superseded", "prev", "next")
+_PER_ROW = ("id_blob", "created", "importance", "category", "source", "doc_len", "n_plain")
+
+# A delta segment is folded into a new base once it holds this many rows (new or deleted).
+MERGE_MIN_ROWS = 512
+MERGE_FRACTION = 0.02
+
+
+def merge_threshold(n_rows: int) -> int:
+    return max(MERGE_MIN_ROWS, int(n_rows * MERGE_FRACTION))
+
+
+class _Seg:
+    """A segmented array attribute: reading joins the parts once; ``tail`` reads only a suffix."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: type | None = None) -> np.ndarray:
+        import numpy as np
+
+        parts: list[np.ndarray] = obj._parts[self.name]
+        if len(parts) != 1:
+            parts[:] = [np.concatenate(parts) if parts else np.zeros(0, dtype=_SEG_DTYPES[self.name])]
+        return parts[0]
+
+    def __set__(self, obj: Any, value: np.ndarray) -> None:
+        obj._parts[self.name] = [value]
+
+
 class HotIndex:
     """The hot index of one store; build with :meth:`open` (loads, catches up, persists)."""
+
+    r_term = _Seg()
+    r_tf = _Seg()
+    p_term = _Seg()
+    e_ent = _Seg()
+    edge_src = _Seg()
+    edge_dst = _Seg()
+    edge_type = _Seg()
+    edge_weight = _Seg()
+    edge_backbone = _Seg()
 
     def __init__(self) -> None:
         import numpy as np
 
+        self._parts: dict[str, list[np.ndarray]] = {k: [np.zeros(0, dtype=v)] for k, v in _SEG_DTYPES.items()}
         self.fp = Fingerprint(-1, 0, 0, 0, "")
-        self.build_id = ""
+        self.base_fp = self.fp
+        self.build_id = ""  # the base this index extends (a fresh build is its own base)
+        self.delta_id = ""  # "" while the index is exactly its base
         self.edge_count_db = 0
+        self.edges_verified = True  # edge_count_db was checked against COUNT(*) at self.fp
+        self.edges_reloaded = False  # the edge list no longer extends the base's: only a merge persists it
         self.any_vector = False  # some row carried an embedding blob when it was indexed
         self.ids: list[str] = []
         self.id_blob = np.zeros(0, dtype="S36")
@@ -97,26 +182,26 @@ class HotIndex:
         self.category = np.zeros(0, dtype=np.int8)
         self.source = np.zeros(0, dtype=np.int32)
         self.active = np.zeros(0, dtype=np.bool_)
+        self.base_active = self.active  # the base's flags (to tell which base rows a delta deleted)
         self.doc_len = np.zeros(0, dtype=np.int32)
         self.n_plain = np.zeros(0, dtype=np.int32)
         self.sources: list[str] = []
         self.entities: list[str] = []
-        self.vocab: list[str] = []  # sorted; a term's id is its position
+        self.vocab: list[str] = []  # vocab[:n_sorted] sorted (bisection); later terms appended (dict)
+        self.n_sorted = 0
+        self._tail_terms: dict[str, int] = {}
+        self.base_n = 0  # rows, terms, edge rows and entities the base postings/CSR cover
+        self.base_v = 0
+        self.base_m = 0
+        self.base_ent = 0
         self.r_ptr = np.zeros(1, dtype=np.int64)
-        self.r_term = np.zeros(0, dtype=np.int32)
-        self.r_tf = np.zeros(0, dtype=np.int32)
         self.p_ptr = np.zeros(1, dtype=np.int64)
-        self.p_term = np.zeros(0, dtype=np.int32)
         self.e_ptr = np.zeros(1, dtype=np.int64)
-        self.e_ent = np.zeros(0, dtype=np.int32)
-        self.edge_src = np.zeros(0, dtype=np.int32)
-        self.edge_dst = np.zeros(0, dtype=np.int32)
-        self.edge_type = np.zeros(0, dtype=np.int8)
-        self.edge_weight = np.zeros(0, dtype=np.float64)
-        self.edge_backbone = np.zeros(0, dtype=np.bool_)
         self._derived: dict[str, Any] = {}
-        self._edges_appended_from: int | None = None  # edge rows before a catch-up's appends
+        self._edges_derived_m = -1  # edge rows the derived CSR covers (-1: none)
         self._row_of: dict[str, int] | None = None
+        self._single_lookups = 0
+        self._base_sorted: tuple[np.ndarray, np.ndarray] | None = None
 
     # --- size and lookups ---------------------------------------------------------------------
 
@@ -124,10 +209,80 @@ class HotIndex:
     def n(self) -> int:
         return int(self.active.shape[0])
 
+    @property
+    def m(self) -> int:
+        return sum(int(p.shape[0]) for p in self._parts["edge_src"])
+
+    @property
+    def state_id(self) -> str:
+        """Names what this index holds (the stamp file refers to it)."""
+        return f"{self.build_id}+{self.delta_id}" if self.delta_id else self.build_id
+
+    def _tail(self, name: str, start: int) -> np.ndarray:
+        """Elements ``start:`` of a segmented array without joining the parts."""
+        import numpy as np
+
+        out, off = [], 0
+        for part in self._parts[name]:
+            end = off + int(part.shape[0])
+            if end > start:
+                out.append(part[max(0, start - off) :])
+            off = end
+        if not out:
+            return np.zeros(0, dtype=_SEG_DTYPES[name])
+        return out[0] if len(out) == 1 else np.concatenate(out)
+
+    def _append_part(self, name: str, values: np.ndarray) -> None:
+        if values.shape[0]:
+            self._parts[name].append(values)
+
     def row_of(self, insight_id: str) -> int | None:
         if self._row_of is None:
+            self._single_lookups += 1
+            if self._single_lookups <= 64:  # a few look-ups: bisection; many: one dict
+                return self._lookup([insight_id])[0]
             self._row_of = {i: r for r, i in enumerate(self.ids_list())}
         return self._row_of.get(insight_id)
+
+    def _lookup(self, ids: list[str]) -> list[int | None]:
+        """Rows of ``ids`` (None if unknown): bisection over the base's sorted ids, a dict for the tail."""
+        import numpy as np
+
+        if self._row_of is not None:
+            return [self._row_of.get(i) for i in ids]
+        out: list[int | None] = [None] * len(ids)
+        tail = {bytes(b).decode("ascii", "replace"): self.base_n + r for r, b in enumerate(self.id_blob[self.base_n :].tolist())}
+        rest = []
+        for k, insight_id in enumerate(ids):
+            got = tail.get(insight_id)
+            if got is not None:
+                out[k] = got
+            else:
+                rest.append(k)
+        if rest and self.base_n:
+            order, sorted_ids = self._base_order()
+            width = sorted_ids.dtype.itemsize
+            wanted = [ids[k].encode("ascii", "replace") for k in rest]
+            fits = [len(w) <= width for w in wanted]
+            arr = np.array([w if f else b"" for w, f in zip(wanted, fits)], dtype=sorted_ids.dtype)
+            pos = np.minimum(np.searchsorted(sorted_ids, arr), self.base_n - 1)
+            hit = (sorted_ids[pos] == arr).tolist()
+            rows = order[pos].tolist()
+            for j, k in enumerate(rest):
+                if fits[j] and hit[j]:
+                    out[k] = int(rows[j])
+        return out
+
+    def _base_order(self) -> tuple[np.ndarray, np.ndarray]:
+        import numpy as np
+
+        if self._base_sorted is None:
+            rank = np.asarray(self._get("id_rank"))[: self.base_n]  # ranks among all rows: gaps for new ids
+            slots = np.full(self.n, -1, dtype=np.int64)
+            slots[rank] = np.arange(self.base_n, dtype=np.int64)
+            order = slots[slots >= 0]
+            self._base_sorted = (order, self.id_blob[: self.base_n][order])
+        return self._base_sorted
 
     def ids_list(self) -> list[str]:
         if len(self.ids) != self.n:
@@ -138,7 +293,7 @@ class HotIndex:
         """Rows of many ids at once (-1 where unknown), by bisection over the sorted ids."""
         import numpy as np
 
-        rank = self._get("id_rank")  # persisted: inverting it is O(n), no string sort per query
+        rank = self._get("id_rank")  # inverting it is O(n), no string sort per query
         order = np.empty(self.n, dtype=np.int64)
         order[rank] = np.arange(self.n, dtype=np.int64)
         wanted = np.char.encode(ids.astype(str), "ascii") if ids.dtype.kind == "U" else ids.astype(self.id_blob.dtype)
@@ -155,36 +310,99 @@ class HotIndex:
         """Ids of the known terms among ``terms`` (unknown terms cannot match anything)."""
         out = []
         for term in terms:
-            pos = bisect_left(self.vocab, term)
-            if pos < len(self.vocab) and self.vocab[pos] == term:
-                out.append(pos)
+            got = self._term_id(term)
+            if got is not None:
+                out.append(got)
         return out
 
-    # --- derived arrays (rebuilt from the primary arrays, cached per process) ------------------
+    def _term_id(self, term: str) -> int | None:
+        pos = bisect_left(self.vocab, term, 0, self.n_sorted)
+        if pos < self.n_sorted and self.vocab[pos] == term:
+            return pos
+        return self._tail_terms.get(term)
+
+    # --- derived arrays (cached per process; the base's come from the file) ---------------------
 
     def _get(self, name: str) -> Any:
-        if name not in self._derived:
-            self._derive()
+        if name.startswith("post_"):
+            if name not in self._derived:
+                self._derive_postings()
+        elif name in ("id_rank", "created_rank"):
+            got = self._derived.get(name)
+            if got is None or got.shape[0] != self.n:
+                self._derive_ranks()
+        elif name in _EDGE_KEYS and self._edges_stale():
+            self._derive_edges_now()
         return self._derived[name]
 
-    def _derive(self) -> None:
+    def _edges_stale(self) -> bool:
+        if self._edges_derived_m != self.m or any(k not in self._derived for k in _EDGE_KEYS):
+            return True
+        return bool(self._derived["superseded"].shape[0] != self.n)
+
+    def _derive_postings(self) -> None:
+        """Base postings over rows ``< base_n`` and terms ``< base_v`` (the delta is scanned per query)."""
+        n, v = self.base_n, self.base_v
+        r_end, p_end = int(self.r_ptr[n]), int(self.p_ptr[n])
+        d = self._derived
+        d["post_r_ptr"], d["post_r_rows"], d["post_r_tf"] = _invert(
+            self.r_ptr[: n + 1], self.r_term[:r_end], v, self.r_tf[:r_end])
+        d["post_p_ptr"], d["post_p_rows"] = _invert(self.p_ptr[: n + 1], self.p_term[:p_end], v)  # fmt: skip
+
+    def _derive_ranks(self) -> None:
+        """id_rank and created_rank; after a catch-up the few new rows are merged into the old ranks."""
         import numpy as np
 
-        n, v = self.n, len(self.vocab)
-        d: dict[str, Any] = {}
-        d["post_r_ptr"], d["post_r_rows"], d["post_r_tf"] = _invert(self.r_ptr, self.r_term, v, self.r_tf)
-        d["post_p_ptr"], d["post_p_rows"] = _invert(self.p_ptr, self.p_term, v)
-        d["id_rank"] = np.argsort(np.argsort(self.id_blob, kind="stable"), kind="stable").astype(np.int32)
-        _, created_rank = np.unique(self.created, return_inverse=True)
-        d["created_rank"] = created_rank.astype(np.int32).reshape(n)
-        edge_keys = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out", "superseded", "prev", "next")
-        stale = self._derived
-        if self._edges_appended_from is not None and all(k in stale for k in edge_keys):
-            d.update(self._extend_edges(stale, self._edges_appended_from))
+        n = self.n
+        old_id = self._derived.get("id_rank")
+        old_cr = self._derived.get("created_rank")
+        k = 0 if old_id is None or old_cr is None else int(old_id.shape[0])
+        if k == 0 or k > n:
+            self._derived["id_rank"] = np.argsort(np.argsort(self.id_blob, kind="stable"), kind="stable").astype(np.int32)
+            _, created_rank = np.unique(self.created, return_inverse=True)
+            self._derived["created_rank"] = created_rank.astype(np.int32).reshape(n)
+            return
+        assert old_id is not None and old_cr is not None
+        old_id, old_cr = np.asarray(old_id, dtype=np.int64), np.asarray(old_cr, dtype=np.int64)
+        # ids: new rank = old rank + new ids sorting before it; new ids slot in after their bisection point
+        order = np.empty(k, dtype=np.int64)
+        order[old_id] = np.arange(k, dtype=np.int64)
+        sorted_old = self.id_blob[:k][order]
+        new_ids = self.id_blob[k:]
+        new_order = np.argsort(new_ids, kind="stable")
+        pos = np.searchsorted(sorted_old, new_ids[new_order])
+        id_rank = np.empty(n, dtype=np.int32)
+        id_rank[:k] = old_id + np.searchsorted(pos, old_id, side="right")
+        id_rank[k + new_order] = pos + np.arange(n - k)
+        self._derived["id_rank"] = id_rank
+        # created_at (dense rank): cheap when the new rows are not older than every old one's newest
+        top = int(old_cr.max()) if k else -1
+        newest = self.created[:k][int(np.argmax(old_cr))] if k else b""
+        new_created = self.created[k:]
+        if new_created.shape[0] and bool((new_created < newest).any()):
+            _, created_rank = np.unique(self.created, return_inverse=True)
+            self._derived["created_rank"] = created_rank.astype(np.int32).reshape(n)
+            return
+        uniq, inv = np.unique(new_created, return_inverse=True)
+        shift = 0 if (uniq.shape[0] and uniq[0] == newest) else 1
+        cr = np.empty(n, dtype=np.int32)
+        cr[:k] = old_cr
+        cr[k:] = top + shift + inv.reshape(-1)
+        self._derived["created_rank"] = cr
+
+    def _derive_edges_now(self) -> None:
+        m_old = self._edges_derived_m
+        old = self._derived
+        if m_old >= 0 and m_old <= self.m and all(k in old for k in _EDGE_KEYS):
+            self._derived.update(self._extend_edges(old, m_old))
         else:
-            d.update(self._derive_edges())
-        self._edges_appended_from = None
-        self._derived = d
+            self._derived.update(self._derive_edges())
+        self._edges_derived_m = self.m
+
+    def _derive(self) -> None:
+        """Every derived array (before a base is written)."""
+        for name in ("post_r_ptr", "id_rank", "csr_ptr"):
+            self._get(name)
 
     def _extend_edges(self, old: dict[str, Any], m_old: int) -> dict[str, Any]:
         """Insert the edge rows appended since the last derive into the existing CSR.
@@ -197,30 +415,32 @@ class HotIndex:
         import numpy as np
 
         n = self.n
-        src, dst = self.edge_src[m_old:], self.edge_dst[m_old:]
+        src, dst = self._tail("edge_src", m_old), self._tail("edge_dst", m_old)
+        e_type, e_weight = self._tail("edge_type", m_old), self._tail("edge_weight", m_old)
+        e_bb = self._tail("edge_backbone", m_old)
         ptr_old = np.asarray(old["csr_ptr"])
         ptr = np.concatenate([ptr_old, np.full(n + 1 - ptr_old.shape[0], ptr_old[-1], dtype=np.int64)])
         node = np.concatenate([src, dst]).astype(np.int64)
         order = np.argsort(node, kind="stable")
         at = ptr[node[order] + 1]  # the end of each node's current segment
-        both_w = np.concatenate([self.edge_weight[m_old:], self.edge_weight[m_old:]])[order]
-        both_t = np.concatenate([self.edge_type[m_old:], self.edge_type[m_old:]])[order]
+        both_w = np.concatenate([e_weight, e_weight])[order]
+        both_t = np.concatenate([e_type, e_type])[order]
         out_flag = np.concatenate([np.ones(src.shape[0], dtype=np.bool_), np.zeros(src.shape[0], dtype=np.bool_)])
         grown = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(node, minlength=n), out=grown[1:])
         d: dict[str, Any] = {
             "csr_ptr": ptr + grown,
-            "csr_nbr": np.insert(np.asarray(old["csr_nbr"]), at, np.concatenate([dst, src])[order]),
-            "csr_weight": np.insert(np.asarray(old["csr_weight"]), at, both_w),
-            "csr_type": np.insert(np.asarray(old["csr_type"]), at, both_t),
-            "csr_out": np.insert(np.asarray(old["csr_out"]), at, out_flag[order]),
+            "csr_nbr": _insert_at(np.asarray(old["csr_nbr"]), at, np.concatenate([dst, src])[order].astype(np.int32)),
+            "csr_weight": _insert_at(np.asarray(old["csr_weight"]), at, both_w),
+            "csr_type": _insert_at(np.asarray(old["csr_type"]), at, both_t),
+            "csr_out": _insert_at(np.asarray(old["csr_out"]), at, out_flag[order]),
         }
         pad = n - np.asarray(old["superseded"]).shape[0]
         superseded = np.concatenate([old["superseded"], np.zeros(pad, dtype=np.bool_)])
         prev = np.concatenate([old["prev"], np.full(pad, -1, dtype=np.int32)])
         nxt = np.concatenate([old["next"], np.full(pad, -1, dtype=np.int32)])
-        superseded[dst[self.edge_type[m_old:] == EDGE_CODES["supersedes"]]] = True
-        bb = np.flatnonzero(self.edge_backbone[m_old:])
+        superseded[dst[e_type == EDGE_CODES["supersedes"]]] = True
+        bb = np.flatnonzero(e_bb)
         prev[dst[bb]] = src[bb]
         nxt[src[bb]] = dst[bb]
         d.update({"superseded": superseded, "prev": prev, "next": nxt})
@@ -258,11 +478,55 @@ class HotIndex:
             "next": nxt,
         }
 
+    def query_postings(self, qids: list[int], *, plain: bool) -> tuple[Postings, list[int]]:
+        """Posting lists of just ``qids`` over base + delta rows (rows ascending, as a fresh build's),
+        and the query ids to score them with (0..k-1)."""
+        import numpy as np
+
+        if plain:
+            b_ptr, b_rows, b_tf = self._get("post_p_ptr"), self._get("post_p_rows"), None
+            ptr, name = self.p_ptr, "p_term"
+        else:
+            b_ptr, b_rows, b_tf = self._get("post_r_ptr"), self._get("post_r_rows"), self._get("post_r_tf")
+            ptr, name = self.r_ptr, "r_term"
+        start = int(ptr[self.base_n])
+        d_terms = self._tail(name, start)
+        d_tf = self._tail("r_tf", start) if not plain else None
+        d_rows = np.repeat(np.arange(self.base_n, self.n, dtype=np.int32), np.diff(ptr[self.base_n :]))
+        rows_out: list[np.ndarray] = []
+        tf_out: list[np.ndarray] = []
+        out_ptr = np.zeros(len(qids) + 1, dtype=np.int64)
+        for k, q in enumerate(qids):
+            size = 0
+            if q < self.base_v:
+                lo, hi = int(b_ptr[q]), int(b_ptr[q + 1])
+                rows_out.append(np.asarray(b_rows[lo:hi], dtype=np.int32))
+                if b_tf is not None:
+                    tf_out.append(np.asarray(b_tf[lo:hi], dtype=np.int32))
+                size += hi - lo
+            if d_terms.shape[0]:
+                hit = d_terms == q
+                rows_out.append(d_rows[hit])
+                if d_tf is not None:
+                    tf_out.append(d_tf[hit])
+                size += int(hit.sum())
+            out_ptr[k + 1] = out_ptr[k] + size
+        rows = np.concatenate(rows_out) if rows_out else np.zeros(0, dtype=np.int32)
+        tf = (np.concatenate(tf_out) if tf_out else np.zeros(0, dtype=np.int32)) if not plain else None
+        return Postings(out_ptr, np.ascontiguousarray(rows, dtype=np.int32), tf), list(range(len(qids)))
+
     def recall_postings(self) -> Postings:
-        return Postings(self._get("post_r_ptr"), self._get("post_r_rows"), self._get("post_r_tf"))
+        """Full postings (merges the delta: O(store); scoring uses :meth:`query_postings`)."""
+        if self.base_n == self.n and self.base_v == len(self.vocab):
+            return Postings(self._get("post_r_ptr"), self._get("post_r_rows"), self._get("post_r_tf"))
+        ptr, rows, tf = _invert(self.r_ptr, self.r_term, len(self.vocab), self.r_tf)
+        return Postings(ptr, rows, tf)
 
     def plain_postings(self) -> Postings:
-        return Postings(self._get("post_p_ptr"), self._get("post_p_rows"), None)
+        if self.base_n == self.n and self.base_v == len(self.vocab):
+            return Postings(self._get("post_p_ptr"), self._get("post_p_rows"), None)
+        ptr, rows = _invert(self.p_ptr, self.p_term, len(self.vocab))
+        return Postings(ptr, rows, None)
 
     def derived(self, name: str) -> Any:
         return self._get(name)
@@ -287,13 +551,16 @@ class HotIndex:
 
         if not rows:
             return
-        vocab_index = {t: i for i, t in enumerate(self.vocab)}
-        new_terms: dict[str, int] = {}
+        vocab, tail, n_sorted = self.vocab, self._tail_terms, self.n_sorted
 
         def tid(term: str) -> int:
-            got = vocab_index.get(term)
+            got = tail.get(term)
             if got is None:
-                got = new_terms.setdefault(term, len(self.vocab) + len(new_terms))
+                pos = bisect_left(vocab, term, 0, n_sorted)
+                if pos < n_sorted and vocab[pos] == term:
+                    return pos
+                got = tail[term] = len(vocab)
+                vocab.append(term)
             return got
 
         ent_index = {e: i for i, e in enumerate(self.entities)}
@@ -326,10 +593,13 @@ class HotIndex:
         _, r_tf = _csr_from_lists(tf_lists, np.int32)
         p_ptr, p_term = _csr_from_lists(p_lists, np.int32)
         e_ptr, e_ent = _csr_from_lists(e_lists, np.int32)
-        self.r_ptr, self.r_term = _concat_csr(self.r_ptr, self.r_term, r_ptr, r_term)
-        self.r_tf = np.concatenate([self.r_tf, r_tf])
-        self.p_ptr, self.p_term = _concat_csr(self.p_ptr, self.p_term, p_ptr, p_term)
-        self.e_ptr, self.e_ent = _concat_csr(self.e_ptr, self.e_ent, e_ptr, e_ent)
+        self.r_ptr = np.concatenate([self.r_ptr, r_ptr[1:] + self.r_ptr[-1]])
+        self.p_ptr = np.concatenate([self.p_ptr, p_ptr[1:] + self.p_ptr[-1]])
+        self.e_ptr = np.concatenate([self.e_ptr, e_ptr[1:] + self.e_ptr[-1]])
+        self._append_part("r_term", r_term)
+        self._append_part("r_tf", r_tf)
+        self._append_part("p_term", p_term)
+        self._append_part("e_ent", e_ent)
         width = max([len(i) for i in ids] + [self.id_blob.dtype.itemsize, 1])
         self.id_blob = np.concatenate([self.id_blob.astype(f"S{width}"), np.array(ids, dtype=f"S{width}")])
         cwidth = max([len(c) for c in created] + [self.created.dtype.itemsize, 1])
@@ -340,31 +610,32 @@ class HotIndex:
         self.active = np.concatenate([self.active, np.ones(len(ids), dtype=np.bool_)])
         self.doc_len = np.concatenate([self.doc_len, np.array(doc_len, dtype=np.int32)])
         self.n_plain = np.concatenate([self.n_plain, np.array(n_plain, dtype=np.int32)])
-        if new_terms:
-            self._resort_vocab(list(new_terms))
         self.ids = []
-        self._row_of = None
+        if self._row_of is not None:
+            self._row_of.update((i, self.n - len(ids) + k) for k, i in enumerate(ids))
 
-    def _resort_vocab(self, added: list[str]) -> None:
-        """Keep the vocabulary sorted (ids = positions) so a query looks terms up by bisection."""
+    def _sort_vocab(self) -> None:
+        """Sort the whole vocabulary (ids = positions) and renumber every term (a build or merge)."""
         import numpy as np
 
-        merged = self.vocab + added
+        merged = self.vocab
         order = sorted(range(len(merged)), key=merged.__getitem__)
         remap = np.empty(len(merged), dtype=np.int32)
         remap[np.array(order, dtype=np.int64)] = np.arange(len(merged), dtype=np.int32)
         self.vocab = [merged[i] for i in order]
         self.r_term = remap[self.r_term] if self.r_term.size else self.r_term
         self.p_term = remap[self.p_term] if self.p_term.size else self.p_term
+        self.n_sorted = len(self.vocab)
+        self._tail_terms = {}
 
     def _append_edges(self, rows: list[tuple[Any, ...]]) -> int:
         """Append edge rows between known rows; return how many edge rows were read."""
         import numpy as np
 
+        ends = self._lookup([str(r[1]) for r in rows] + [str(r[2]) for r in rows]) if rows else []
         src, dst, typ, wt, bb = [], [], [], [], []
-        row_of = self.row_of
-        for _rowid, s, t, edge_type, weight, backbone in rows:
-            a, b = row_of(str(s)), row_of(str(t))
+        for k, (_rowid, _s, _t, edge_type, weight, backbone) in enumerate(rows):
+            a, b = ends[k], ends[len(rows) + k]
             code = EDGE_CODES.get(str(edge_type))
             if a is None or b is None or code is None:
                 continue  # touches an insight deleted before we saw it: never traversable
@@ -374,35 +645,62 @@ class HotIndex:
             wt.append(float(weight))
             bb.append(bool(backbone))
         if src:
-            self.edge_src = np.concatenate([self.edge_src, np.array(src, dtype=np.int32)])
-            self.edge_dst = np.concatenate([self.edge_dst, np.array(dst, dtype=np.int32)])
-            self.edge_type = np.concatenate([self.edge_type, np.array(typ, dtype=np.int8)])
-            self.edge_weight = np.concatenate([self.edge_weight, np.array(wt, dtype=np.float64)])
-            self.edge_backbone = np.concatenate([self.edge_backbone, np.array(bb, dtype=np.bool_)])
+            self._append_part("edge_src", np.array(src, dtype=np.int32))
+            self._append_part("edge_dst", np.array(dst, dtype=np.int32))
+            self._append_part("edge_type", np.array(typ, dtype=np.int8))
+            self._append_part("edge_weight", np.array(wt, dtype=np.float64))
+            self._append_part("edge_backbone", np.array(bb, dtype=np.bool_))
         return len(rows)
 
     def _reload_edges(self, conn: apsw.Connection) -> None:
-        import numpy as np
-
-        self.edge_src = np.zeros(0, dtype=np.int32)
-        self.edge_dst = np.zeros(0, dtype=np.int32)
-        self.edge_type = np.zeros(0, dtype=np.int8)
-        self.edge_weight = np.zeros(0, dtype=np.float64)
-        self.edge_backbone = np.zeros(0, dtype=np.bool_)
+        for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
+            self._parts[name] = []
+        self._edges_derived_m = -1
+        self.edges_reloaded = True
         self.edge_count_db = self._append_edges(list(hotindex.edges_since(conn, 0)))
+        self.edges_verified = True
 
     @classmethod
     def build(cls, conn: apsw.Connection, fp: Fingerprint) -> HotIndex:
         """Build from scratch (inside the caller's read snapshot)."""
         index = cls()
         index._append_rows(list(hotindex.rows_since(conn, 0)))
+        index._sort_vocab()
         index._reload_edges(conn)
         index.fp = fp
-        index.build_id = secrets.token_hex(8)
+        index._make_base()
         return index
 
+    def _make_base(self) -> None:
+        """This index becomes a base: everything it holds is covered by sorted vocab, postings, CSR."""
+        self.base_n, self.base_v, self.base_m, self.base_ent = self.n, len(self.vocab), self.m, len(self.entities)
+        self.base_fp = self.fp
+        self.base_active = self.active
+        self.build_id = secrets.token_hex(8)
+        self.delta_id = ""
+        self.edges_reloaded = False
+        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows"):
+            self._derived.pop(name, None)
+        self._base_sorted = None
+
+    def merge(self) -> None:
+        """Fold the delta into a new base (sorted vocabulary, fresh postings); O(store), rare."""
+        if self.n_sorted != len(self.vocab):
+            self._sort_vocab()
+        self._make_base()
+        self._derive()
+
+    def delta_rows(self) -> int:
+        """Rows the delta holds beyond its base: new rows plus base rows deleted since."""
+        return (self.n - self.base_n) + max(0, self.fp.deleted_count - self.base_fp.deleted_count)
+
     def catch_up(self, conn: apsw.Connection, fp: Fingerprint) -> HotIndex:
-        """Apply what changed since ``self.fp``; rebuild what cannot be reconciled."""
+        """Apply what changed since ``self.fp``; rebuild what cannot be reconciled.
+
+        New rows, deletions and new edge rows are applied by rowid/``deleted_at`` in O(delta).
+        The edge-count check that catches an edge row deleted or replaced out of sight is O(E):
+        it is left to :meth:`verify_edges`, which edge readers (recall) call.
+        """
         import numpy as np
 
         old = self.fp
@@ -411,38 +709,38 @@ class HotIndex:
         if replace(fp, generation=old.generation) == old:
             self.fp = fp  # only access counts, EI or vectors changed: nothing this index holds
             return self
-        self._thaw()
+        self.active = self.active.copy()  # the mapped base flags are read-only
+        n_before = self.n
         before = self.active.copy()
         self._append_rows(list(hotindex.rows_since(conn, old.max_rowid)))
+        gone_rows: list[int] = []
         if fp.deleted_count != old.deleted_count:
-            for insight_id in hotindex.deleted_since(conn, old.last_deleted_at):
-                row = self.row_of(insight_id)
-                if row is not None:
+            for row in self._lookup(hotindex.deleted_since(conn, old.last_deleted_at)):
+                if row is not None and self.active[row]:
                     self.active[row] = False
+                    gone_rows.append(row)
         if int(self.active.sum()) != hotindex.active_count(conn):
             return HotIndex.build(conn, fp)
-        n_before = before.shape[0]
-        m_before = int(self.edge_src.shape[0])
-        gone = np.zeros(self.n, dtype=np.bool_)
-        gone[:n_before] = before & ~self.active[:n_before]
-        live = np.concatenate([before, np.ones(self.n - n_before, dtype=np.bool_)])
-        src, dst = self.edge_src, self.edge_dst
-        removed = int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())  # forget/prune drop these
-        expected = self.edge_count_db - removed + self._append_edges(list(hotindex.edges_since(conn, old.max_edge_rowid)))
-        if expected != hotindex.edge_count(conn):
-            self._reload_edges(conn)  # a replaced or deleted edge row we cannot see by rowid
-            self._edges_appended_from = None
-        else:
-            self.edge_count_db = expected
-            self._edges_appended_from = m_before
+        removed = 0
+        if gone_rows:  # forget/prune drop the edges of a deleted row: count those still listed live
+            gone = np.zeros(self.n, dtype=np.bool_)
+            gone[np.array(gone_rows, dtype=np.int64)] = True
+            live = np.concatenate([before, np.ones(self.n - n_before, dtype=np.bool_)])
+            src, dst = self.edge_src, self.edge_dst
+            removed = int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
+        self.edge_count_db += self._append_edges(list(hotindex.edges_since(conn, old.max_edge_rowid))) - removed
+        self.edges_verified = False
         self.fp = fp
-        self.build_id = secrets.token_hex(8)
-        self._derive()
+        self.delta_id = secrets.token_hex(8)
         return self
 
-    def _thaw(self) -> None:
-        """Copy the memory-mapped (read-only) active flags before deletions are applied in place."""
-        self.active = self.active.copy()
+    def verify_edges(self, conn: apsw.Connection) -> None:
+        """Check the edge rows we track against COUNT(*) (O(E)); reload them on a mismatch."""
+        if not self.edges_verified:
+            if self.edge_count_db != hotindex.edge_count(conn):
+                self._reload_edges(conn)  # a replaced or deleted edge row we cannot see by rowid
+                self.delta_id = secrets.token_hex(8)
+            self.edges_verified = True
 
     # --- persistence -----------------------------------------------------------------------------
 
@@ -466,29 +764,113 @@ class HotIndex:
             "edge_dst": self.edge_dst, "edge_type": self.edge_type, "edge_weight": self.edge_weight,
             "edge_backbone": self.edge_backbone,
         }  # fmt: skip
-        if not self._derived:
-            self._derive()
+        self._derive()
         out.update({f"d_{k}": v for k, v in self._derived.items()})
         return out
+
+    def delta_header(self) -> dict[str, Any]:
+        return {
+            "version": FORMAT_VERSION, "base_id": self.build_id, "delta_id": self.delta_id,
+            "fingerprint": self.fp.to_json(), "edge_count_db": self.edge_count_db,
+            "edges_verified": self.edges_verified, "any_vector": self.any_vector, "sources": self.sources,
+            "entities_tail": self.entities[self.base_ent :], "base_n": self.base_n, "base_v": self.base_v,
+            "base_m": self.base_m, "base_ent": self.base_ent,
+        }  # fmt: skip
+
+    def delta_arrays(self) -> dict[str, np.ndarray]:
+        """The delta segment: rows, terms and edges beyond the base, and base rows deleted since."""
+        import numpy as np
+
+        k = self.base_n
+        out: dict[str, np.ndarray] = {name: getattr(self, name)[k:] for name in _PER_ROW}
+        out["active_tail"] = self.active[k:]
+        out["deleted"] = np.flatnonzero(np.asarray(self.base_active) & ~self.active[:k]).astype(np.int32)
+        for ptr_name, values in (("r_ptr", ("r_term", "r_tf")), ("p_ptr", ("p_term",)), ("e_ptr", ("e_ent",))):
+            ptr = getattr(self, ptr_name)
+            out[ptr_name] = ptr[k:] - ptr[k]
+            for name in values:
+                out[name] = self._tail(name, int(ptr[k]))
+        for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
+            out[name] = self._tail(name, self.base_m)
+        out["vocab_tail"] = np.frombuffer("\n".join(self.vocab[self.base_v :]).encode("utf-8"), dtype=np.uint8)
+        return out
+
+    def apply_delta(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bool:
+        """Extend this (freshly loaded) base by a persisted delta segment; False if it does not fit."""
+        import numpy as np
+
+        if header.get("version") != FORMAT_VERSION or header.get("base_id") != self.build_id or self.delta_id:
+            return False
+        sizes = (int(header["base_n"]), int(header["base_v"]), int(header["base_m"]), int(header["base_ent"]))
+        if sizes != (self.n, len(self.vocab), self.m, len(self.entities)):
+            return False
+        active = self.active.copy()
+        deleted = arrays["deleted"].astype(np.int64)
+        if deleted.size and int(deleted.max()) >= self.n:
+            return False
+        active[deleted] = False
+        for name in _PER_ROW:
+            mine = getattr(self, name)
+            tail = arrays[name]
+            if mine.dtype.kind == "S":
+                width = max(mine.dtype.itemsize, tail.dtype.itemsize)
+                setattr(self, name, np.concatenate([mine.astype(f"S{width}"), tail.astype(f"S{width}")]))
+            else:
+                setattr(self, name, np.concatenate([mine, tail.astype(mine.dtype)]))
+        self.active = np.concatenate([active, arrays["active_tail"].astype(np.bool_)])
+        for ptr_name in ("r_ptr", "p_ptr", "e_ptr"):
+            ptr = getattr(self, ptr_name)
+            setattr(self, ptr_name, np.concatenate([ptr, arrays[ptr_name][1:] + ptr[-1]]))
+        for name in _SEGMENTED:
+            self._append_part(name, arrays[name].astype(_SEG_DTYPES[name]))
+        raw = arrays["vocab_tail"].tobytes().decode("utf-8")
+        for term in raw.split("\n") if raw else []:
+            self._tail_terms[term] = len(self.vocab)
+            self.vocab.append(term)
+        self.entities = self.entities + list(header["entities_tail"])
+        self.sources = list(header["sources"])
+        self.any_vector = bool(header["any_vector"])
+        self.edge_count_db = int(header["edge_count_db"])
+        self.edges_verified = bool(header["edges_verified"])
+        self.fp = Fingerprint.from_json(header["fingerprint"])
+        self.delta_id = str(header["delta_id"])
+        self.ids = []
+        return True
 
     @classmethod
     def from_file(cls, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> HotIndex | None:
         if header.get("version") != FORMAT_VERSION:
             return None
         index = cls()
-        index.fp = Fingerprint.from_json(header["fingerprint"])
-        index.build_id = str(header["build_id"])
-        index.edge_count_db = int(header["edge_count_db"])
-        index.any_vector = bool(header.get("any_vector", True))
-        index.sources = list(header["sources"])
-        index.entities = list(header["entities"])
+        base_header = header.get("base_header", header)
+        index.fp = Fingerprint.from_json(base_header["fingerprint"])
+        index.base_fp = index.fp
+        index.build_id = str(base_header["build_id"])
+        index.edge_count_db = int(base_header["edge_count_db"])
+        index.any_vector = bool(base_header.get("any_vector", True))
+        index.sources = list(base_header["sources"])
+        index.entities = list(base_header["entities"])
         vocab = arrays["vocab"].tobytes().decode("utf-8")
         index.vocab = vocab.split("\n") if vocab else []
+        index.n_sorted = len(index.vocab)
+        delta_arrays: dict[str, np.ndarray] = {}
         for name, arr in arrays.items():
-            if name.startswith("d_"):
+            if name.startswith("x_"):
+                delta_arrays[name[2:]] = arr
+            elif name.startswith("d_"):
                 index._derived[name[2:]] = arr
             elif name != "vocab":
                 setattr(index, name, arr)
+        index.base_n, index.base_v, index.base_m, index.base_ent = index.n, len(index.vocab), index.m, len(index.entities)
+        index.base_active = index.active
+        if "csr_ptr" in index._derived:
+            index._edges_derived_m = index.m
+        delta = header.get("delta")
+        if isinstance(delta, dict):
+            try:
+                index.apply_delta(delta, delta_arrays)
+            except (KeyError, TypeError, ValueError):
+                return None
         return index
 
 
@@ -501,37 +883,57 @@ def cached(conn: apsw.Connection) -> HotIndex | None:
     return _OPEN.get(conn)
 
 
-def index_for(conn: apsw.Connection, db_path: Path, *, readonly: bool) -> HotIndex:
-    """Return the index for ``conn``, current for the committed database state."""
-    index = open_index(conn, db_path, readonly=readonly, cached=_OPEN.get(conn))
+def index_for(conn: apsw.Connection, db_path: Path, *, readonly: bool, edges: bool = True) -> HotIndex:
+    """Return the index for ``conn``, current for the committed database state.
+
+    ``edges=False`` (the write-path scans) skips the O(E) edge-count check; recall needs it.
+    """
+    index = open_index(conn, db_path, readonly=readonly, cached=_OPEN.get(conn), edges=edges)
     _OPEN[conn] = index
     return index
 
 
-def open_index(conn: apsw.Connection, db_path: Path, *, readonly: bool, cached: HotIndex | None) -> HotIndex:
+def _load(db_path: Path) -> HotIndex | None:
+    loaded = hotindex.read_index(db_path)
+    index = HotIndex.from_file(*loaded) if loaded is not None else None
+    if index is not None:
+        stamp = hotindex.read_stamp(db_path)
+        if stamp is not None and stamp[0] == index.state_id:
+            index.fp = stamp[1]
+    return index
+
+
+def open_index(
+    conn: apsw.Connection, db_path: Path, *, readonly: bool, cached: HotIndex | None, edges: bool = True
+) -> HotIndex:
     """Return a hot index that describes the database now: loaded, caught up or rebuilt.
 
-    Everything is read inside one read snapshot so the fingerprint and the rows agree.
+    Everything is read inside one read snapshot so the fingerprint and the rows agree. What is
+    written: a fresh build or a merged base (``<db>.hot``, when the delta passed the threshold),
+    else the small delta segment, else only the stamp; nothing under ``readonly``.
     """
     with hotindex.read_snapshot(conn):
         live = hotindex.fingerprint(conn)
-        index = cached
-        if index is None:
-            loaded = hotindex.read_index(db_path)
-            index = HotIndex.from_file(*loaded) if loaded is not None else None
-            if index is not None:
-                stamp = hotindex.read_stamp(db_path)
-                if stamp is not None and stamp[0] == index.build_id:
-                    index.fp = stamp[1]
-        if index is not None and index.fp == live:
+        index = cached if cached is not None else _load(db_path)
+        if index is not None and index.fp == live and (index.edges_verified or not edges):
             return index
-        build_id = index.build_id if index is not None else ""
+        state = index.state_id if index is not None else ""
+        verified = index is not None and index.edges_verified
         index = HotIndex.build(conn, live) if index is None else index.catch_up(conn, live)
+        merge = index.edges_reloaded or index.delta_rows() >= merge_threshold(index.n)
+        if edges or (merge and not readonly):
+            index.verify_edges(conn)
+            merge = merge or index.edges_reloaded
     if not readonly:
-        if index.build_id == build_id:
-            hotindex.write_stamp(db_path, build_id, live)
-        else:
+        if index.delta_id and merge:
+            index.merge()
+        if not index.delta_id and index.build_id != state.split("+")[0]:
             hotindex.write_index(db_path, index.header(), index.arrays())
+            hotindex.remove_delta(db_path)
+        elif index.state_id == state and (index.edges_verified == verified or not index.delta_id):
+            hotindex.write_stamp(db_path, state, live)
+        elif index.delta_id:
+            hotindex.write_delta(db_path, index.delta_header(), index.delta_arrays())
     return index
 
 
@@ -539,4 +941,4 @@ def mark_current(db_path: Path, index: HotIndex, fp: Fingerprint, *, readonly: b
     """Our own write changed nothing the index holds: stamp it current for ``fp``."""
     index.fp = fp
     if not readonly:
-        hotindex.write_stamp(db_path, index.build_id, fp)
+        hotindex.write_stamp(db_path, index.state_id, fp)

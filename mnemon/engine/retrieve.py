@@ -74,8 +74,11 @@ class RetrieveMixin(EngineBase):
             return
         from mnemon.engine import hot
 
-        if hot.cached(store.conn) is not None or hotindex.index_path(store.path).exists():
-            self.hot_index()
+        # Only an index this process already holds is caught up (O(delta): the new rows, their
+        # edges, and a small ``.hot.delta`` write); other processes catch up from the fingerprint.
+        # An access-only write (show) leaves the index alone and never imports numpy.
+        if hot.cached(store.conn) is not None:
+            hot.index_for(store.conn, store.path, readonly=False, edges=False)
 
     def _scope(self, index: HotIndex, category: str, source: str) -> np.ndarray:
         import numpy as np
@@ -191,10 +194,10 @@ class RetrieveMixin(EngineBase):
         if not qids or n_docs == 0:
             return np.zeros(index.n, dtype=np.float64)
         avgdl = float(index.doc_len[scope].mean())
-        post = index.recall_postings()
+        post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         return score(  # type: ignore[no-any-return]
-            post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64), np.array(qids, dtype=np.int32),
+            post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64), np.array(local, dtype=np.int32),
             n_docs, avgdl, BM25_K1, BM25_B, scope,
         )  # fmt: skip
 

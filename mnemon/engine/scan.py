@@ -59,7 +59,8 @@ class ActiveTokens:
         from mnemon.engine import hot
 
         self._conn = conn
-        self._index: HotIndex = hot.index_for(conn, Path(conn.filename), readonly=conn.readonly("main"))
+        # Rows and tokens only: the O(E) edge-count check is left to recall (edges=False).
+        self._index: HotIndex = hot.index_for(conn, Path(conn.filename), readonly=conn.readonly("main"), edges=False)
         self._rows: list[ScanRow] | None = None
 
     @property
@@ -81,9 +82,8 @@ class ActiveTokens:
         import kernels
         import numpy as np
 
-        post = self._index.plain_postings()
-        qids = np.array(self._index.term_ids(tokens), dtype=np.int32)
-        return kernels.overlap_counts_numpy(post.ptr, post.rows, qids, self._index.n)
+        post, local = self._index.query_postings(self._index.term_ids(tokens), plain=True)
+        return kernels.overlap_counts_numpy(post.ptr, post.rows, np.array(local, dtype=np.int32), self._index.n)
 
     def _rank(self, score: np.ndarray, eligible: np.ndarray, limit: int, exclude: str | None) -> list[tuple[int, float]]:
         """Order by score desc, importance desc, created_at desc, id asc; keep ``limit``."""

@@ -2,7 +2,8 @@
 
 Owns the file format of the derived index beside the database (``<db>.hot``: one file, a JSON
 header plus 64-byte aligned raw arrays, memory-mapped on read, replaced atomically by rename,
-mode 0600), the small stamp file (``<db>.hot.stamp``) that lets a process which only bumped
+mode 0600), the small delta segment beside it (``<db>.hot.delta``: what changed since that base, so a
+write never rewrites the base), the small stamp file (``<db>.hot.stamp``) that lets a process which only bumped
 access counts mark the unchanged index current for the new generation, and the queries that
 tell what changed since a snapshot (new rows by rowid, deletions by ``deleted_at``, new edge rows
 by rowid, counts). It knows nothing about tokens or scores: the engine tokenises and hands in
@@ -164,7 +165,23 @@ def _write_atomic(path: Path, chunks: list[bytes | memoryview]) -> None:
         raise
 
 
-def write_index(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+def delta_path(db_path: Path) -> Path:
+    return Path(str(db_path) + ".hot.delta")
+
+
+def write_delta(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
+    """Write the small delta segment (``<db>.hot.delta``, same format) atomically."""
+    write_index(db_path, header, arrays, path=delta_path(db_path))
+
+
+def remove_delta(db_path: Path) -> None:
+    try:
+        delta_path(db_path).unlink()
+    except OSError:
+        pass
+
+
+def write_index(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray], *, path: Path | None = None) -> None:
     """Write header + arrays to ``<db>.hot`` atomically; an I/O failure only loses the cache."""
     import numpy as np
 
@@ -187,16 +204,39 @@ def write_index(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
         chunks.append(memoryview(arr).cast("B") if arr.nbytes else b"")
         pos = off + arr.nbytes
     try:
-        _write_atomic(index_path(db_path), chunks)
+        _write_atomic(path or index_path(db_path), chunks)
     except OSError:
         pass  # derived data: the next process rebuilds
 
 
 def read_index(db_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
-    """Map ``<db>.hot`` read-only; None if missing, truncated or foreign (then the caller rebuilds)."""
+    """Map ``<db>.hot`` read-only; None if missing, truncated or foreign (then the caller rebuilds).
+
+    A delta segment written for this base (``<db>.hot.delta``, same build id) comes along: its
+    arrays prefixed ``x_``, its header under ``delta``; the header's fingerprint and build id are
+    then those of base + delta (``build+delta``), the base's own under ``base_header``.
+    """
+    base = _read_file(index_path(db_path))
+    if base is None:
+        return None
+    header, arrays = base
+    delta = _read_file(delta_path(db_path))
+    if delta is None or not isinstance(header, dict) or not isinstance(delta[0], dict) or \
+            delta[0].get("base_id") != header.get("build_id"):  # fmt: skip
+        return base
+    merged = dict(header)
+    merged.update({
+        "fingerprint": delta[0].get("fingerprint"), "build_id": f"{header.get('build_id')}+{delta[0].get('delta_id')}",
+        "delta": delta[0], "base_header": header,
+    })  # fmt: skip
+    arrays = dict(arrays)
+    arrays.update({f"x_{k}": v for k, v in delta[1].items()})
+    return merged, arrays
+
+
+def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     import numpy as np
 
-    path = index_path(db_path)
     try:
         with open(path, "rb") as fh:
             if os.fstat(fh.fileno()).st_size < 16:
@@ -219,7 +259,7 @@ def read_index(db_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | 
                 return None
             arrays[name] = np.frombuffer(mm, dtype=dtype, count=count, offset=start).reshape(shape)
         return raw["header"], arrays
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, AttributeError):
         return None
 
 
