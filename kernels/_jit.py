@@ -29,8 +29,9 @@ Imports only the standard library at module level; numba only inside :func:`numb
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import Any, Callable
+from typing import Any
 
 POLICY: dict[str, Any] = {"cache": True, "fastmath": False, "nogil": True, "error_model": "numpy"}
 
@@ -65,7 +66,7 @@ class LazyKernel:
     original Python function, handy for debugging and coverage.
     """
 
-    
+
     def __init__(self, py_func: Callable[..., Any], options: dict[str, Any]) -> None:
         self.py_func = py_func
         self.options = options

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shutil
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import apsw

@@ -139,7 +139,7 @@ def test_other_process_writes_are_caught_up(endpoint: str, data_dir: Path) -> No
         with Engine(settings(data_dir, endpoint)) as b:  # another writer, its own index handle
             new_id = b.remember(TEXTS[1])["id"]
             old_id = next(iter(scores_of(b, query)))
-        a.store.conn  # a still holds an index synced before b's write
+        _ = a.store.conn  # a still holds an index synced before b's write
         a.after_write()  # a's next write hook (or open) sees the new fingerprint
         got = scores_of(a, query)
         assert new_id in got and old_id in got
@@ -299,3 +299,24 @@ def test_index_grows_past_its_first_capacity(endpoint: str, data_dir: Path) -> N
         hits = engine.vector_search(emb.embed("bulk text 7"), 1)
         assert hits[0][0] == "bulk-0007"
         assert conn is engine.store.conn
+
+
+def test_aligned_scores_equal_the_by_id_mapping_in_any_row_order(endpoint: str, data_dir: Path) -> None:
+    """``vector_scores_aligned`` (recall's similarity) == ``vector_scores`` looked up by id."""
+    with Engine(settings(data_dir, endpoint)) as engine:
+        ids = [engine.remember(text, no_diff=True)["id"] for text in TEXTS]
+        engine.forget(ids[2])
+        engine.embed_one(ids[4])  # a re-embedded insight: new vector row, old row inactive
+        query = HashEmbedder(DIM).embed("Rust performance search")
+        by_id = scores_of(engine, query)
+        hot = engine.hot_index()
+        row_ids = hot.id_blob[: hot.n]
+        rng = np.random.default_rng(7)
+        extra = np.array([b"not-an-insight"], dtype=row_ids.dtype)
+        for order in (np.arange(len(row_ids)), np.arange(len(row_ids))[::-1], rng.permutation(len(row_ids))):
+            shuffled = np.concatenate([row_ids[order], extra])
+            for rows_of in (None, hot.rows_of if order[0] == 0 else None):
+                got = engine.vector_scores_aligned(query, shuffled, rows_of)
+                want = [by_id.get(i.decode(), 0.0) for i in shuffled.tolist()]
+                assert got.tolist() == want
+        assert engine.vector_scores_aligned(query[:-1], row_ids).tolist() == [0.0] * len(row_ids)
