@@ -150,3 +150,49 @@ def test_a_go_store_loses_the_redundant_edge_indexes_on_open(tmp_path):
     finally:
         conn.close()
     assert names == {"sqlite_autoindex_edges_1", "idx_edges_target_type"}
+
+
+def test_growing_batches_write_what_fixed_single_item_batches_write(tmp_path, monkeypatch):
+    """Batches grow with the store (IMPORT_BATCH_GROWTH); into a non-empty store, with growth off
+    and one item per transaction, the result is the same."""
+    base = json.dumps(generate_draft(300, seed=11))
+    more = json.dumps(generate_draft(600, seed=12))
+    _import(tmp_path / "grown", base)
+    grown, _ = _import(tmp_path / "grown", more)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 1)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH_GROWTH", 0)
+    _import(tmp_path / "single", base)
+    single, _ = _import(tmp_path / "single", more)
+    strip = lambda r: {k: v for k, v in r.items() if k != "results"}  # noqa: E731
+    assert strip(single) == strip(grown)
+    assert _state(tmp_path / "single") == _state(tmp_path / "grown")
+
+
+def test_a_failing_row_fails_only_its_item_whatever_the_batching(tmp_path, monkeypatch):
+    """The chunk's rows are written at once; a row the store refuses makes the chunk redo itself
+    one savepoint per item, so only that item is an error, as with one item per transaction."""
+    draft = generate_draft(120, seed=5)
+    bad = draft["insights"][37]["content"]
+    text = json.dumps(draft)
+
+    def run(data_dir: Path) -> dict[str, object]:
+        settings = Settings(data_dir=data_dir, store="default", embed_endpoint="http://127.0.0.1:9")
+        with Engine(settings, clock=lambda: NOW) as engine:
+            with engine.store.conn:
+                engine.store.conn.execute(
+                    "CREATE TRIGGER refuse BEFORE INSERT ON insights WHEN NEW.content = ? "
+                    "BEGIN SELECT RAISE(ABORT, 'refused'); END".replace("?", json.dumps(bad).replace('"', "'"))
+                )
+            return engine.import_draft(parse_draft(text))
+
+    batched = run(tmp_path / "batched")
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 1)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH_GROWTH", 0)
+    single = run(tmp_path / "single")
+    assert batched["errors"] == single["errors"] == 1
+    assert [r for r in batched["results"] if r["action"] == "error"] == [
+        {"index": 37, "id": "", "content": bad, "action": "error", "error": "refused"}
+    ]
+    strip = lambda r: {k: v for k, v in r.items() if k != "results"}  # noqa: E731
+    assert strip(single) == strip(batched)
+    assert _state(tmp_path / "single") == _state(tmp_path / "batched")

@@ -30,7 +30,7 @@ import apsw
 
 from mnemon import entities as entity_extraction
 from mnemon import lifecycle, linking
-from mnemon.drafts import Draft
+from mnemon.drafts import Draft, DraftInsight
 from mnemon.engine import graph
 from mnemon.engine.core import format_ts
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
@@ -39,6 +39,7 @@ from mnemon.errors import EmbedderError
 from mnemon.records import (
     CAUSAL_LOOKBACK,
     CAUSAL_MIN_OVERLAP,
+    ENTITY_EDGE_CAP,
     ENTITY_EDGE_NEIGHBOURS,
     SEMANTIC_AUTO_COSINE,
     SEMANTIC_AUTO_TOP,
@@ -55,6 +56,12 @@ if TYPE_CHECKING:
     from mnemon.embed import Embedder
 
 IMPORT_BATCH = 500  # items per write transaction: durable progress without a commit per item
+# Edge and index b-trees are keyed by random UUIDs, so a commit writes (to the WAL) nearly every
+# page of them whatever the batch size: with a fixed batch the import cost grows with the square
+# of the store. Batches therefore grow with the store (a fraction of the insights already in it,
+# at most IMPORT_BATCH_MAX items), which keeps the commit cost per item about constant.
+IMPORT_BATCH_GROWTH = 4  # a batch is at least 1/4 of the insights the store holds before it
+IMPORT_BATCH_MAX = 20_000
 EMBED_BATCH = 64  # texts per embed_batch request
 IMPORT_TRIGGER = "import"  # the prune oplog's trigger=… for the import's auto-prune
 Progress = Callable[[int, int], None]
@@ -73,6 +80,17 @@ class _Recent:
 
 
 @dataclass(slots=True)
+class _ChunkOut:
+    """What one chunk did, item by item (merged into the import's report once it commits)."""
+
+    ids: list[str | None] = field(default_factory=list)
+    results: list[dict[str, object]] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    sources: dict[str, None] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=lambda: {"imported": 0, "skipped": 0, "errors": 0})
+
+
+@dataclass(slots=True)
 class _ImportState:
     """What the graph engine would re-read from the store for every item, kept in memory."""
 
@@ -85,6 +103,9 @@ class _ImportState:
     matrix: Any = None  # float64 (capacity, dim) unit rows; zero rows for zero vectors
     dim: int = 0
     generation: int = -1
+    # While a chunk defers its inserts: entity → its insights of this chunk not yet written, for
+    # entities never looked up (a first look-up merges them with what the store has).
+    pending: dict[str, list[tuple[str, int, str]]] | None = None
 
     def reset(self, conn: apsw.Connection) -> None:
         self.known = insights.known_entities(conn)
@@ -101,7 +122,10 @@ class _ImportState:
             found = insights.with_entity_dated(conn, entity, new_id, ENTITY_EDGE_NEIGHBOURS)
             # Query order is created_at DESC, rowid DESC; stored oldest first like ``recent``.
             rows = [(created, -1 - pos, other) for pos, (other, created) in enumerate(found)]
+            if self.pending:
+                rows += self.pending.pop(entity, ())
             rows.sort()
+            del rows[: -ENTITY_EDGE_NEIGHBOURS]
             self.by_entity[entity] = rows
         return [other for _, _, other in reversed(rows)]
 
@@ -109,6 +133,8 @@ class _ImportState:
         for entity in dict.fromkeys(new.entities):
             rows = self.by_entity.get(entity)
             if rows is None:
+                if self.pending is not None:  # the row is not written yet: remember it for a look-up
+                    self.pending.setdefault(entity, []).append((new.created_at, order, new.id))
                 continue  # never looked up: a later look-up queries the store, which has the row
             bisect.insort(rows, (new.created_at, order, new.id))
             if len(rows) > ENTITY_EDGE_NEIGHBOURS:
@@ -152,6 +178,9 @@ class _ImportState:
         self.matrix = np.zeros((max(len(ids) * 2, 1024), dim), dtype=np.float64)
         if rows:
             self.matrix[: len(ids)] = _unit_rows(np.vstack(rows))
+
+    def truncate_vectors(self, n: int) -> None:
+        del self.vec_ids[n:]
 
     def add_vector(self, insight_id: str, unit: NDArray[np.float64]) -> None:
         import numpy as np
@@ -200,8 +229,13 @@ class ImportMixin(WriteMixin):
         added: list[str] = []
         touched_sources: dict[str, None] = {}
         counts = {"imported": 0, "skipped": 0, "errors": 0}
-        for start in range(0, total, IMPORT_BATCH):
-            chunk = draft.insights[start : start + IMPORT_BATCH]
+        stored = insights.active_count(store.conn)
+        start = 0
+        while start < total:
+            size = IMPORT_BATCH
+            if IMPORT_BATCH_GROWTH > 0:
+                size = max(size, min(IMPORT_BATCH_MAX, (stored + start) // IMPORT_BATCH_GROWTH))
+            chunk = draft.insights[start : start + size]
             vectors = self._embed_chunk(embedder, [item.content for item in chunk])
             if embedder is not None and state.matrix is None:
                 dim = next((v.shape[0] for v in vectors if v is not None), 0)
@@ -211,62 +245,121 @@ class ImportMixin(WriteMixin):
             with connection.foreign_keys_unchecked(store.conn), store.transaction("import") as conn:
                 if store.generation() != state.generation:
                     state.reset(conn)  # first batch, or another process wrote since our last commit
-                scores = self._chunk_scores(state, vectors)
-                # Exact duplicates (Decision 5): one look-up for the chunk, then the chunk's own adds.
-                seen = {} if no_diff else insights.exact_duplicates(conn, [item.content for item in chunk])
-                chunk_edges: dict[tuple[str, str, str], Edge] = {}
-                for offset, item in enumerate(chunk):
-                    index = start + offset
-                    result: dict[str, object] = {"index": index, "id": "", "content": item.content}
-                    if not no_diff:
-                        existing = seen.get(item.content)
-                        if existing is None and "\x00" in item.content:  # json_each would cut it at the NUL
-                            existing = insights.exact_duplicate(conn, item.content)
-                        if existing is not None:
-                            oplog.append(conn, "import-skip", existing, f"duplicate of {existing}", stamp)
-                            ids[index] = existing
-                            result.update(id=existing, action="skipped")
-                            results.append(result)
-                            counts["skipped"] += 1
-                            continue
-                    created = item.created_at or stamp
-                    new = Insight(
-                        id=_new_id(), content=item.content, category=item.category, importance=item.importance,
-                        tags=list(item.tags), source=item.source, created_at=created, updated_at=created,
-                    )
-                    item_edges = graph.EdgeCounts(deferred={})
-                    try:
-                        with conn:  # a savepoint: one failing item never takes the batch down
-                            self._import_one(
-                                conn, state, new, item.entities, vectors[offset], scores, offset, now, item_edges
-                            )
-                            oplog.append(conn, "import", new.id, new.content, stamp)
-                    except apsw.Error as exc:
-                        result.update(action="error", error=str(exc))
-                        results.append(result)
-                        counts["errors"] += 1
-                        continue
-                    # Every key of an item's edges names the item itself: keys never repeat across items.
-                    chunk_edges.update(item_edges.deferred or {})
-                    seen.setdefault(new.content, new.id)
-                    ids[index] = new.id
-                    added.append(new.id)
-                    touched_sources[new.source] = None
-                    result.update(id=new.id, action="added")
-                    results.append(result)
-                    counts["imported"] += 1
-                edges.upsert_sorted(conn, _checked(conn, list(chunk_edges.values()), None))
+                mark = len(state.vec_ids)
+                try:
+                    with conn:  # a savepoint: the chunk's rows are written at once
+                        out = self._import_chunk(conn, state, chunk, start, vectors, no_diff, stamp, now, defer=True)
+                except apsw.Error:
+                    # A row failed (never seen in practice): redo the chunk one savepoint per item,
+                    # so only the failing items become errors, from state as the store has it.
+                    state.reset(conn)
+                    state.truncate_vectors(mark)
+                    out = self._import_chunk(conn, state, chunk, start, vectors, no_diff, stamp, now, defer=False)
+            for offset, (insight_id, result) in enumerate(zip(out.ids, out.results)):
+                ids[start + offset] = insight_id
+                results.append(result)
+            added.extend(out.added)
+            touched_sources.update(out.sources)
+            for key, value in out.counts.items():
+                counts[key] += value
             state.generation = store.generation()
             self.after_write()
             state.generation = store.generation()
+            start += len(chunk)
             if progress is not None:
-                progress(min(start + IMPORT_BATCH, total), total)
+                progress(start, total)
 
         inserted, pruned = self._finalize_import(draft, ids, added, list(touched_sources), now)
         return {
             "imported": counts["imported"], "updated": 0, "skipped": counts["skipped"], "errors": counts["errors"],
             "edges_inserted": inserted, "auto_pruned": len(pruned), "auto_pruned_ids": pruned, "results": results,
         }
+
+    def _import_chunk(
+        self,
+        conn: apsw.Connection,
+        state: _ImportState,
+        chunk: list[DraftInsight],
+        start: int,
+        vectors: list[NDArray[np.float64] | None],
+        no_diff: bool,
+        stamp: str,
+        now: datetime,
+        *,
+        defer: bool,
+    ) -> _ChunkOut:
+        """Import one chunk inside the caller's transaction; return what it did, item by item.
+
+        ``defer``: the chunk's insight, vector and oplog rows are written after its last item, in
+        a few statements (an error then fails the whole chunk, and the caller redoes it without
+        ``defer``: each item in its own savepoint, written as it goes).
+        """
+        out = _ChunkOut()
+        scores = self._chunk_scores(state, vectors)
+        # Exact duplicates (Decision 5): one look-up for the chunk, then the chunk's own adds.
+        seen = {} if no_diff else insights.exact_duplicates(conn, [item.content for item in chunk])
+        # Edge rows as edges.upsert_rows binds them (graph.semantic_edges' Edge records converted).
+        chunk_edges: dict[tuple[str, str, str], Any] = {}
+        log: list[tuple[str, str, str, str]] = []
+        rows: list[tuple[object, ...]] = []
+        blobs: list[tuple[str, NDArray[np.float64]]] = []
+        state.pending = {} if defer else None
+        for offset, item in enumerate(chunk):
+            result: dict[str, object] = {"index": start + offset, "id": "", "content": item.content}
+            out.results.append(result)
+            if not no_diff:
+                existing = seen.get(item.content)
+                if existing is None and "\x00" in item.content:  # json_each would cut it at the NUL
+                    existing = insights.exact_duplicate(conn, item.content)
+                if existing is not None:
+                    log.append(("import-skip", existing, f"duplicate of {existing}", stamp))
+                    out.ids.append(existing)
+                    result.update(id=existing, action="skipped")
+                    out.counts["skipped"] += 1
+                    continue
+            created = item.created_at or stamp
+            new = Insight(
+                id=_new_id(), content=item.content, category=item.category, importance=item.importance,
+                tags=list(item.tags), source=item.source, created_at=created, updated_at=created,
+            )
+            item_edges = graph.EdgeCounts(deferred={})
+            vector = vectors[offset]
+            if defer:
+                self._import_one(
+                    conn, state, new, item.entities, vector, scores, offset, now, stamp, item_edges, write=False
+                )
+                rows.append(insights.insert_row(new, stamp))
+                if vector is not None:
+                    blobs.append((new.id, vector))
+            else:
+                try:
+                    with conn:  # a savepoint: one failing item never takes the batch down
+                        self._import_one(
+                            conn, state, new, item.entities, vector, scores, offset, now, stamp, item_edges, write=True
+                        )
+                except apsw.Error as exc:
+                    result.update(action="error", error=str(exc))
+                    out.ids.append(None)
+                    out.counts["errors"] += 1
+                    continue
+            log.append(("import", new.id, new.content, stamp))
+            # Every key of an item's edges names the item itself: keys never repeat across items.
+            chunk_edges.update(item_edges.deferred or {})
+            seen.setdefault(new.content, new.id)
+            out.ids.append(new.id)
+            out.added.append(new.id)
+            out.sources[new.source] = None
+            result.update(id=new.id, action="added")
+            out.counts["imported"] += 1
+        state.pending = None
+        insights.insert_many(conn, rows)
+        for insight_id, vector in blobs:
+            self._store_vector(conn, insight_id, vector)
+        oplog.append_many(conn, log)
+        rows_out = [v if type(v) is tuple else edges.edge_row(v) for v in chunk_edges.values()]
+        present = insights.existing_ids(conn, [i for r in rows_out for i in (r[0], r[1])])
+        edges.upsert_rows_sorted(conn, [r for r in rows_out if r[0] in present and r[1] in present])
+        return out
 
     def _embed_chunk(self, embedder: Embedder | None, texts: list[str]) -> list[NDArray[np.float64] | None]:
         """Vectors for the chunk, in requests of EMBED_BATCH; None where the server failed."""
@@ -305,9 +398,13 @@ class ImportMixin(WriteMixin):
         scores: Any,
         offset: int,
         now: datetime,
+        stamp: str,
         counts: graph.EdgeCounts,
+        *,
+        write: bool,
     ) -> None:
-        """Insert one item and build its entity, causal and semantic edges (§3.15, §4.5-4.7).
+        """Build one item's entity, causal and semantic edges (§3.15, §4.5-4.7); with ``write``,
+        insert its row (and vector) too, else the caller writes the chunk's rows at once.
 
         The edges collect in ``counts.deferred``; the caller writes the chunk's edges at once.
         """
@@ -316,13 +413,14 @@ class ImportMixin(WriteMixin):
             new.importance, 0, None, new.created_at, 0, now
         )
         recent = state.recent_of(conn, new.source)  # before the insert: the look-back excludes self
-        insights.insert(conn, new, format_ts(now))
-        if vector is not None:
-            self._store_vector(conn, new.id, vector)
-        graph.entity_edges(conn, new, now, counts, lambda entity: state.newest_with(conn, entity, new.id))
+        if write:
+            insights.insert(conn, new, stamp)
+            if vector is not None:
+                self._store_vector(conn, new.id, vector)
+        _entity_edges(state, conn, new, stamp, counts.deferred)
         tokens = tokenize(new.content)
         causal = linking.CAUSAL_PATTERN.search(new.content) is not None
-        self._causal_from_recent(new, tokens, causal, recent, now, counts)
+        self._causal_from_recent(new, tokens, causal, recent, stamp, counts)
         unit = None
         if scores is not None and vector is not None and vector.shape == (state.dim,):
             unit = scores[1][offset]
@@ -341,11 +439,10 @@ class ImportMixin(WriteMixin):
         tokens: set[str],
         causal: bool,
         recent: list[_Recent],
-        now: datetime,
+        stamp: str,
         counts: graph.EdgeCounts,
     ) -> None:
         """graph.causal_edges over the in-memory look-back (10 newest of the source, newest first)."""
-        stamp = format_ts(now)
         assert counts.deferred is not None
         for prev in reversed(recent):
             if not causal and not prev.causal:
@@ -356,15 +453,14 @@ class ImportMixin(WriteMixin):
             overlap = token_overlap(tokens, prev.tokens)
             if overlap < CAUSAL_MIN_OVERLAP:
                 continue
-            meta = {
+            meta = edges.dump_metadata({
                 "overlap": linking.format_metric(overlap, 4),
                 "sub_type": linking.causal_sub_type(new.content, prev.content),
-            }
+            })
             if direction == "prev_to_new":
-                edge = Edge(prev.id, new.id, "causal", overlap, meta, stamp)
+                counts.deferred[(prev.id, new.id, "causal")] = (prev.id, new.id, "causal", overlap, meta, stamp)
             else:
-                edge = Edge(new.id, prev.id, "causal", overlap, meta, stamp)
-            counts.deferred[(edge.source_id, edge.target_id, edge.edge_type)] = edge
+                counts.deferred[(new.id, prev.id, "causal")] = (new.id, prev.id, "causal", overlap, meta, stamp)
 
     def _semantic_matches(
         self, state: _ImportState, scores: Any, offset: int, unit: NDArray[np.float64]
@@ -447,6 +543,24 @@ class ImportMixin(WriteMixin):
                 row["reason"] = edge.metadata["reason"]
             out_edges.append(row)
         return {"schema_version": "1", "insights": items, "edges": out_edges}
+
+
+def _entity_edges(
+    state: _ImportState, conn: apsw.Connection, new: Insight, stamp: str, out: dict[tuple[str, str, str], Any]
+) -> None:
+    """graph.entity_edges with the neighbours from ``state``, as edge rows into ``out`` (§4.5)."""
+    written = 0
+    new_id = new.id
+    for entity in new.entities:
+        if written >= ENTITY_EDGE_CAP:
+            return
+        meta = edges.dump_metadata({"entity": entity})
+        for other in state.newest_with(conn, entity, new_id):
+            if written >= ENTITY_EDGE_CAP:
+                return
+            out[(new_id, other, "entity")] = (new_id, other, "entity", 1.0, meta, stamp)
+            out[(other, new_id, "entity")] = (other, new_id, "entity", 1.0, meta, stamp)
+            written += 2
 
 
 def _checked(conn: apsw.Connection, written: list[Edge], notice: Callable[[str], None] | None) -> list[Edge]:

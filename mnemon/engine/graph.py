@@ -94,13 +94,17 @@ def entity_edges(
     now: datetime,
     counts: EdgeCounts,
     with_entity: Callable[[str], list[str]] | None = None,
+    *,
+    stamp: str | None = None,
 ) -> None:
     """Link to up to 5 newest insights sharing each entity; at most 50 rows per insight (§4.5).
 
     ``with_entity`` answers the neighbour lookup from a caller's memory (bulk import) instead of
-    the store; it must return what ``insights.with_entity`` would.
+    the store; it must return what ``insights.with_entity`` would. ``stamp``: ``format_ts(now)``
+    if the caller has it already.
     """
-    stamp = format_ts(now)
+    if stamp is None:
+        stamp = format_ts(now)
     for entity in new.entities:
         if counts.entity >= ENTITY_EDGE_CAP:
             return

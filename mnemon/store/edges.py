@@ -134,6 +134,17 @@ def upsert_sorted(conn: apsw.Connection, edges: Iterable[Edge]) -> None:
     conn.executemany(_SQL_UPSERT, rows)
 
 
+def edge_row(e: Edge) -> tuple[str, str, str, float, str, str]:
+    """The bound values of an upsert of ``e`` (for ``upsert_rows_sorted``)."""
+    return (e.source_id, e.target_id, e.edge_type, e.weight, dump_metadata(e.metadata), e.created_at)
+
+
+def upsert_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
+    """upsert_sorted for rows built by ``edge_row`` (metadata already encoded); distinct keys only."""
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    conn.executemany(_SQL_UPSERT, rows)
+
+
 def count_touching_many(conn: apsw.Connection, ids: list[str]) -> dict[str, int]:
     """count_touching for many ids at once (ids absent from the result touch no edge)."""
     out: dict[str, int] = {}

@@ -116,23 +116,31 @@ def dump_list(values: Iterable[str]) -> str:
     return json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
 
 
-def insert(conn: apsw.Connection, insight: Insight, stored_at: str) -> None:
-    conn.execute(
-        _SQL_INSERT,
-        (
-            insight.id,
-            insight.content,
-            insight.category,
-            insight.importance,
-            dump_list(insight.tags),
-            dump_list(insight.entities),
-            insight.source,
-            insight.created_at,
-            insight.updated_at,
-            insight.effective_importance,
-            stored_at,
-        ),
+def insert_row(insight: Insight, stored_at: str) -> tuple[object, ...]:
+    """The bound values of ``insert`` (for ``insert_many``)."""
+    return (
+        insight.id,
+        insight.content,
+        insight.category,
+        insight.importance,
+        dump_list(insight.tags) if insight.tags else "[]",
+        dump_list(insight.entities) if insight.entities else "[]",
+        insight.source,
+        insight.created_at,
+        insight.updated_at,
+        insight.effective_importance,
+        stored_at,
     )
+
+
+def insert(conn: apsw.Connection, insight: Insight, stored_at: str) -> None:
+    conn.execute(_SQL_INSERT, insert_row(insight, stored_at))
+
+
+def insert_many(conn: apsw.Connection, rows: list[tuple[object, ...]]) -> None:
+    """Insert rows built by ``insert_row``, in order, in one statement."""
+    if rows:
+        conn.executemany(_SQL_INSERT, rows)
 
 
 def get(conn: apsw.Connection, insight_id: str, *, active_only: bool = True) -> Insight | None:

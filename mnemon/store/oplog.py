@@ -18,6 +18,18 @@ def append(conn: apsw.Connection, operation: str, insight_id: str, detail: str, 
     conn.execute(_SQL_TRIM, (OPLOG_KEEP,))
 
 
+def append_many(conn: apsw.Connection, rows: list[tuple[str, str, str, str]]) -> None:
+    """Record many operations ``(operation, insight_id, detail, now)`` in order, then trim once.
+
+    Ids only grow (AUTOINCREMENT), so one trim after the rows leaves exactly the newest 5000, as
+    a trim after each row would by the end of the caller's transaction.
+    """
+    if not rows:
+        return
+    conn.executemany(_SQL_INSERT, rows)
+    conn.execute(_SQL_TRIM, (OPLOG_KEEP,))
+
+
 def recent(conn: apsw.Connection, limit: int) -> list[OplogEntry]:
     return [
         OplogEntry(int(r[0]), str(r[1] or ""), str(r[2] or ""), str(r[3] or ""), str(r[4] or ""))
