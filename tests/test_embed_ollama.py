@@ -207,9 +207,14 @@ def test_proxy_environment_is_ignored(server: EmbedServer, monkeypatch: pytest.M
 def test_one_connection_is_reused(server: EmbedServer) -> None:
     with ollama(server.url) as embedder:
         embedder.probe()
+        conn = embedder._conn
+        embedder.embed_batch(["a", "b"])
+        assert conn is not None and embedder._conn is conn
+    with ollama(server.url, transport=httpx.HTTPTransport()) as embedder:
+        embedder.probe()
         client = embedder._client
         embedder.embed_batch(["a", "b"])
-        assert embedder._client is client
+        assert client is not None and embedder._client is client
 
 
 def test_close_is_idempotent_and_a_closed_embedder_reopens(server: EmbedServer) -> None:
@@ -274,7 +279,7 @@ def test_stall_past_the_timeout_raises_unavailable(server: EmbedServer) -> None:
             embedder.embed("x")
         assert time.monotonic() - started < 1.0
     assert str(info.value) == f"Ollama embedding provider not available at {server.url}"
-    assert isinstance(info.value.__cause__, httpx.TimeoutException)
+    assert isinstance(info.value.__cause__, TimeoutError)  # plain http: the standard library's client
 
 
 def test_slow_trickle_is_held_to_the_overall_deadline(server: EmbedServer) -> None:
@@ -286,12 +291,100 @@ def test_slow_trickle_is_held_to_the_overall_deadline(server: EmbedServer) -> No
         assert time.monotonic() - started < 1.0
 
 
-def test_connection_refused_raises_unavailable_chained_from_httpx() -> None:
+def test_connection_refused_raises_unavailable_chained_from_the_os_error() -> None:
     endpoint = f"http://127.0.0.1:{closed_port()}"
     with ollama(endpoint) as embedder, pytest.raises(EmbedderUnavailable) as info:
         embedder.embed("x")
     assert str(info.value) == f"Ollama embedding provider not available at {endpoint}"
+    assert isinstance(info.value.__cause__, ConnectionRefusedError)
+
+
+def test_connection_refused_through_httpx_is_chained_from_httpx() -> None:
+    endpoint = f"http://127.0.0.1:{closed_port()}"
+    with ollama(endpoint, transport=httpx.HTTPTransport()) as embedder, pytest.raises(EmbedderUnavailable) as info:
+        embedder.embed("x")
     assert isinstance(info.value.__cause__, httpx.ConnectError)
+
+
+# --- plain http without httpx; the embed request standing in for the probe --------------------
+
+
+def test_plain_http_never_imports_httpx_or_builds_an_ssl_context(server: EmbedServer) -> None:
+    code = (
+        "import sys, ssl\n"
+        "def refuse(*a, **k):\n    raise AssertionError('an SSL context was built')\n"
+        "ssl.SSLContext.__new__ = refuse\n"
+        "from mnemon.embed import make_embedder\n"
+        f"e = make_embedder(endpoint={server.url!r}, model='m', protocol='auto', api_key=None, keep_alive='',"
+        " dimensions=None)\n"
+        "assert e.probe() and e.embed('x').shape == (32,) and e.probe_embed('y').shape == (32,)\n"
+        "print(sorted(m for m in ('httpx', 'httpcore', 'h11', 'trio') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=20, check=False)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
+def test_kept_alive_connection_is_reused_and_reopened_after_the_server_drops_it(server: EmbedServer) -> None:
+    with ollama(server.url) as embedder:
+        embedder.embed("a")
+        conn = embedder._conn
+        assert conn is not None and conn.sock is not None
+        embedder.embed("b")
+        assert embedder._conn is conn
+        conn.sock.shutdown(socket.SHUT_RDWR)  # as if the server closed the idle connection
+        assert embedder.embed("c").shape == (32,)
+
+
+def test_probe_embed_makes_exactly_one_request_when_healthy(server: EmbedServer) -> None:
+    with ollama(server.url) as embedder:
+        vector = embedder.probe_embed("vector search")
+    assert np.array_equal(vector, server.expected(["vector search"])[0])
+    assert [(r.method, r.path) for r in server.requests] == [("POST", "/api/embed")]
+
+
+def test_probe_embed_is_unavailable_when_connection_refused() -> None:
+    with ollama(f"http://127.0.0.1:{closed_port()}") as embedder, pytest.raises(EmbedderUnavailable):
+        embedder.probe_embed("x")
+
+
+def test_probe_embed_gives_up_when_silent_and_the_probe_fails(server: EmbedServer) -> None:
+    server.mode = "stall"
+    with ollama(server.url, probe_timeout=SHORT) as embedder:
+        started = time.monotonic()
+        with pytest.raises(EmbedderUnavailable):
+            embedder.probe_embed("x")
+        assert time.monotonic() - started < 2.0  # ~2 x probe_timeout, not the 30 s request time-out
+    assert [r.path for r in server.requests] == ["/api/embed", "/api/tags"]
+
+
+def test_probe_embed_waits_for_a_slow_model_when_the_probe_answers(
+    server: EmbedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    respond = server._respond
+
+    def slow_embed(method: str, path: str, headers: dict[str, str], body: object) -> tuple[int, bytes]:
+        if method == "POST":
+            time.sleep(3 * SHORT)  # a model loading: longer than the probe time-out
+        return respond(method, path, headers, body)
+
+    monkeypatch.setattr(server, "_respond", slow_embed)
+    with ollama(server.url, probe_timeout=SHORT) as embedder:
+        vector = embedder.probe_embed("x")
+    assert np.array_equal(vector, server.expected(["x"])[0])
+    assert sorted(r.path for r in server.requests) == ["/api/embed", "/api/tags"]
+
+
+def test_probe_embed_reports_response_errors(server: EmbedServer) -> None:
+    server.mode = "not_found"
+    with ollama(server.url) as embedder, pytest.raises(EmbedderResponseError):
+        embedder.probe_embed("x")
+
+
+def test_probe_embed_through_httpx_probes_first(server: EmbedServer) -> None:
+    with ollama(server.url, transport=httpx.HTTPTransport()) as embedder:
+        assert embedder.probe_embed("x").shape == (32,)
+    assert [r.path for r in server.requests] == ["/api/tags", "/api/embed"]
 
 
 def test_server_recovers_after_a_fault(server: EmbedServer) -> None:

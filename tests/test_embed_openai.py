@@ -171,7 +171,7 @@ def test_stall_raises_unavailable_with_the_openai_message(server: EmbedServer) -
         embedder.embed("x")
     assert str(info.value) == f"OpenAI-compatible embedding provider not available at {server.openai_url}"
     assert str(info.value) == describe_unavailable(embedder)
-    assert isinstance(info.value.__cause__, httpx.TimeoutException)
+    assert isinstance(info.value.__cause__, TimeoutError)  # plain http: the standard library client
 
 
 def data_transport(data: object) -> httpx.MockTransport:

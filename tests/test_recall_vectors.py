@@ -63,3 +63,29 @@ def test_store_without_vectors_never_contacts_the_server(cli, server: EmbedServe
     out = cli.ok("recall", "server away", "--verbose")
     assert out["results"] and out["results"][0]["signals"]["similarity"] == 0
     assert server.requests == []
+
+
+def test_a_healthy_server_gets_exactly_one_request_per_recall_and_remember(
+    cli, server: EmbedServer, monkeypatch
+) -> None:
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+    server.clear()
+    assert cli.ok("remember", "Vector search latency budget is tight")["embedded"] is True
+    assert [(r.method, r.path) for r in server.requests] == [("POST", "/api/embed")]  # no separate probe
+    server.clear()
+    cli.ok("recall", "vector search latency")
+    assert [(r.method, r.path) for r in server.requests] == [("POST", "/api/embed")]
+    server.clear()
+    assert cli.ok("embed", "--status")["embedding_available"] is True  # --status still probes for real
+    assert [(r.method, r.path) for r in server.requests] == [("GET", "/api/tags")]
+
+
+def test_a_server_that_cannot_embed_leaves_recall_embedding_free(cli, server: EmbedServer, monkeypatch) -> None:
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+    a = cli.ok("remember", "Vector search latency budget is tight")["id"]
+    for mode in ("not_found", "error500", "nan", "unavailable"):
+        server.mode = mode
+        out = cli.ok("recall", "vector search latency", "--verbose")
+        assert out["results"][0]["insight"]["id"] == a
+        assert all(r["signals"]["similarity"] == 0 for r in out["results"])
+        assert cli.ok("remember", f"another note while {mode}", "--no-diff")["embedded"] is False

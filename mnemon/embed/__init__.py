@@ -23,6 +23,8 @@ from urllib.parse import urlsplit
 from mnemon.errors import EmbedderError, EmbedderResponseError, EmbedderUnavailable
 
 if TYPE_CHECKING:
+    import http.client
+
     import httpx
     import numpy as np
     from numpy.typing import NDArray
@@ -49,6 +51,7 @@ PROBE_TIMEOUT_S = 2.0  # §3.3 step 2: availability within 2 s
 TIMEOUT_S = 30.0  # §4.13: 30 s total
 CONNECT_TIMEOUT_S = 5.0  # §4.13: 5 s dial
 DEFAULT_BATCH_SIZE = 64  # texts per HTTP request; larger inputs are split (ours, not the Go tool's)
+FIRST_ANSWER_SHARE = 0.25  # probe_embed: share of the probe budget spent waiting for the embed answer
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # a misbehaving server cannot make us buffer without bound
 PROTOCOLS: tuple[str, ...] = ("ollama", "openai")  # what MNEMON_EMBED_PROTOCOL may name, besides "auto"
 
@@ -229,6 +232,7 @@ class HTTPEmbedder:
         self.batch_size = batch_size
         self._transport = transport
         self._client: httpx.Client | None = None
+        self._conn: http.client.HTTPConnection | None = None  # the plain-http path (_send_plain)
 
     # -- subclass hooks --
 
@@ -279,11 +283,34 @@ class HTTPEmbedder:
         vector: NDArray[np.float64] = self.embed_batch([text])[0]
         return vector
 
+    def probe_embed(self, text: str) -> NDArray[np.float64]:
+        """Embed ``text`` as the first request, letting it stand in for the availability probe.
+
+        Raises ``EmbedderUnavailable`` when the 2 s probe would have said no: the connection
+        fails, or the server is silent for a quarter of ``probe_timeout`` *and* a real probe
+        does not answer 200 within the rest of it (a model that loads slowly still gets the
+        full request time-out once the probe answers). A healthy server thus costs one request instead of two. Errors after the
+        server answered (bad status, bad vectors) raise ``EmbedderResponseError``; whether the
+        server counts as available then is the probe's call (see ``EngineBase.embed_text``).
+        """
+        if not self._plain_http():  # httpx path: the probe, then the request
+            if not self.probe():
+                raise EmbedderUnavailable(describe_unavailable(self))
+            return self.embed(text)
+        matrix = self._embed_chunk([text], first_answer=self.probe_timeout)
+        if matrix.shape[0] != 1:  # pragma: no cover - to_matrix checked the count
+            raise EmbedderResponseError(f"{self._source()} returned {matrix.shape[0]} embeddings for 1 input")
+        vector: NDArray[np.float64] = matrix[0]
+        return vector
+
     def close(self) -> None:
-        """Close the connection pool (idempotent; a later call opens a new one)."""
+        """Close the connection (idempotent; a later call opens a new one)."""
         if self._client is not None:
             self._client.close()
             self._client = None
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
 
     def __enter__(self) -> HTTPEmbedder:
         return self
@@ -304,8 +331,8 @@ class HTTPEmbedder:
     def _source(self) -> str:
         return f"embedding server at {self.endpoint}"
 
-    def _embed_chunk(self, texts: list[str]) -> NDArray[np.float64]:
-        status, body = self._send("POST", self._embed_path(), self._request_body(texts), self.timeout)
+    def _embed_chunk(self, texts: list[str], first_answer: float | None = None) -> NDArray[np.float64]:
+        status, body = self._send("POST", self._embed_path(), self._request_body(texts), self.timeout, first_answer)
         if status != 200:
             raise EmbedderResponseError(f"{self._source()} returned HTTP {status}{_error_detail(body)}")
         try:
@@ -332,12 +359,23 @@ class HTTPEmbedder:
             )
         return self._client
 
-    def _send(self, method: str, path: str, body: dict[str, Any] | None, limit: float) -> tuple[int, bytes]:
+    def _plain_http(self) -> bool:
+        """True when requests go through the standard library (plain http, no injected transport)."""
+        return self._transport is None and self.endpoint.strip().lower().startswith("http://")
+
+    def _send(
+        self, method: str, path: str, body: dict[str, Any] | None, limit: float, first_answer: float | None = None
+    ) -> tuple[int, bytes]:
         """Send one request and read the whole response within ``limit`` seconds.
 
         httpx time-outs are per operation (connect, each read), so a server that trickles bytes
-        is also held to an overall deadline, like Go's ``http.Client.Timeout``.
+        is also held to an overall deadline, like Go's ``http.Client.Timeout``. Plain-http
+        endpoints (a local Ollama, the usual case) skip httpx: importing it and building its
+        client costs ~150 ms of a CLI run (httpcore loads trio, httpx its CLI), the standard
+        library's ``http.client`` ~15 ms. ``first_answer`` (plain http only): see ``probe_embed``.
         """
+        if self._plain_http():
+            return self._send_plain(method, path, body, limit, first_answer)
         import httpx
 
         deadline = time.monotonic() + limit
@@ -363,6 +401,113 @@ class HTTPEmbedder:
             raise EmbedderUnavailable(describe_unavailable(self)) from e
         except httpx.HTTPError as e:  # anything else httpx may add: still the server's fault
             raise EmbedderResponseError(f"{self._source()} failed: {e}") from e
+
+    def _send_plain(
+        self, method: str, path: str, body: dict[str, Any] | None, limit: float, first_answer: float | None
+    ) -> tuple[int, bytes]:
+        """``_send`` over ``http.client``: same time-outs, limits, headers and error mapping.
+
+        One kept-alive connection is reused; a reused connection the server has meanwhile
+        closed is reopened once (nothing was answered on it, so the request is simply resent).
+        With ``first_answer``, a server silent for that long is asked the availability probe
+        on a second connection; if the probe fails the request is abandoned as unavailable.
+        """
+        import http.client
+        import select
+
+        started = time.monotonic()
+        deadline = started + limit
+        url = join_url(self.endpoint, path)
+        try:
+            parts = urlsplit(url)
+            host, port = parts.hostname, parts.port or 80
+            if not host:
+                raise ValueError(f"no host in {url!r}")
+        except ValueError as e:  # as httpx.InvalidURL: the server is not usable
+            raise EmbedderUnavailable(describe_unavailable(self)) from e
+        target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        headers = {"Accept": "*/*", "Connection": "keep-alive", "User-Agent": "mnemon", **self._headers()}
+        payload = None
+        if body is not None:  # encoded exactly as httpx's json= would
+            payload = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        for attempt in (0, 1):
+            conn = self._conn
+            if conn is None or (conn.host, conn.port) != (host, port):
+                if conn is not None:
+                    conn.close()
+                conn = self._conn = http.client.HTTPConnection(host, port)
+            reused = conn.sock is not None
+            try:
+                if conn.sock is None:
+                    dial = min(limit, self.connect_timeout, deadline - time.monotonic())
+                    if first_answer is not None:  # connecting is part of the availability probe
+                        dial = min(dial, first_answer)
+                    conn.timeout = max(0.001, dial)
+                    conn.connect()
+                sock = conn.sock
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                conn.request(method, target, body=payload, headers=headers)
+                if first_answer is not None:
+                    # The availability decision keeps its 2 s budget: a quarter waiting for the
+                    # answer itself, then the probe gets what is left of it.
+                    probe_by = started + first_answer
+                    wait = max(0.0, min(first_answer * FIRST_ANSWER_SHARE, deadline - time.monotonic()))
+                    if not select.select([sock], [], [], wait)[0] and not self._probe_elsewhere(probe_by):
+                        raise EmbedderUnavailable(describe_unavailable(self)) from TimeoutError(
+                            f"no answer within {first_answer:g} s and the availability probe failed"
+                        )
+                sock.settimeout(max(0.001, deadline - time.monotonic()))
+                response = conn.getresponse()
+                chunks: list[bytes] = []
+                size = 0
+                while True:
+                    if sock.fileno() >= 0:
+                        sock.settimeout(max(0.001, deadline - time.monotonic()))
+                    chunk = response.read1(65536)
+                    if not chunk:
+                        break
+                    chunks.append(chunk)
+                    size += len(chunk)
+                    if size > MAX_RESPONSE_BYTES:
+                        raise EmbedderResponseError(f"{self._source()} sent an oversized response")
+                    if time.monotonic() > deadline:
+                        raise EmbedderUnavailable(describe_unavailable(self)) from TimeoutError(
+                            f"no complete response within {limit:g} s"
+                        )
+                response.close()  # read to the end: the connection is free for the next request
+                if response.will_close:
+                    conn.close()
+                return response.status, b"".join(chunks)
+            except EmbedderError:
+                conn.close()
+                raise
+            except (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError) as e:
+                conn.close()
+                if reused and attempt == 0 and time.monotonic() < deadline:
+                    continue  # the server closed an idle kept-alive connection: reopen once
+                raise EmbedderUnavailable(describe_unavailable(self)) from e
+            except (OSError, http.client.HTTPException, ValueError) as e:
+                # Time-outs, refused or reset connections, bad hosts, protocol violations.
+                conn.close()
+                raise EmbedderUnavailable(describe_unavailable(self)) from e
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _probe_elsewhere(self, by: float) -> bool:
+        """The availability probe on its own connection, answered before ``by`` (monotonic)."""
+        saved, self._conn = self._conn, None
+        try:
+            remaining = by - time.monotonic()
+            if remaining <= 0:
+                return False
+            status, _ = self._send("GET", self._probe_path(), None, remaining)
+            return status == 200
+        except EmbedderError:
+            return False
+        finally:
+            if self._conn is not None:
+                self._conn.close()
+            self._conn = saved
 
 
 def _error_detail(body: bytes) -> str:

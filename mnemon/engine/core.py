@@ -13,11 +13,14 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from mnemon.config import Settings, check_store_name
-from mnemon.errors import EmbedderError, ReadonlyModeError
+from mnemon.errors import EmbedderError, EmbedderUnavailable, ReadonlyModeError
 from mnemon.store import Store
 from mnemon.store.layout import migrate_legacy
 
 if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
     from mnemon.embed import Embedder
 
 
@@ -142,6 +145,42 @@ class EngineBase:
             keep_alive=s.embed_keep_alive,
             dimensions=s.embed_dimensions,
         )
+
+    def embed_text(self, text: str) -> NDArray[np.float64] | None:
+        """Embed ``text`` if the provider is available; None in embedding-free mode or on failure.
+
+        The first call of an engine lets the embed request stand in for the 2 s availability
+        probe (``Embedder.probe_embed``): a healthy server answers one request instead of two.
+        A refused or silent server makes it unavailable as the probe would; a server that
+        answered but could not embed is probed for real, so availability means what it did.
+        """
+        if self._embedder_checked:
+            embedder = self.embedder()
+            if embedder is None:
+                return None
+            try:
+                return embedder.embed(text)
+            except EmbedderError:
+                return None
+        self._embedder_checked = True
+        if _loopback_refused(self.settings.embed_endpoint):
+            self._embedder_ok = False
+            return None
+        try:
+            self._embedder = self.make_embedder()
+            combined = getattr(self._embedder, "probe_embed", None)
+            if combined is None:  # an embedder without the combined call: probe, then embed
+                self._embedder_ok = self._embedder.probe()
+                return self.embed_text(text) if self._embedder_ok else None
+            vector: NDArray[np.float64] = combined(text)
+            self._embedder_ok = True
+            return vector
+        except EmbedderUnavailable:
+            self._embedder_ok = False
+            return None
+        except EmbedderError:  # the server answered, but not with a usable vector
+            self._embedder_ok = self._embedder is not None and self._embedder.probe()
+            return None
 
     def embedder(self) -> Embedder | None:
         """Return a reachable embedder after one 2 s probe, or None (embedding-free mode)."""

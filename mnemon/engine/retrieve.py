@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from mnemon import entities as entity_extraction
 from mnemon.engine.core import EngineBase
-from mnemon.errors import EmbedderError
 from mnemon.intent import detect_intent, parse_intent
 from mnemon.records import BM25_B, BM25_K1, CATEGORIES, Insight, Intent
 from mnemon.store import blob, hotindex, insights, oplog
@@ -105,13 +104,14 @@ class RetrieveMixin(EngineBase):
         # (embedding an existing row records it too): no scan of every row per query.
         if not index.any_vector and vector_store.vector_meta(conn).dim is None:
             return None
-        embedder = self.embedder()
-        if embedder is None:
+        embedded = self.embed_text(query)  # one request: it doubles as the availability probe
+        if embedded is None:
             return None
-        try:
-            qvec = np.asarray(embedder.embed(query), dtype=np.float64)
-        except EmbedderError:
-            return None
+        qvec = np.asarray(embedded, dtype=np.float64)
+        aligned_of = getattr(self, "vector_scores_aligned", None)
+        if aligned_of is not None:  # the VectorIndex (engine/vectors.py): one scan, rows aligned by id
+            aligned: np.ndarray = aligned_of(qvec, index.id_blob[: index.n], index.rows_of)
+            return aligned
         sims = np.zeros(index.n, dtype=np.float64)
         scores_of = getattr(self, "vector_scores", None)
         if scores_of is not None:  # the VectorIndex (engine/vectors.py): one matrix scan

@@ -26,10 +26,11 @@ import math
 from typing import TYPE_CHECKING
 
 from mnemon.engine.core import EngineBase
-from mnemon.errors import EmbedderError
 from mnemon.store import vectors as vector_store
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
     from numpy.typing import NDArray
 
@@ -93,12 +94,9 @@ class VectorMixin(EngineBase):
 
     def embed_for_write(self, text: str) -> NDArray[np.float64] | None:
         """Embed ``text`` if a server is reachable and its vectors fit the store; None otherwise."""
-        embedder = self.embedder()
-        if embedder is None:
-            return None
-        try:
-            vector = embedder.embed(text)
-        except EmbedderError:
+        vector = self.embed_text(text)
+        embedder = self._embedder
+        if vector is None or embedder is None:
             return None
         mismatch = self.vector_mismatch(embedder.model, int(vector.shape[0]))
         if mismatch is not None:
@@ -177,6 +175,54 @@ class VectorMixin(EngineBase):
         cosines = scan(index.vectors, index.norms, query)[active]
         return _decode_ids(index.ids[active]), cosines
 
+    def vector_scores_aligned(
+        self,
+        query: NDArray[np.float64],
+        row_ids: NDArray[np.bytes_],
+        rows_of: Callable[[NDArray[np.bytes_]], NDArray[np.int64]] | None = None,
+    ) -> NDArray[np.float64]:
+        """Cosine of ``query`` for each id of ``row_ids`` (bytes, e.g. the hot index's ``id_blob``).
+
+        ``rows_of`` maps ids to positions in ``row_ids`` (-1 if absent), e.g. the hot index's
+        ``rows_of`` over its persisted id ranks; without it, ``row_ids`` is sorted when needed.
+
+        0.0 where an id has no active vector (or the store none of the query's length). Same
+        values as mapping :meth:`vector_scores` by id, without a per-query dictionary or string
+        sort: both indexes append rows in rowid order, so row ``r`` of one is nearly always row
+        ``r`` of the other; one vectorised comparison settles those, and only the few others
+        (re-embedded insights, rows not yet in both) are looked up by id.
+        """
+        import numpy as np
+
+        import kernels
+
+        out = np.zeros(len(row_ids), dtype=np.float64)
+        index = self.vector_index()
+        if index is None or query.shape != (index.dim,) or not index.rows or not len(row_ids):
+            return out
+        query = np.ascontiguousarray(query, dtype=np.float64)
+        scan = kernels.cosine_scores if _use_numba(index.rows) else kernels.cosine_scores_numpy
+        cosines = scan(index.vectors, index.norms, query)
+        active = index.active
+        m = min(index.rows, len(row_ids))
+        same = np.zeros(index.rows, dtype=np.bool_)
+        same[:m] = index.ids[:m] == row_ids[:m]
+        aligned = np.flatnonzero(same & active)
+        out[aligned] = cosines[aligned]
+        rest = np.flatnonzero(active & ~same)
+        if len(rest) and rows_of is not None:
+            rows = np.asarray(rows_of(index.ids[rest]), dtype=np.int64)
+            hit = rows >= 0
+            out[rows[hit]] = cosines[rest[hit]]
+        elif len(rest):
+            order = np.argsort(row_ids, kind="stable")
+            sorted_ids = row_ids[order]
+            wanted = index.ids[rest]
+            pos = np.minimum(np.searchsorted(sorted_ids, wanted), len(row_ids) - 1)
+            hit = sorted_ids[pos] == wanted
+            out[order[pos[hit]]] = cosines[rest[hit]]
+        return out
+
     def vector_search(
         self, query: NDArray[np.float64], k: int, min_score: float = -math.inf, exclude: str | None = None
     ) -> list[tuple[str, float]]:
@@ -186,7 +232,6 @@ class VectorMixin(EngineBase):
         vectors or ``len(query)`` differs from the store's dimension.
         """
         import numpy as np
-
 
         index = self.vector_index()
         if index is None or k <= 0 or query.shape != (index.dim,) or not index.rows:
