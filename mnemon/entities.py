@@ -101,8 +101,17 @@ def extract_known_entities(text: str, known: set[str] | frozenset[str]) -> list[
     """
     if not known:
         return []
+    return [w for w in entity_candidates(text) if w in known]
+
+
+def entity_candidates(text: str) -> list[str]:
+    """Return the words the index-aware path would admit if they were known entities.
+
+    The write path asks the store which of these few words are known, instead of loading
+    every entity string of a large store (§4.3 "fourth path").
+    """
     words = [m.group(0) for m in _CAPITALIZED.finditer(text)] + _dictionary_words(text)
-    return _dedupe(w for w in words if w in known and w not in ACRONYM_STOPWORDS)
+    return _dedupe(w for w in words if w not in ACRONYM_STOPWORDS)
 
 
 def resolve_entities(

@@ -106,7 +106,7 @@ class WriteMixin(VectorMixin):
                         "id": new.id, "content": content, "action": "skipped",
                         "diff_suggestion": "DUPLICATE", "replaced_id": existing,
                     }
-            known = insights.known_entities(conn)
+            known = insights.known_among(conn, entity_extraction.entity_candidates(content))
             new.entities = entity_extraction.resolve_entities(provided, content, entity_mode, known)
             insights.insert(conn, new, stamp)
             if vector is not None and not self._store_vector(conn, new.id, vector):

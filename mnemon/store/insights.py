@@ -188,6 +188,19 @@ def known_entities(conn: apsw.Connection) -> set[str]:
     return {str(r[0]) for r in conn.execute(_SQL_KNOWN_ENTITIES)}
 
 
+# CROSS JOIN keeps the candidates as the outer loop: one index probe per candidate word.
+_SQL_KNOWN_AMONG = (
+    "SELECT DISTINCT j.value FROM json_each(?) j CROSS JOIN insight_entities e WHERE e.entity = j.value"
+)
+
+
+def known_among(conn: apsw.Connection, candidates: list[str]) -> set[str]:
+    """Those of ``candidates`` that are entity strings of active insights (one probe each)."""
+    if not candidates:
+        return set()
+    return {str(r[0]) for r in conn.execute(_SQL_KNOWN_AMONG, (json.dumps(candidates),))}
+
+
 def active_count(conn: apsw.Connection) -> int:
     return int(conn.execute(_SQL_ACTIVE_COUNT).fetchone()[0])
 
