@@ -77,6 +77,18 @@ class Settings:
         return self.store_dir / "mnemon.db"
 
 
+# Thread pools numpy's BLAS would start at import: mnemon's vector work is one matrix-vector scan
+# (memory-bound; einsum, not BLAS) and the numba kernels bring their own threads, so a second pool
+# only costs start-up (≈80 ms of CPU per CLI call here) and contends with numba (targets.md).
+BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+def limit_blas_threads() -> None:
+    """Default the BLAS thread pools to one thread unless the user chose otherwise; call before numpy loads."""
+    for name in BLAS_THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+
+
 def valid_store_name(name: str) -> bool:
     """Return whether ``name`` is a legal store name (§2.2); fullmatch, so no trailing newline slips by."""
     # A directory name longer than NAME_MAX (255 bytes) can never exist: refuse it up front.

@@ -14,7 +14,7 @@ import typer
 from typer._click import core as click_core
 from typer._click import exceptions as click_exceptions
 
-from mnemon import __version__
+from mnemon import __version__, config
 from mnemon.cli import agent, bulk, doctor, embed, graph, maint, memory, retrieve, stores
 from mnemon.cli.state import GlobalOptions, split_global
 from mnemon.errors import MnemonError
@@ -76,6 +76,7 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
     """Run the CLI and return the exit status (0 ok, 1 any error)."""
     args = list(sys.argv[1:] if argv is None else argv)
     opts = options or GlobalOptions()
+    config.limit_blas_threads()
     try:
         rest = split_global(args, opts)
         if opts.version:
