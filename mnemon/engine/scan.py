@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 
     from mnemon.engine.hot import HotIndex
 
-_SQL_ROW = "SELECT id, content, category, importance, created_at, tags, entities FROM insights WHERE id = ?"
+_SQL_ROW = "SELECT id, content, category, importance, created_at, tags, entities, deleted_at FROM insights WHERE id = ?"
 _SQL_ACTIVE_TEXT = (
     "SELECT id, content, category, importance, created_at, tags, entities FROM insights WHERE deleted_at IS NULL"
 )
@@ -69,6 +69,11 @@ class ActiveTokens:
         if self._rows is None:
             self._rows = [_scan_row(r) for r in self._conn.execute(_SQL_ACTIVE_TEXT)]
         return self._rows
+
+    def active_row(self, insight_id: str) -> ScanRow | None:
+        """One active insight with its §4.1 tokens, exactly as ``rows`` would hold it, or None."""
+        r = self._conn.execute(_SQL_ROW, (insight_id,)).fetchone()
+        return None if r is None or r[7] is not None else _scan_row(r)
 
     def _hits(self, scored: list[tuple[int, float]]) -> list[ScoredRow]:
         out = []

@@ -16,8 +16,7 @@ from mnemon import entities as entity_extraction
 from mnemon import linking
 from mnemon.engine import graph
 from mnemon.engine.core import format_ts
-from mnemon.engine.scan import ActiveTokens, ScanRow
-from mnemon.engine.scan import _scan_row as scan_row  # the same tokens the diff always used
+from mnemon.engine.scan import ActiveTokens
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
 from mnemon.engine.vectors import VectorMixin
 from mnemon.errors import InputError, NotFoundError
@@ -162,7 +161,7 @@ class WriteMixin(VectorMixin):
             for other_id, cos in self.cosine_neighbours(vector, DIFF_COSINE_EXTRA, DIFF_CANDIDATES + len(present)):
                 if other_id in present or len(extra) >= DIFF_CANDIDATES:
                     continue
-                row = _active_scan_row(self.store.conn, other_id)
+                row = scan.active_row(other_id)
                 if row is None:
                     continue
                 extra.append(diffing.DiffCandidate(row.id, row.content, jaccard(new_tokens, set(row.tokens)), cos))
@@ -276,15 +275,3 @@ class WriteMixin(VectorMixin):
             oplog.append(conn, "forget", insight_id, "", stamp)
         self.after_write()
         return {"id": insight_id, "message": "Insight soft-deleted successfully", "status": "deleted"}
-
-
-def _active_scan_row(conn: object, insight_id: str) -> ScanRow | None:
-    """One active insight with its §4.1 tokens (as ``ActiveTokens.rows`` would hold it), or None."""
-    r = conn.execute(_SQL_ACTIVE_ROW, (insight_id,)).fetchone()  # type: ignore[attr-defined]
-    return None if r is None else scan_row(r)
-
-
-_SQL_ACTIVE_ROW = (
-    "SELECT id, content, category, importance, created_at, tags, entities FROM insights"
-    " WHERE id = ? AND deleted_at IS NULL"
-)
