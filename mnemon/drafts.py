@@ -14,7 +14,9 @@ explicit edge weight 0 ⇒ 0.5. Pure: stdlib only, no I/O beyond reading the nam
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -198,10 +200,25 @@ def _insight(index: int, item: object, default_source: str) -> DraftInsight:
         if not isinstance(created_raw, str):
             raise bad("created_at must be an RFC 3339 string")
         try:
-            created_at = format_timestamp(parse_timestamp(created_raw))
+            created_at = _canonical(created_raw) or format_timestamp(parse_timestamp(created_raw))
         except InputError:
             raise bad(f'created_at "{created_raw}" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)') from None
     return DraftInsight(content, category, importance, tags, entities, source, created_at)
+
+
+_CANONICAL_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
+
+
+def _canonical(stamp: str) -> str | None:
+    """``stamp`` itself when it is already UTC with second precision and a valid date-time (what
+    ``format_timestamp(parse_timestamp(stamp))`` gives back then); None otherwise (parse it)."""
+    if len(stamp) != 20 or _CANONICAL_STAMP.fullmatch(stamp) is None:
+        return None
+    try:
+        datetime(int(stamp[:4]), int(stamp[5:7]), int(stamp[8:10]), int(stamp[11:13]), int(stamp[14:16]), int(stamp[17:19]))
+    except ValueError:
+        return None  # the full parser reports it
+    return stamp
 
 
 def _prefix(text: str) -> str:

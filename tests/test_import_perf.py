@@ -15,7 +15,7 @@ import pytest
 
 from mnemon.config import Settings
 from mnemon.drafts import parse_draft
-from mnemon.engine import Engine, bulk
+from mnemon.engine import Engine, bulk, prepare
 from mnemon.store import edges, insights
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -100,6 +100,10 @@ HOT_QUERIES = {
     "recent_since": (insights._SQL_RECENT_SINCE, ("2026-01-01T00:00:00Z", "x", 11)),
     "prune_candidates": (insights._SQL_PRUNE_CANDIDATES, (4, 3, "2026-01-01T00:00:00Z", "[]", 10)),
     "exact_duplicate": (insights._SQL_EXACT_DUPLICATE, ("a",)),
+    "active_count": (insights._SQL_ACTIVE_COUNT, ()),
+    "deleted_count": (insights._SQL_DELETED_COUNT, ()),
+    "active_embeddings": (insights._SQL_ACTIVE_EMBEDDINGS, ()),
+    "by_category": (insights._SQL_BY_CATEGORY, ()),
     "exact_duplicates": (insights._SQL_ACTIVE_BY_CONTENT, ('["a"]',)),
     "get_many": (insights._SQL_GET_MANY, ('["a"]',)),
     "existing_ids": (insights._SQL_EXISTING, ('["a"]',)),
@@ -150,6 +154,97 @@ def test_a_go_store_loses_the_redundant_edge_indexes_on_open(tmp_path):
     finally:
         conn.close()
     assert names == {"sqlite_autoindex_edges_1", "idx_edges_target_type"}
+
+
+REDUNDANT_INSIGHT_INDEXES = {"idx_insights_deleted", "idx_insights_prune"}  # prefixes of idx_insights_prune_stored
+
+
+def test_a_go_store_loses_the_redundant_insight_indexes_on_open_and_reopens_as_current(tmp_path):
+    db = tmp_path / "data" / "default" / "mnemon.db"
+    db.parent.mkdir(parents=True)
+    conn = apsw.Connection(str(db))
+    with conn:
+        conn.execute((ROOT / "tests" / "go_schema.sql").read_text(encoding="utf-8"))
+    conn.close()
+    _import(tmp_path, json.dumps(generate_draft(20, seed=3)))
+    _import(tmp_path, json.dumps(generate_draft(20, seed=4)))  # the migration is idempotent
+    conn = apsw.Connection(str(db))
+    try:
+        names = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'insights'")}
+        schema = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema'").fetchone()[0]
+    finally:
+        conn.close()
+    assert not names & REDUNDANT_INSIGHT_INDEXES
+    assert "idx_insights_prune_stored" in names
+    assert schema == "5"
+
+
+def test_parallel_preparation_writes_what_in_process_preparation_writes(tmp_path, monkeypatch):
+    """Large drafts are prepared in a pool of forked workers; small chunks force several tasks."""
+    text = json.dumps(generate_draft(900, seed=21))
+    monkeypatch.setattr(prepare, "PARALLEL_THRESHOLD", 10**9)
+    local, _ = _import(tmp_path / "local", text)
+    started: list[int] = []
+    real_start = prepare.Preparer._start
+
+    def start(self: prepare.Preparer) -> None:
+        real_start(self)
+        started.append(len(self.futures))
+
+    monkeypatch.setattr(prepare, "PARALLEL_THRESHOLD", 100)
+    monkeypatch.setattr(prepare, "PARALLEL_CHUNK", 128)
+    monkeypatch.setattr(prepare.Preparer, "_start", start)
+    pooled, _ = _import(tmp_path / "pooled", text)
+    assert started and started[0] == 8  # 900 items in tasks of 128 (0 if fork is unavailable)
+    strip = lambda r: {k: v for k, v in r.items() if k != "results"}  # noqa: E731
+    assert strip(pooled) == strip(local)
+    assert [(r["index"], r["action"]) for r in pooled["results"]] == [(r["index"], r["action"]) for r in local["results"]]
+    assert _state(tmp_path / "pooled") == _state(tmp_path / "local")
+
+
+def test_import_prepares_in_process_when_the_pool_cannot_start_or_breaks(tmp_path, monkeypatch):
+    text = json.dumps(generate_draft(300, seed=22))
+    monkeypatch.setattr(prepare, "PARALLEL_THRESHOLD", 10**9)
+    _import(tmp_path / "local", text)
+    monkeypatch.setattr(prepare, "PARALLEL_THRESHOLD", 10)
+    monkeypatch.setattr(prepare, "PARALLEL_CHUNK", 64)
+
+    def no_fork() -> None:
+        raise OSError("no fork here")
+
+    monkeypatch.setattr(prepare, "_fork_context", no_fork)
+    _import(tmp_path / "nopool", text)
+
+    class Broken:
+        def result(self) -> None:
+            raise RuntimeError("worker died")
+
+    real_start = prepare.Preparer._start
+
+    def broken_start(self: prepare.Preparer) -> None:
+        real_start(self)
+        self.futures = [Broken() for _ in range(len(self.texts) // self.chunk + 1)]
+
+    monkeypatch.undo()
+    monkeypatch.setattr(prepare, "PARALLEL_THRESHOLD", 10)
+    monkeypatch.setattr(prepare, "PARALLEL_CHUNK", 64)
+    monkeypatch.setattr(prepare.Preparer, "_start", broken_start)
+    _import(tmp_path / "broken", text)
+    assert _state(tmp_path / "nopool") == _state(tmp_path / "local")
+    assert _state(tmp_path / "broken") == _state(tmp_path / "local")
+
+
+def test_prepared_sub_type_flags_give_the_joined_texts_sub_type():
+    from mnemon import linking
+
+    texts = [
+        "", "because", "we did it so that", "It was blocked", "due to rain; prevents leaks", "为了 x", "阻止",
+        "so", "that", "in order to ship, because", "Leads To", "nothing here",
+    ]
+    for a in texts:
+        for b in texts:
+            flags = prepare.sub_type(prepare.sub_type_flags(a), prepare.sub_type_flags(b))
+            assert flags == linking.causal_sub_type(a, b), (a, b)
 
 
 def test_growing_batches_write_what_fixed_single_item_batches_write(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ insights in timeline order and every edge between them as an index pair.
 from __future__ import annotations
 
 import bisect
-import uuid
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -28,12 +28,12 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from mnemon import entities as entity_extraction
-from mnemon import lifecycle, linking
+from mnemon import linking
 from mnemon.drafts import Draft, DraftInsight
-from mnemon.engine import graph
+from mnemon.engine import graph, prepare
 from mnemon.engine.core import format_ts
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
+from mnemon.engine.upkeep import effective_importance as upkeep_ei
 from mnemon.engine.write import WriteMixin
 from mnemon.errors import EmbedderError
 from mnemon.records import (
@@ -77,6 +77,7 @@ class _Recent:
     content: str
     tokens: set[str]
     causal: bool  # the content has a causal keyword (§4.6)
+    flags: int  # its causal sub-type keywords (prepare.sub_type_flags)
 
 
 @dataclass(slots=True)
@@ -149,7 +150,7 @@ class _ImportState:
             rows = [
                 _Recent(
                     r.created_at, -1 - pos, r.id, r.content, tokenize(r.content),
-                    linking.CAUSAL_PATTERN.search(r.content) is not None,
+                    linking.CAUSAL_PATTERN.search(r.content) is not None, prepare.sub_type_flags(r.content),
                 )
                 for pos, r in enumerate(found)
             ]
@@ -202,8 +203,33 @@ def _unit_rows(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
         return np.where(norms > 0, matrix / norms, 0.0)
 
 
-def _new_id() -> str:
-    return str(uuid.uuid4())
+class _Ids:
+    """Random version-4 UUID strings (as ``str(uuid.uuid4())``), drawn from the OS in blocks."""
+
+    __slots__ = ("hex", "pos")
+
+    def __init__(self) -> None:
+        self.hex: list[str] = []
+        self.pos = 0
+
+    def __call__(self) -> str:
+        if self.pos >= len(self.hex):
+            raw = bytearray(os.urandom(16 * 1024))
+            for k in range(0, len(raw), 16):
+                raw[k + 6] = (raw[k + 6] & 0x0F) | 0x40  # version 4
+                raw[k + 8] = (raw[k + 8] & 0x3F) | 0x80  # RFC 4122 variant
+            h = raw.hex()
+            self.hex = [
+                f"{h[k:k + 8]}-{h[k + 8:k + 12]}-{h[k + 12:k + 16]}-{h[k + 16:k + 20]}-{h[k + 20:k + 32]}"
+                for k in range(0, len(h), 32)
+            ]
+            self.pos = 0
+        value = self.hex[self.pos]
+        self.pos += 1
+        return value
+
+
+_new_id = _Ids()
 
 
 class ImportMixin(WriteMixin):
@@ -220,9 +246,26 @@ class ImportMixin(WriteMixin):
 
     def _import(self, draft: Draft, no_diff: bool, progress: Progress | None, now: datetime) -> dict[str, object]:
         stamp = format_ts(now)
-        store = self.store
         embedder = self.embedder()
         state = _ImportState()
+        prepared = prepare.Preparer([item.content for item in draft.insights])
+        try:
+            return self._import_all(draft, no_diff, progress, now, stamp, embedder, state, prepared)
+        finally:
+            prepared.close()
+
+    def _import_all(
+        self,
+        draft: Draft,
+        no_diff: bool,
+        progress: Progress | None,
+        now: datetime,
+        stamp: str,
+        embedder: Embedder | None,
+        state: _ImportState,
+        prepared: prepare.Preparer,
+    ) -> dict[str, object]:
+        store = self.store
         total = len(draft.insights)
         ids: list[str | None] = [None] * total
         results: list[dict[str, object]] = []
@@ -248,13 +291,17 @@ class ImportMixin(WriteMixin):
                 mark = len(state.vec_ids)
                 try:
                     with conn:  # a savepoint: the chunk's rows are written at once
-                        out = self._import_chunk(conn, state, chunk, start, vectors, no_diff, stamp, now, defer=True)
+                        out = self._import_chunk(
+                            conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, defer=True
+                        )
                 except apsw.Error:
                     # A row failed (never seen in practice): redo the chunk one savepoint per item,
                     # so only the failing items become errors, from state as the store has it.
                     state.reset(conn)
                     state.truncate_vectors(mark)
-                    out = self._import_chunk(conn, state, chunk, start, vectors, no_diff, stamp, now, defer=False)
+                    out = self._import_chunk(
+                        conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, defer=False
+                    )
             for offset, (insight_id, result) in enumerate(zip(out.ids, out.results)):
                 ids[start + offset] = insight_id
                 results.append(result)
@@ -285,6 +332,7 @@ class ImportMixin(WriteMixin):
         no_diff: bool,
         stamp: str,
         now: datetime,
+        prepared: prepare.Preparer,
         *,
         defer: bool,
     ) -> _ChunkOut:
@@ -324,9 +372,10 @@ class ImportMixin(WriteMixin):
             )
             item_edges = graph.EdgeCounts(deferred={})
             vector = vectors[offset]
+            prep = prepared.get(start + offset)
             if defer:
                 self._import_one(
-                    conn, state, new, item.entities, vector, scores, offset, now, stamp, item_edges, write=False
+                    conn, state, new, item.entities, prep, vector, scores, offset, now, stamp, item_edges, write=False
                 )
                 rows.append(insights.insert_row(new, stamp))
                 if vector is not None:
@@ -335,7 +384,7 @@ class ImportMixin(WriteMixin):
                 try:
                     with conn:  # a savepoint: one failing item never takes the batch down
                         self._import_one(
-                            conn, state, new, item.entities, vector, scores, offset, now, stamp, item_edges, write=True
+                            conn, state, new, item.entities, prep, vector, scores, offset, now, stamp, item_edges, write=True
                         )
                 except apsw.Error as exc:
                     result.update(action="error", error=str(exc))
@@ -394,6 +443,7 @@ class ImportMixin(WriteMixin):
         state: _ImportState,
         new: Insight,
         provided: list[str],
+        prep: prepare.Prepared,
         vector: NDArray[np.float64] | None,
         scores: Any,
         offset: int,
@@ -408,19 +458,19 @@ class ImportMixin(WriteMixin):
 
         The edges collect in ``counts.deferred``; the caller writes the chunk's edges at once.
         """
-        new.entities = entity_extraction.resolve_entities(provided, new.content, "merge", state.known)
-        new.effective_importance = lifecycle.effective_importance(
-            new.importance, 0, None, new.created_at, 0, now
-        )
+        # entities.resolve_entities(provided, content, "merge", state.known) from the prepared
+        # extraction and candidate words (every list is free of empties and de-duplicated).
+        extracted, candidates, tokens, causal, flags = prep
+        known = state.known
+        new.entities = list(dict.fromkeys([*provided, *extracted, *[w for w in candidates if w in known]]))
+        new.effective_importance = upkeep_ei(new.importance, 0, None, new.created_at, 0, now)
         recent = state.recent_of(conn, new.source)  # before the insert: the look-back excludes self
         if write:
             insights.insert(conn, new, stamp)
             if vector is not None:
                 self._store_vector(conn, new.id, vector)
         _entity_edges(state, conn, new, stamp, counts.deferred)
-        tokens = tokenize(new.content)
-        causal = linking.CAUSAL_PATTERN.search(new.content) is not None
-        self._causal_from_recent(new, tokens, causal, recent, stamp, counts)
+        self._causal_from_recent(new, tokens, causal, flags, recent, stamp, counts)
         unit = None
         if scores is not None and vector is not None and vector.shape == (state.dim,):
             unit = scores[1][offset]
@@ -428,7 +478,7 @@ class ImportMixin(WriteMixin):
             graph.semantic_edges(conn, new, now, counts, matches)
         state.known.update(new.entities)
         state.order += 1
-        state.add_recent(new.source, _Recent(new.created_at, state.order, new.id, new.content, tokens, causal))
+        state.add_recent(new.source, _Recent(new.created_at, state.order, new.id, new.content, tokens, causal, flags))
         state.add_entities(new, state.order)
         if unit is not None:
             state.add_vector(new.id, unit)
@@ -438,6 +488,7 @@ class ImportMixin(WriteMixin):
         new: Insight,
         tokens: set[str],
         causal: bool,
+        flags: int,
         recent: list[_Recent],
         stamp: str,
         counts: graph.EdgeCounts,
@@ -447,17 +498,15 @@ class ImportMixin(WriteMixin):
         for prev in reversed(recent):
             if not causal and not prev.causal:
                 continue  # neither side has a causal keyword: causal_direction is None
-            direction = linking.causal_direction(new.content, prev.content)
-            if direction is None:
-                continue
+            # linking.causal_direction: the side with the keyword is the effect.
             overlap = token_overlap(tokens, prev.tokens)
             if overlap < CAUSAL_MIN_OVERLAP:
                 continue
             meta = edges.dump_metadata({
                 "overlap": linking.format_metric(overlap, 4),
-                "sub_type": linking.causal_sub_type(new.content, prev.content),
+                "sub_type": prepare.sub_type(flags, prev.flags),
             })
-            if direction == "prev_to_new":
+            if causal:  # "prev_to_new"
                 counts.deferred[(prev.id, new.id, "causal")] = (prev.id, new.id, "causal", overlap, meta, stamp)
             else:
                 counts.deferred[(new.id, prev.id, "causal")] = (new.id, prev.id, "causal", overlap, meta, stamp)
@@ -598,12 +647,14 @@ def _repair_backbone(conn: apsw.Connection, source: str, imported: set[str], sta
             edges.delete_pair(conn, timeline[last_old], insight_id, "temporal")
             edges.delete_pair(conn, insight_id, timeline[last_old], "temporal")
         last_old, run = pos, False
-    pairs: list[Edge] = []
+    precedes = edges.dump_metadata({"sub_type": "backbone", "direction": "precedes"})
+    succeeds = edges.dump_metadata({"sub_type": "backbone", "direction": "succeeds"})
+    rows: list[tuple[str, str, str, float, str, str]] = []
     touched: list[str] = []
     for older, newer in zip(timeline, timeline[1:]):
         if older in imported or newer in imported:
-            pairs.append(Edge(older, newer, "temporal", 1.0, {"sub_type": "backbone", "direction": "precedes"}, stamp))
-            pairs.append(Edge(newer, older, "temporal", 1.0, {"sub_type": "backbone", "direction": "succeeds"}, stamp))
+            rows.append((older, newer, "temporal", 1.0, precedes, stamp))
+            rows.append((newer, older, "temporal", 1.0, succeeds, stamp))
             touched += [older, newer]
-    edges.upsert_many(conn, sorted(pairs, key=lambda e: (e.source_id, e.target_id)))
+    edges.upsert_rows_sorted(conn, rows)  # keys are distinct: adjacent pairs of distinct ids
     return touched

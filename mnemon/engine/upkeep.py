@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
+import math
+import re
 from collections.abc import Iterable
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from mnemon import lifecycle
 from mnemon.config import Settings
 from mnemon.engine.core import EngineBase, format_ts
 from mnemon.errors import NotFoundError
-from mnemon.records import GC_KEEP_ACCESS_BONUS, IMMUNE_ACCESS_COUNT, IMMUNE_IMPORTANCE, Insight
+from mnemon.lifecycle import _SECONDS_PER_DAY
+from mnemon.records import (
+    DECAY_HALF_LIFE_DAYS,
+    EDGE_FACTOR_CAP,
+    EDGE_FACTOR_STEP,
+    GC_KEEP_ACCESS_BONUS,
+    IMMUNE_ACCESS_COUNT,
+    IMMUNE_IMPORTANCE,
+    Insight,
+)
 from mnemon.store import edges, insights, oplog
 from mnemon.validate import check_text
 
@@ -19,9 +30,41 @@ if TYPE_CHECKING:
 
 
 def effective_importance_of(insight: Insight, edge_rows: int, now: datetime) -> float:
-    return lifecycle.effective_importance(
+    return effective_importance(
         insight.importance, insight.access_count, insight.last_accessed_at, insight.created_at, edge_rows, now
     )
+
+
+def _canonical_stamp(ts: str | None) -> datetime | None:
+    """``ts`` parsed in C when it is a canonical UTC stamp (``YYYY-MM-DDTHH:MM:SSZ``), else None."""
+    if not ts or len(ts) != 20 or _CANONICAL_STAMP.fullmatch(ts) is None:
+        return None
+    try:
+        return datetime(
+            int(ts[:4]), int(ts[5:7]), int(ts[8:10]), int(ts[11:13]), int(ts[14:16]), int(ts[17:19]),
+            tzinfo=timezone.utc,
+        )
+    except ValueError:
+        return None
+
+
+_CANONICAL_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
+
+
+def effective_importance(
+    importance: int, access_count: int, last_access: str | None, created_at: str, edge_rows: int, now: datetime
+) -> float:
+    """lifecycle.effective_importance, bit for bit, with the canonical stamps every write stores
+    parsed in C (the lifecycle parser handles every other form)."""
+    ts = last_access or created_at
+    parsed = _canonical_stamp(ts)
+    if parsed is None:
+        return lifecycle.effective_importance(importance, access_count, last_access, created_at, edge_rows, now)
+    days = (now - parsed).total_seconds() / _SECONDS_PER_DAY
+    access = max(1.0, math.log1p(access_count))
+    decay = 0.5 ** (days / DECAY_HALF_LIFE_DAYS)
+    edges_factor = 1.0 + EDGE_FACTOR_STEP * min(edge_rows, EDGE_FACTOR_CAP)
+    return lifecycle.base_importance(importance) * access * decay * edges_factor
 
 
 def refresh_effective_importance(conn: apsw.Connection, ids: Iterable[str], now: datetime) -> dict[str, float]:

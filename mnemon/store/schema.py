@@ -13,7 +13,7 @@ import apsw
 
 from mnemon.store.tx import write_tx
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SQL_CREATE_INSIGHTS = """
 CREATE TABLE IF NOT EXISTS insights (
@@ -103,7 +103,6 @@ END"""
 
 _SQL_INDEXES = (
     "CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category)",
-    "CREATE INDEX IF NOT EXISTS idx_insights_deleted ON insights(deleted_at)",
     "CREATE INDEX IF NOT EXISTS idx_insights_ei ON insights(effective_importance)",
     "CREATE INDEX IF NOT EXISTS idx_insights_stored ON insights(stored_at)",
     "CREATE INDEX IF NOT EXISTS idx_insights_active_created ON insights(deleted_at, created_at DESC) "
@@ -111,8 +110,6 @@ _SQL_INDEXES = (
     "CREATE INDEX IF NOT EXISTS idx_insights_active_source ON insights(source, created_at) WHERE deleted_at IS NULL",
     "CREATE INDEX IF NOT EXISTS idx_insights_active_importance ON insights(deleted_at, importance DESC, "
     "created_at DESC) WHERE deleted_at IS NULL",
-    "CREATE INDEX IF NOT EXISTS idx_insights_prune ON insights(deleted_at, importance, access_count, "
-    "effective_importance)",
     "CREATE INDEX IF NOT EXISTS idx_insights_prune_stored ON insights(deleted_at, importance, access_count, "
     "stored_at, effective_importance)",
     # Exact-duplicate lookup (Decision 5) must not scan every content on a large store.
@@ -133,6 +130,10 @@ _SQL_DROP_OLD_INDEXES = (
     "DROP INDEX IF EXISTS idx_edges_target",
     "DROP INDEX IF EXISTS idx_edges_type",
     "DROP INDEX IF EXISTS idx_edges_source_type",
+    # Schema 5: prefixes of idx_insights_prune_stored (deleted_at, importance, access_count, ...),
+    # which answers their look-ups; each insight row costs one index write less per index.
+    "DROP INDEX IF EXISTS idx_insights_deleted",
+    "DROP INDEX IF EXISTS idx_insights_prune",
 )
 
 

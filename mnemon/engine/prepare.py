@@ -1,0 +1,133 @@
+"""Per-item preparation of an import: the work that depends only on an item's text (§3.15).
+
+For each draft item: the extracted entities (§4.3 paths 1-6 and the dictionary), the words the
+index-aware path would admit if known, the §4.1 token set, whether the text has a causal keyword
+(§4.6) and which causal sub-type keywords it has. The import then only resolves the entities
+against its known set and compares token sets.
+
+Large drafts (``PARALLEL_THRESHOLD`` items and more) are prepared ahead in a small pool of forked
+worker processes, chunk by chunk, while the import writes; smaller drafts (and any platform or
+situation where the pool cannot start or breaks) are prepared in process, lazily, with the same
+functions, so the results are identical either way.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from mnemon import entities, linking
+from mnemon.text import tokenize
+
+PARALLEL_THRESHOLD = 5_000  # drafts with fewer items never start a pool
+PARALLEL_WORKERS = 2
+PARALLEL_CHUNK = 2_000  # items per task
+
+# (extracted entities, index-aware candidate words, token set, causal keyword, sub-type flags)
+Prepared = tuple[list[str], list[str], set[str], bool, int]
+
+_SUB_TYPE_NAMES = tuple(name for name, _ in linking._SUB_TYPES)
+_SUB_TYPE_PATTERNS = tuple(pattern for _, pattern in linking._SUB_TYPES)
+
+
+def sub_type_flags(text: str) -> int:
+    """Bit k set when the k-th §4.6 sub-type pattern (prevents, enables, causes) matches ``text``."""
+    flags = 0
+    for bit, pattern in enumerate(_SUB_TYPE_PATTERNS):
+        if pattern.search(text):
+            flags |= 1 << bit
+    return flags
+
+
+def sub_type(flags_a: int, flags_b: int) -> str:
+    """linking.causal_sub_type(a, b) from the two texts' flags.
+
+    The texts are joined with a newline there, and no keyword can span that seam (nor does the
+    newline change a word boundary), so a pattern matches the joined text iff it matches one side.
+    """
+    both = flags_a | flags_b
+    for bit, name in enumerate(_SUB_TYPE_NAMES):
+        if both >> bit & 1:
+            return name
+    return linking._DEFAULT_SUB_TYPE
+
+
+def prepare_one(text: str) -> Prepared:
+    return (
+        entities.extract_entities(text),
+        entities.entity_candidates(text),
+        tokenize(text),
+        linking.CAUSAL_PATTERN.search(text) is not None,
+        sub_type_flags(text),
+    )
+
+
+def prepare_texts(texts: list[str]) -> list[Prepared]:
+    return [prepare_one(t) for t in texts]
+
+
+def _fork_context() -> Any:
+    import multiprocessing
+
+    if "fork" not in multiprocessing.get_all_start_methods():
+        return None
+    return multiprocessing.get_context("fork")
+
+
+class Preparer:
+    """``get(i)``: the prepared item ``i`` of ``texts``, from the pool when one runs, else in process."""
+
+    def __init__(self, texts: list[str], *, threshold: int | None = None, chunk: int | None = None) -> None:
+        threshold = PARALLEL_THRESHOLD if threshold is None else threshold
+        self.texts = texts
+        self.chunk = max(1, PARALLEL_CHUNK if chunk is None else chunk)
+        self.done: dict[int, list[Prepared]] = {}
+        self.futures: list[Any] = []
+        self.pool: Any = None
+        if len(texts) >= threshold and threshold >= 0:
+            self._start()
+
+    def _start(self) -> None:
+        try:
+            from concurrent.futures import ProcessPoolExecutor
+
+            context = _fork_context()
+            if context is None:
+                return
+            workers = max(1, min(PARALLEL_WORKERS, os.cpu_count() or 1))
+            self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
+            self.futures = [
+                self.pool.submit(prepare_texts, self.texts[start : start + self.chunk])
+                for start in range(0, len(self.texts), self.chunk)
+            ]
+        except Exception:  # noqa: BLE001 -- no pool: everything is prepared in process
+            self.close()
+            self.futures = []
+
+    def get(self, index: int) -> Prepared:
+        block = index // self.chunk
+        rows = self.done.get(block)
+        if rows is None:
+            rows = None
+            future = self.futures[block] if block < len(self.futures) else None
+            if future is not None:
+                self.futures[block] = None  # its rows live in ``done`` now
+                try:
+                    rows = future.result()
+                except Exception:  # noqa: BLE001 -- a broken pool: prepare the rest in process
+                    self.close()
+                    self.futures = []
+                    rows = None
+            if rows is None:
+                start = block * self.chunk
+                rows = prepare_texts(self.texts[start : start + self.chunk])
+            self.done = {block: rows}  # items are asked for in draft order
+        return rows[index - block * self.chunk]
+
+    def close(self) -> None:
+        if self.pool is not None:
+            pool, self.pool = self.pool, None
+            try:
+                pool.shutdown(wait=False, cancel_futures=True)
+            except Exception:  # noqa: BLE001
+                pass
