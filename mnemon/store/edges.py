@@ -130,7 +130,7 @@ def upsert_sorted(conn: apsw.Connection, edges: Iterable[Edge]) -> None:
     sorting would decide that by the other fields instead.
     """
     rows = [(e.source_id, e.target_id, e.edge_type, e.weight, dump_metadata(e.metadata), e.created_at) for e in edges]
-    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    rows.sort()  # distinct keys: whole-tuple order is key order, without building key tuples
     conn.executemany(_SQL_UPSERT, rows)
 
 
@@ -141,7 +141,7 @@ def edge_row(e: Edge) -> tuple[str, str, str, float, str, str]:
 
 def upsert_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
     """upsert_sorted for rows built by ``edge_row`` (metadata already encoded); distinct keys only."""
-    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    rows.sort()  # distinct keys: whole-tuple order is key order, without building key tuples
     conn.executemany(_SQL_UPSERT, rows)
 
 

@@ -277,6 +277,10 @@ _SQL_GET_MANY = (
     "FROM json_each(?) j CROSS JOIN insights i WHERE i.id = j.value AND i.deleted_at IS NULL"
 )
 _SQL_EXISTING = "SELECT id FROM insights WHERE id IN (SELECT value FROM json_each(?))"
+_SQL_EI_INPUTS_MANY = (
+    "SELECT i.id, i.importance, i.access_count, i.last_accessed_at, i.created_at "
+    "FROM json_each(?) j CROSS JOIN insights i WHERE i.id = j.value AND i.deleted_at IS NULL"
+)
 _ID_CHUNK = 5000
 
 
@@ -304,6 +308,15 @@ def get_many(conn: apsw.Connection, ids: list[str]) -> list[Insight]:
     for start in range(0, len(ids), _ID_CHUNK):
         rows = conn.execute(_SQL_GET_MANY, (json.dumps(ids[start : start + _ID_CHUNK]),))
         out.extend(row_to_insight(r) for r in rows)
+    return out
+
+
+def ei_inputs_many(conn: apsw.Connection, ids: list[str]) -> list[tuple[str, int, int, str | None, str]]:
+    """(id, importance, access_count, last_accessed_at, created_at) of the active insights among
+    ``ids`` (in no particular order): what effective importance needs, without decoding rows."""
+    out: list[tuple[str, int, int, str | None, str]] = []
+    for start in range(0, len(ids), _ID_CHUNK):
+        out.extend(conn.execute(_SQL_EI_INPUTS_MANY, (json.dumps(ids[start : start + _ID_CHUNK]),)))
     return out
 
 
