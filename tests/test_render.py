@@ -32,3 +32,19 @@ def test_floats_print_like_go() -> None:
 def test_layout_is_two_space_indent_with_empty_collections() -> None:
     assert to_json({"total_insights": 3, "a": [], "b": {}}) == '{\n  "total_insights": 3,\n  "a": [],\n  "b": {}\n}'
     assert to_json({"x": ["<"]}, pretty=False, html_escape=False) == '{"x":["<"]}'
+
+
+_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**40), 2**40), TRICKY)
+_TREE = st.recursive(
+    _LEAF,
+    lambda children: st.one_of(st.lists(children, max_size=4), st.dictionaries(TRICKY, children, max_size=4)),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=400, derandomize=True)
+@given(_TREE, st.booleans(), st.booleans())
+def test_c_encoder_path_equals_the_reference_encoder(value: object, pretty: bool, html: bool) -> None:
+    from mnemon.cli.render import to_json_reference
+
+    assert to_json(value, pretty=pretty, html_escape=html) == to_json_reference(value, pretty=pretty, html_escape=html)
