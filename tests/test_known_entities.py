@@ -28,3 +28,18 @@ def test_a_new_insight_picks_up_a_known_entity_from_the_store(cli) -> None:
     cli.ok("remember", "Alpha routing notes", "--entities", "Alpha")
     out = cli.ok("remember", "We tuned Alpha for latency", "--no-diff")
     assert "Alpha" in out["entities"]
+
+
+def test_status_top_entities_from_the_lookup_table_equal_the_json_scan(cli, data_dir: Path) -> None:
+    cli.ok("remember", "Alpha uses Redis and Kafka", "--entities", "Alpha")
+    cli.ok("remember", "Alpha moved to Postgres", "--entities", "Alpha")
+    gone = cli.ok("remember", "Beta uses Redis", "--entities", "Beta")
+    cli.ok("forget", gone["id"])
+    store = Store.open(data_dir / "data" / "default" / "mnemon.db", readonly=True, now="")
+    try:
+        via_table = insights.top_entities(store.conn, 20)
+        via_json = [(str(r[0]), int(r[1])) for r in store.conn.execute(insights._SQL_TOP_ENTITIES, (20,))]
+    finally:
+        store.close()
+    assert via_table == via_json
+    assert via_table[0] == ("Alpha", 2) and ("Beta", 1) not in via_table

@@ -213,8 +213,19 @@ def count_by_category(conn: apsw.Connection) -> dict[str, int]:
     return {str(r[0]): int(r[1]) for r in conn.execute(_SQL_BY_CATEGORY)}
 
 
+# The entity lookup table holds active rows only; a Go store opened read-only has no such table.
+_SQL_TOP_ENTITIES_INDEXED = (
+    "SELECT entity, COUNT(DISTINCT insight_id) AS n FROM insight_entities GROUP BY entity ORDER BY n DESC, entity ASC "
+    "LIMIT ?"
+)
+_SQL_HAS_ENTITY_TABLE = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'insight_entities'"
+
+
 def top_entities(conn: apsw.Connection, limit: int) -> list[tuple[str, int]]:
-    return [(str(r[0]), int(r[1])) for r in conn.execute(_SQL_TOP_ENTITIES, (limit,))]
+    """Entities by number of distinct active insights (status, §3.11), from the lookup table when present."""
+    indexed = conn.execute(_SQL_HAS_ENTITY_TABLE).fetchone() is not None
+    sql = _SQL_TOP_ENTITIES_INDEXED if indexed else _SQL_TOP_ENTITIES
+    return [(str(r[0]), int(r[1])) for r in conn.execute(sql, (limit,))]
 
 
 def set_entities(conn: apsw.Connection, insight_id: str, entities: list[str]) -> None:
