@@ -22,6 +22,7 @@ from typing import Any
 
 from mnemon.errors import InputError, MnemonError
 from mnemon.lifecycle import format_timestamp, parse_timestamp
+from mnemon.validate import check_text
 from mnemon.records import (
     CATEGORIES,
     DEFAULT_CATEGORY,
@@ -131,13 +132,11 @@ def _kind(value: object) -> str:
 
 
 def _clean_text(value: str, what: str) -> str:
+    """validate.check_text, its message prefixed as a draft error."""
     try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise _invalid(f"{what} is not valid UTF-8") from None
-    if "\x00" in value:
-        raise _invalid(f"{what} must not contain NUL bytes")
-    return value
+        return check_text(value, what)
+    except InputError as exc:
+        raise _invalid(str(exc)) from None
 
 
 def _insight(index: int, item: object, default_source: str) -> DraftInsight:

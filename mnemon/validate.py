@@ -19,7 +19,8 @@ from mnemon.records import (
 )
 
 
-def _byte_prefix(text: str, n: int) -> str:
+def byte_prefix(text: str, n: int) -> str:
+    """The first ``n`` UTF-8 bytes of ``text``, dropping a partial trailing character (Go byte slicing)."""
     return text.encode("utf-8")[:n].decode("utf-8", errors="ignore")
 
 
@@ -76,7 +77,7 @@ def _check_items(items: list[str], *, what: str, max_items: int, max_bytes: int)
         check_text(item, what)
         size = len(item.encode("utf-8"))
         if size > max_bytes:
-            raise InputError(f"{what} too long ({size} chars, max {max_bytes}): {_byte_prefix(item, 50)}")
+            raise InputError(f"{what} too long ({size} chars, max {max_bytes}): {byte_prefix(item, 50)}")
     if len(items) > max_items:
         plural = "tags" if what == "tag" else "entities"
         raise InputError(f"too many {plural} ({len(items)}, max {max_items})")

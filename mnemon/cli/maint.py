@@ -6,7 +6,7 @@ import typer
 
 from mnemon.cli import render
 from mnemon.cli.state import open_engine
-from mnemon.validate import check_limit, check_threshold
+from mnemon.validate import byte_prefix, check_limit, check_threshold
 
 LOG_DETAIL_MAX = 60  # bytes; longer details are cut to 57 + "..." (§3.12)
 
@@ -37,11 +37,6 @@ def status(ctx: typer.Context) -> None:
         render.emit_json(engine.status())
 
 
-def _cut_bytes(text: str, limit: int) -> str:
-    data = text.encode("utf-8")
-    return data[:limit].decode("utf-8", errors="ignore")
-
-
 def log(ctx: typer.Context, limit: int = typer.Option(20, "--limit", help="rows")) -> None:
     """Show the operation log, newest first."""
     check_limit(limit)
@@ -54,7 +49,7 @@ def log(ctx: typer.Context, limit: int = typer.Option(20, "--limit", help="rows"
     for row in rows:
         detail = " ".join(row.detail.split("\n"))
         if len(detail.encode("utf-8")) > LOG_DETAIL_MAX:
-            detail = _cut_bytes(detail, LOG_DETAIL_MAX - 3) + "..."
+            detail = byte_prefix(detail, LOG_DETAIL_MAX - 3) + "..."
         table.append([row.created_at, row.operation, row.insight_id[:8], detail])
     render.emit_text(render.table(table))
 
