@@ -279,7 +279,7 @@ def eject(placement: Placement, options: Options) -> Report:
         created = [Path(p) for p in manifest.get("created_dirs", [])]
     else:  # no record: only our own parents may go, and only when empty
         created = [placement.config_dir / "skills", placement.hook_dir.parent, placement.settings_path.parent]
-        if target.name in _EJECT_REMOVES_EMPTY_CONFIG or not target.has_hooks:
+        if target.name in _EJECT_REMOVES_EMPTY_CONFIG or not placement.installs_hooks:
             created.append(placement.config_dir)
     files.remove_if_empty(*sorted(created, key=lambda p: len(p.parts), reverse=True))
     markdown = placement.markdown_path

@@ -153,7 +153,7 @@ def _drop_empty_event(lines: list[str], event: str) -> list[str]:
     span = layout.events().get(event)
     if span is None or layout.items(*span) or lines[span[0]].split(":", 1)[1].split("#")[0].strip():
         return lines
-    return lines[:span[0]] + lines[span[0] + 1:span[1]] if span[1] - span[0] == 1 else lines
+    return lines[:span[0]] + lines[span[0] + 1:] if span[1] - span[0] == 1 else lines
 
 
 def _read(path: Path) -> str | None:
@@ -171,18 +171,18 @@ def _without_ours(data: dict[str, Any], marks: tuple[str, ...]) -> dict[str, Any
     """The parsed config with our items (and event lists that only held ours) taken out, for comparison."""
     out = dict(data)
     hooks = out.get("hooks")
-    if isinstance(hooks, dict):
+    if isinstance(hooks, dict):  # empty lists, null events and an empty or null `hooks` compare as absent
         kept = {}
         for event, items in hooks.items():
             if isinstance(items, list):
                 rest = [i for i in items if not ours_in(i, marks)]
-                if rest or not items:
+                if rest:
                     kept[event] = rest
-            else:
+            elif items is not None:
                 kept[event] = items
         out["hooks"] = kept
-        if not kept:
-            del out["hooks"]
+    if not out.get("hooks", True):
+        del out["hooks"]
     return out
 
 
@@ -220,6 +220,9 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
         if inline is not None:  # `hooks: {}` / `hooks:` null: becomes a block; eject writes the line back
             state.setdefault("hooks_line", lines[inline])
             lines[inline] = "hooks:\n"
+        elif any(re.match(r"^['\"]?hooks['\"]?[ \t]*:", ln) for ln in lines):
+            raise InputError(f"cannot edit the hooks in {path} safely (`hooks:` is written in flow style); "
+                             "it is left unchanged; write it as a block mapping or add the entries by hand")
         else:
             lines.append("hooks:\n")
             state["created_hooks"] = True

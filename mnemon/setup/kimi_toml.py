@@ -100,6 +100,7 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
     text = _read(path)
     if text is None:
         return None
+    _check(text, path, "is not valid TOML")
     state = (manifest or {}).get("config")
     known = isinstance(state, dict)
     state = state if isinstance(state, dict) else {}

@@ -208,7 +208,7 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
             doc.set(key.split("."), value)
     # Deepest first; ZCode's hooks.enabled and the top-level version only after their siblings went.
     for candidate in sorted(candidates, key=lambda p: (-len(p), p in (["hooks", "enabled"], ["version"]))):
-        _drop_if_empty(doc, candidate)
+        _drop_if_empty(doc, candidate, known)
     if doc.value == {}:
         if state.get("created_file", not known):
             return None
@@ -217,9 +217,14 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
     return doc.text
 
 
-def _drop_if_empty(doc: jsonc.Document, path: list[Any]) -> None:
+def _drop_if_empty(doc: jsonc.Document, path: list[Any], known: bool) -> None:
+    """Remove a container we created once it is empty; scalars we created (``version``, ZCode's
+    ``hooks.enabled``) go when the manifest says so, or else when nothing but them is left (Go)."""
     node = doc.node(path)
     if node is None:
+        return
+    if known and node.kind == "scalar":
+        doc.delete(path)
         return
     if path == ["version"]:  # only once nothing else is left beside it
         if isinstance(doc.value, dict) and list(doc.value) == ["version"]:
