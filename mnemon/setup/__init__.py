@@ -30,7 +30,7 @@ from mnemon.setup import hooks as hook_scripts
 from mnemon.setup.targets import ALL_HOOKS, TARGETS, Target
 
 __all__ = [
-    "Detection", "Options", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
+    "Detection", "Options", "available", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
     "read_manifest", "resolve_target", "strip_markdown", "write_manifest", "write_prompts", "write_skill",
 ]
 
@@ -181,6 +181,17 @@ def _host_module(target: Target) -> ModuleType:
         if exc.name != target.module:
             raise
         raise InputError(f'target "{target.name}" is not supported by this version of mnemon yet') from None
+
+
+def available(target: Target) -> bool:
+    """False for a plugin host whose module this build lacks (setup refuses it with a clear error)."""
+    if not target.module:
+        return True
+    try:
+        _host_module(target)
+    except InputError:
+        return False
+    return True
 
 
 def install(placement: Placement, options: Options) -> Report:
