@@ -81,16 +81,9 @@ hooks_auto_accept: false
 }
 
 
-@pytest.fixture
-def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("KIMI_CODE_HOME", raising=False)
-    monkeypatch.setenv("PATH", "/usr/bin:/bin")
-    monkeypatch.chdir(project)
-    return home, project
+@pytest.fixture(autouse=True)
+def no_host_executables(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # detection sees the directories we make, not this machine
 
 
 def config_dir(target: str, home: Path, project: Path, scope: str) -> Path:

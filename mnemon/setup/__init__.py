@@ -14,7 +14,6 @@ inside the Hermes registrar).
 from __future__ import annotations
 
 import importlib
-import json
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -27,6 +26,7 @@ from mnemon import prompts
 from mnemon.errors import InputError
 from mnemon.setup import files
 from mnemon.setup import hooks as hook_scripts
+from mnemon.setup import manifest as manifest_records
 from mnemon.setup.targets import ALL_HOOKS, TARGETS, Target
 
 __all__ = [
@@ -34,7 +34,9 @@ __all__ = [
     "read_manifest", "resolve_target", "strip_markdown", "write_manifest", "write_prompts", "write_skill",
 ]
 
-MANIFEST = "setup.json"
+MANIFEST = manifest_records.NAME
+read_manifest = manifest_records.read  # (directory) -> dict | None
+write_manifest = manifest_records.write  # (directory, dict)
 BLOCK_START, BLOCK_END = "<!-- mnemon:start -->", "<!-- mnemon:end -->"
 VERSION_TIMEOUT_SECONDS = 3.0
 # Hosts whose Go eject also removes their config dir when it is left empty, even without our manifest.
@@ -142,19 +144,6 @@ def write_prompts(data_dir: Path) -> list[Path]:
         files.write_text(path, prompts.text(name))
         written.append(path)
     return written
-
-
-def read_manifest(directory: Path) -> dict[str, Any] | None:
-    """The record of what setup created, kept in a directory that only we write (``setup.json``)."""
-    try:
-        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
-    files.write_text(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n")
 
 
 def write_skill(placement: Placement, created: list[str], text: str | None = None) -> Path:

@@ -31,6 +31,7 @@ from typing import Any
 
 from mnemon.errors import InputError
 from mnemon.setup import jsonc
+from mnemon.setup import manifest as manifest_records
 from mnemon.setup.targets import Target
 
 HOOK_TIMEOUT_SECONDS = 15  # claude-code/codex: the host kills a hung hook; our scripts cap mnemon at 10 s
@@ -136,11 +137,8 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
                  manifest: dict[str, Any]) -> str:
     """The config text with our hooks registered (old entries of ours replaced); notes what it created."""
     doc = load(path)
-    state = manifest.setdefault("config", {})
-    if doc is None:
-        state.setdefault("created_file", True)
-        doc = jsonc.Document("")
-    state.setdefault("created_file", False)
+    state = manifest_records.install_state(manifest, exists=doc is not None)
+    doc = doc if doc is not None else jsonc.Document("")
     created: list[list[Any]] = [list(p) for p in state.get("created", [])]
     restore: dict[str, Any] = dict(state.get("restore", {}))
     if doc.root is None:  # an empty (or comments-only) file: eject gives its text back
@@ -186,9 +184,7 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
     doc = load(path)
     if doc is None or doc.root is None:
         return doc.text if doc is not None else None
-    state = (manifest or {}).get("config")
-    known = isinstance(state, dict)
-    state = state if isinstance(state, dict) else {}
+    state, known = manifest_records.eject_state(manifest)
     root = _events_root(target)
     marks = markers(hook_dir)
     touched: list[list[Any]] = []
