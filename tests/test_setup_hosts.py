@@ -369,3 +369,15 @@ def test_markdown_block_is_stripped_from_agents_md_on_eject(cli, host):
     (project / "AGENTS.md").write_text("<!-- mnemon:start -->\nold\n<!-- mnemon:end -->\n")
     assert cli("setup", "--target", "zcode", "--eject").code == 0  # ZCode has no markdown step
     assert (project / "AGENTS.md").exists()
+
+
+def test_eject_without_target_cleans_every_detected_host(cli, host):
+    home, project = host
+    for target in ("qoder", "kimi"):
+        assert cli("setup", "--target", target, "--global").code == 0
+    (home / ".trae").mkdir()  # detected, never installed: nothing to remove
+    res = cli("setup", "--eject", "--global", "--yes")
+    assert res.code == 0, res.err
+    assert "trae (global): " in res.out and "  nothing to remove" in res.out
+    assert not (home / ".qoder").exists() and not (home / ".kimi-code").exists()
+    assert (home / ".trae").is_dir()

@@ -278,7 +278,9 @@ def eject(placement: Placement, options: Options) -> Report:
     if manifest is not None:
         created = [Path(p) for p in manifest.get("created_dirs", [])]
     else:  # no record: only our own parents may go, and only when empty
-        created = [placement.config_dir / "skills", placement.hook_dir.parent, placement.settings_path.parent]
+        created = [placement.config_dir / "skills", placement.hook_dir.parent]
+        if target.settings_file and placement.settings_path.parent != placement.config_dir:
+            created.append(placement.settings_path.parent)  # ZCode's cli/
         if target.name in _EJECT_REMOVES_EMPTY_CONFIG or not placement.installs_hooks:
             created.append(placement.config_dir)
     files.remove_if_empty(*sorted(created, key=lambda p: len(p.parts), reverse=True))
