@@ -179,17 +179,17 @@ def test_install_registers_the_hosts_format_and_eject_removes_what_it_created(cl
     assert (cli.data_dir / "prompt/guide.md").is_file()
 
 
-@pytest.mark.parametrize("target", HOOKED)
-def test_eject_restores_a_users_config_byte_for_byte(cli, host, target):
+@pytest.mark.parametrize(("target", "scope"), [(t, s) for t in HOOKED for s in scopes(t) if (t, s) != ("zcode", "local")])
+def test_eject_restores_a_users_config_byte_for_byte(cli, host, target, scope):
     home, project = host
-    scope = "global"
+    flag = ["--global"] if scope == "global" else []
     base = config_dir(target, home, project, scope)
     path = config_path(target, base)
     path.parent.mkdir(parents=True)
     original = user_config(target).encode()
     path.write_bytes(original)
     path.chmod(0o640)
-    assert cli("setup", "--target", target, "--global").code == 0
+    assert cli("setup", "--target", target, *flag).code == 0
     text = path.read_text()
     for line in user_config(target).splitlines():  # every line of the user's survives, comments included
         if line.strip().startswith(("#", "//", "/*")) or "keep" in line or "mine" in line:
@@ -210,8 +210,8 @@ def test_eject_restores_a_users_config_byte_for_byte(cli, host, target):
         user_events = user["hooks"]["events"] if target == "zcode" else user["hooks"]
         for event, groups in user_events.items():
             assert events[event][: len(groups)] == groups  # foreign entries first, untouched
-    assert cli("setup", "--target", target, "--global").code == 0  # re-install keeps the user's too
-    assert cli("setup", "--target", target, "--global", "--eject").code == 0
+    assert cli("setup", "--target", target, *flag).code == 0  # re-install keeps the user's too
+    assert cli("setup", "--target", target, *flag, "--eject").code == 0
     assert path.read_bytes() == original
     assert not (base / "skills").exists() and not (base / "hooks").exists() and not (base / "agent-hooks").exists()
 
@@ -309,14 +309,15 @@ def test_kimi_refuses_hooks_defined_as_an_inline_array(cli, host):
     assert path.read_text() == "hooks = []\n"
 
 
-@pytest.mark.parametrize("layout", ["hooks: {}\n", "model: x\nhooks:\n", "hooks: {on_session_start: []}\n"])
+@pytest.mark.parametrize("layout", ["hooks: {}\n", "model: x\nhooks:\n", "hooks: {on_session_start: []}\n",
+                                    "hooks:\n  on_session_start: []\n"])
 def test_hermes_inline_or_empty_hooks(cli, host, layout):
     home, _ = host
     path = home / ".hermes/config.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(layout)
     res = cli("setup", "--target", "hermes")
-    if "on_session_start" in layout:  # flow style with content: we do not rewrite it
+    if "on_session_start" in layout:  # flow style inside: we do not rewrite it
         assert res.code == 1 and "cannot edit the hooks" in res.err and path.read_text() == layout
         return
     assert res.code == 0, res.err

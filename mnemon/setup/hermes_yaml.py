@@ -179,14 +179,17 @@ def _without_ours(data: dict[str, Any], marks: tuple[str, ...]) -> dict[str, Any
 
 def _verify(before: dict[str, Any], new_text: str, path: Path, marks: tuple[str, ...],
             expected: dict[str, list[dict[str, Any]]]) -> None:
-    after = _parse(new_text, path) if new_text.strip() else {}
-    ok = _without_ours(after, marks) == _without_ours(before, marks)
-    hooks = after.get("hooks") or {}
+    try:
+        after = _parse(new_text, path) if new_text.strip() else {}
+    except InputError:  # our edit broke the layout (an event written inline, say): refuse, change nothing
+        after = None
+    ok = after is not None and _without_ours(after, marks) == _without_ours(before, marks)
+    hooks = (after or {}).get("hooks") or {}
     for event, entries in expected.items():
         mine = [i for i in hooks.get(event) or [] if ours_in(i, marks)]
         ok = ok and mine == entries
     if not ok:
-        raise InputError(f"cannot edit the hooks in {path} safely (is `hooks:` written in flow style?); "
+        raise InputError(f"cannot edit the hooks in {path} safely (is a part of `hooks:` written in flow style?); "
                          "it is left unchanged; add the entries by hand or move the file")
 
 
