@@ -382,3 +382,31 @@ def test_eject_without_target_cleans_every_detected_host(cli, host):
     assert "trae (global): " in res.out and "  nothing to remove" in res.out
     assert not (home / ".qoder").exists() and not (home / ".kimi-code").exists()
     assert (home / ".trae").is_dir()
+
+
+def test_install_over_the_go_programs_entries_replaces_them(cli, host):
+    """A config the Go program wrote (its entries point into the same hook dir): one entry per event after our
+    install, and none, with the events it emptied, after our eject; the user's entries stay."""
+    home, _ = host
+    hook_dir = home / ".qoder/hooks/mnemon"
+    path = home / ".qoder/settings.json"
+    path.parent.mkdir(parents=True)
+    go = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": f"{hook_dir}/prime.sh"}]}],
+                    "Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]},
+                             {"hooks": [{"type": "command", "command": f"{hook_dir}/stop.sh"}]}]}}
+    path.write_text(json.dumps(go, indent=2) + "\n")
+    assert cli("setup", "--target", "qoder", "--global").code == 0
+    assert registered("qoder", path) == expected("qoder", home / ".qoder")
+    assert cli("setup", "--target", "qoder", "--global", "--eject").code == 0
+    assert jsonc.loads(path.read_text()) == {"hooks": {"Stop": [{"hooks": [{"type": "command",
+                                                                            "command": "echo mine"}]}]}}
+    hermes = home / ".hermes/config.yaml"
+    hermes.parent.mkdir()
+    ours = home / ".hermes/agent-hooks/mnemon"
+    hermes.write_text(f"hooks:\n    on_session_start:\n        - command: {ours}/prime.sh\n          timeout: 10\n"
+                      "    pre_llm_call:\n        - command: /opt/other.sh\n          timeout: 5\n")
+    assert cli("setup", "--target", "hermes").code == 0
+    assert registered("hermes", hermes) == expected("hermes", home / ".hermes")
+    assert "\n        - command: " + str(ours) + "/nudge.sh\n" in hermes.read_text()  # the file's 4-space step
+    assert cli("setup", "--target", "hermes", "--eject").code == 0
+    assert hermes.read_text() == "hooks:\n    pre_llm_call:\n        - command: /opt/other.sh\n          timeout: 5\n"
