@@ -4,7 +4,12 @@ shape each host reads, idempotence, and an eject that restores the user's config
 from __future__ import annotations
 
 import json
+import os
+import select
 import stat
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -12,6 +17,7 @@ import pytest
 import yaml
 
 from mnemon.setup import jsonc
+from tests.conftest import REPO
 
 HOOKED = ["zcode", "trae", "qoder", "qoderwork", "codebuddy", "workbuddy", "kimi", "hermes"]
 HOME_ONLY = {"qoderwork", "kimi", "hermes"}
@@ -410,3 +416,38 @@ def test_install_over_the_go_programs_entries_replaces_them(cli, host):
     assert "\n        - command: " + str(ours) + "/nudge.sh\n" in hermes.read_text()  # the file's 4-space step
     assert cli("setup", "--target", "hermes", "--eject").code == 0
     assert hermes.read_text() == "hooks:\n    pre_llm_call:\n        - command: /opt/other.sh\n          timeout: 5\n"
+
+
+def test_on_a_terminal_setup_asks_for_one_host_and_the_scope(host, data_dir):
+    """The Go program's interactive flow: a menu of the detected hosts, then Local/Global."""
+    home, project = host
+    (home / ".trae").mkdir()
+    (home / ".qoder").mkdir()
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data_dir), "setup"], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, cwd=project, close_fds=True)
+    os.close(slave)
+    out, answers = b"", [(b"which host?", b"2\n"), (b"Install scope", b"global\n")]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if answers and answers[0][0] in out:
+            os.write(master, answers.pop(0)[1])
+        ready = select.select([master], [], [], 0.5)[0]
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(master)
+    text = out.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert "1. TRAE (trae)" in text and "2. Qoder (qoder)" in text
+    assert (home / ".qoder/settings.json").is_file() and not (home / ".trae/hooks.json").exists()
+    assert not (project / ".qoder").exists()
