@@ -30,17 +30,6 @@ EXPECTED_EVENTS = {
 }
 
 
-@pytest.fixture
-def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """A temporary HOME and project directory, the project being the current directory."""
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(project)
-    return home, project
-
-
 def commands(target: str, settings: dict) -> dict[str, list[str]]:
     """Event → every command registered for it, whatever the layout."""
     out: dict[str, list[str]] = {}
@@ -153,8 +142,9 @@ def test_eject_strips_a_legacy_instruction_block(cli, host):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--target", "vim"], 'Error: invalid target "vim"; valid: claude-code, codex, cursor, nanobot'),
-        (["--target", "hermes"], 'Error: target "hermes" is not supported by this version of mnemon'),
+        (["--target", "vim"], 'Error: invalid target "vim" (must be claude-code, codex, cursor, openclaw, nanobot, '
+                              'pi, hermes, zcode, minimax-code, trae, qoder, qoderwork, codebuddy, workbuddy, kimi, '
+                              'opencode)\n'),
         ([], "Error: no supported agent host detected; choose one with --target"),
     ],
 )
