@@ -1,0 +1,90 @@
+"""Render the in-process plugins (OpenClaw, OpenCode, Pi) from the assets in ``plugins/``.
+
+Each JavaScript/TypeScript asset has one line ``/*@MNEMON_RUNTIME@*/`` where the shared runtime
+(``plugins/runtime.js``: the budgeted, fail-open mnemon runner, status line, recall on prompt) is
+inlined, because every host loads one self-contained file; and the runtime has one substitution
+point, ``const CONFIG = /*@MNEMON_CONFIG@*/null;``, replaced by the install-time configuration
+as a JSON object: the absolute command that runs mnemon, the data and prompt dirs, the chosen
+hooks, recall on prompt and the time budgets. JSON assets are written as they are, except the
+OpenClaw manifest's version. stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from mnemon import __version__
+from mnemon.setup.hooks import interpreter, mnemon_import_root
+
+RUNTIME_MARK = "/*@MNEMON_RUNTIME@*/"
+CONFIG_MARK = "/*@MNEMON_CONFIG@*/null"
+
+# Recall on prompt (issue 12): hits below the floor are noise for an unrelated prompt; past the budget
+# the prompt goes on without memories. The prompt is bounded before it becomes the query.
+RECALL_LIMIT = 5
+RECALL_MIN_SCORE = 0.25  # the score where `recall` starts calling a hit "medium" confidence
+RECALL_BUDGET_MS = 1500
+RECALL_PROMPT_CHARS = 500
+PRIME_BUDGET_MS = 3000  # session start: `mnemon status`, off the prompt's path where the host allows
+
+
+@dataclass(frozen=True)
+class PluginConfig:
+    """What a plugin needs to know at run time; everything absolute."""
+
+    data_dir: Path
+    hooks: tuple[str, ...] = ("prime", "remind", "nudge")
+    recall_on_prompt: bool = False
+    prompt_subdir: str = ""  # Pi keeps its own guide in <prompt dir>/pi
+    skills_dir: Path | None = None
+
+    def as_json(self) -> dict[str, object]:
+        data_dir = self.data_dir.absolute()
+        root = mnemon_import_root()
+        return {
+            "command": [interpreter(), "-m", "mnemon"],
+            "env": {"PYTHONPATH": root} if root else {},
+            "dataDir": str(data_dir),
+            "promptDir": str(data_dir / "prompt"),
+            "promptSubdir": self.prompt_subdir,
+            "skillsDir": str(self.skills_dir.absolute()) if self.skills_dir else "",
+            "hooks": {hook: hook in self.hooks for hook in ("prime", "remind", "nudge", "compact")},
+            "recall": {
+                "enabled": self.recall_on_prompt,
+                "limit": RECALL_LIMIT,
+                "minScore": RECALL_MIN_SCORE,
+                "budgetMs": RECALL_BUDGET_MS,
+                "maxPromptChars": RECALL_PROMPT_CHARS,
+            },
+            "primeBudgetMs": PRIME_BUDGET_MS,
+        }
+
+
+def asset(name: str) -> str:
+    """The packaged asset ``name`` (a path relative to ``plugins/``), unrendered."""
+    return resources.files(__package__).joinpath("plugins", name).read_text(encoding="utf-8")
+
+
+def _substitute(text: str, mark: str, value: str, name: str) -> str:
+    if text.count(mark) != 1:
+        raise ValueError(f"plugin asset {name} must contain {mark} exactly once")
+    return text.replace(mark, value)
+
+
+def render_code(name: str, config: PluginConfig) -> str:
+    """A JavaScript/TypeScript asset with the runtime inlined and the configuration filled in."""
+    runtime = asset("runtime.js")
+    literal = json.dumps(config.as_json(), indent=2, ensure_ascii=False)
+    runtime = _substitute(runtime, CONFIG_MARK, literal, "runtime.js")
+    return _substitute(asset(name), RUNTIME_MARK, runtime.rstrip("\n"), name)
+
+
+def openclaw_manifest() -> str:
+    """``openclaw.plugin.json`` with this mnemon's version (the Go program keeps ``dev`` builds at 0.0.0)."""
+    manifest = json.loads(asset("openclaw/extension/openclaw.plugin.json"))
+    if __version__ and __version__ != "dev":
+        manifest["version"] = __version__
+    return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"
