@@ -63,6 +63,7 @@ function runMnemon(args, budgetMs) {
       child = spawn(exe, [...prefix, "--data-dir", mnemonDataDir(), ...args], {
         stdio: ["ignore", "pipe", "ignore"],
         env: childEnv(),
+        detached: process.platform !== "win32", // its own process group: the budget kills helpers too
         windowsHide: true,
       });
     } catch {
@@ -71,9 +72,14 @@ function runMnemon(args, budgetMs) {
     }
     timer = setTimeout(() => {
       try {
-        child.kill("SIGKILL");
+        if (process.platform !== "win32" && child.pid) process.kill(-child.pid, "SIGKILL");
+        else child.kill("SIGKILL");
       } catch {
-        // already gone
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // already gone
+        }
       }
       finish("");
     }, Math.max(1, budgetMs));
