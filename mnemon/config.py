@@ -226,3 +226,12 @@ def resolve(
         auto_prune_min_age=min_age,
         warnings=tuple(warnings),
     )
+
+
+# Variables that move an agent host's config dir (setup-targets.md): `setup` gets them from here, so
+# that this module stays the only reader of the environment.
+HOST_DIR_VARIABLES = ("KIMI_CODE_HOME", "OPENCODE_CONFIG_DIR", "PI_CODING_AGENT_DIR")
+
+
+def host_dir_environment() -> dict[str, str]:
+    return {name: os.environ[name] for name in HOST_DIR_VARIABLES if name in os.environ}

@@ -153,8 +153,9 @@ def test_eject_strips_a_legacy_instruction_block(cli, host):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--target", "vim"], 'Error: invalid target "vim"; valid: claude-code, codex, cursor, nanobot'),
-        (["--target", "hermes"], 'Error: target "hermes" is not supported by this version of mnemon'),
+        (["--target", "vim"], 'Error: invalid target "vim" (must be claude-code, codex, cursor, openclaw, nanobot, '
+                              'pi, hermes, zcode, minimax-code, trae, qoder, qoderwork, codebuddy, workbuddy, kimi, '
+                              'opencode)\n'),
         ([], "Error: no supported agent host detected; choose one with --target"),
     ],
 )

@@ -17,7 +17,9 @@ from mnemon.cli import render
 from mnemon.cli.state import open_engine
 from mnemon.errors import InputError
 
-_TARGET_HELP = "claude-code|codex|cursor|nanobot (default: every detected host)"
+_TARGET_HELP = "host to set up (repeatable or comma-separated; default: every detected host); one of " \
+    "claude-code, codex, cursor, openclaw, nanobot, pi, hermes, zcode, minimax-code, trae, qoder, qoderwork, " \
+    "codebuddy, workbuddy, kimi, opencode"
 
 
 def setup(
@@ -29,36 +31,75 @@ def setup(
     compact: bool = typer.Option(False, "--compact", help="also install the pre-compaction hook (off by default)"),
     no_remind: bool = typer.Option(False, "--no-remind", help="skip the prompt-submit reminder hook"),
     no_nudge: bool = typer.Option(False, "--no-nudge", help="skip the stop nudge hook"),
+    recall_on_prompt: bool | None = typer.Option(
+        None, "--recall-on-prompt/--no-recall-on-prompt",
+        help="recall the user's prompt and inject the hits (default: on for openclaw, hermes, opencode)",
+    ),
 ) -> None:
-    """Install mnemon's skill, guide and hooks into Claude Code, Codex or Cursor (or --eject them)."""
+    """Install mnemon's skill, guide and hooks into an agent host (or --eject them)."""
     from mnemon import setup as installer
+    from mnemon.config import host_dir_environment
 
-    home, project = Path.home(), Path.cwd()
+    home, project, env = Path.home(), Path.cwd(), host_dir_environment()
     chosen = [installer.resolve_target(t) for part in target for t in part.split(",") if t.strip()]
-    interactive = not chosen and not yes and sys.stdin.isatty() and sys.stdout.isatty()
+    if recall_on_prompt and no_remind:
+        raise InputError("--recall-on-prompt needs the prompt hook; drop --no-remind")
+    interactive = not yes and sys.stdin.isatty() and sys.stdout.isatty()
     if not chosen:
-        detected = installer.detect(home, project)
+        detections = installer.detect(home, project, env, is_global=is_global)
+        render.emit_text("Agent hosts:\n" + "\n".join(d.line() for d in detections))
+        detected = [d.target for d in detections if d.detected]
         if not detected:
-            valid = ", ".join(installer.TARGETS)
-            raise InputError(f"no supported agent host detected; choose one with --target ({valid})")
-        chosen = [t for t in detected if not interactive or typer.confirm(f"Set up mnemon for {t.name}?", True)]
+            raise InputError("no supported agent host detected; choose one with --target "
+                             f"({', '.join(installer.TARGETS)})")
+        chosen = detected if not interactive else [_pick(detected, eject)]
+        if interactive and not is_global and not chosen[0].home_only:
+            is_global = _ask_scope(chosen[0])
     settings = ctx.obj.settings()
+
+    def confirm_markdown(path: Path) -> bool:
+        return not interactive or typer.confirm(f"Remove the mnemon block from {path}?", default=True)
+
+    installed = False
     for t in {t.name: t for t in chosen}.values():
-        placement = installer.place(t, is_global=is_global, home=home, project=project)
-        if eject:
-            report = installer.eject(placement)
-        else:
-            hooks = [h for h in t.events if h in t.default_on or (h == "compact" and compact)]
-            hooks = [h for h in hooks if not (h == "remind" and no_remind) and not (h == "nudge" and no_nudge)]
-            report = installer.install(placement, hooks, settings.data_dir)
+        placement = installer.place(t, is_global=is_global, home=home, project=project, env=env)
+        hooks = installer.default_hooks(t, compact=compact, remind=not no_remind, nudge=not no_nudge)
+        options = installer.Options(settings.data_dir, hooks, recall_on_prompt, _version(), confirm_markdown)
+        report = installer.eject(placement, options) if eject else installer.install(placement, options)
+        installed = installed or not eject
         render.emit_text("\n".join(report.lines))
-    if eject:
+    if not installed:
         return
     for path in installer.write_prompts(settings.data_dir):
         render.emit_text(f"  prompt   {path}")
     with open_engine(ctx.obj) as engine:  # migrates a legacy DB and creates data/default (§3.18)
         status = engine.status()
     render.emit_text(f"mnemon ready: {status['total_insights']} insights in {status['db_path']}")
+
+
+def _version() -> str:
+    from mnemon import __version__
+
+    return __version__
+
+
+def _pick(detected: list, eject: bool):  # type: ignore[no-untyped-def]
+    """The Go program's menu: one host among the detected ones."""
+    for n, t in enumerate(detected, 1):
+        typer.echo(f"  {n}. {t.display} ({t.name})")
+    choice = typer.prompt(f"{'Eject from' if eject else 'Set up'} which host?", default=1, type=int)
+    if not 1 <= choice <= len(detected):
+        raise InputError(f"no host numbered {choice}")
+    return detected[choice - 1]
+
+
+def _ask_scope(target) -> bool:  # type: ignore[no-untyped-def]
+    """Install scope; Global by default for OpenClaw and Nanobot, as the Go program asks."""
+    default = "global" if target.default_global else "local"
+    answer = typer.prompt("Install scope (local/global)", default=default).strip().lower()
+    if answer not in ("local", "global"):
+        raise InputError(f'install scope must be "local" or "global", not "{answer}"')
+    return answer == "global"
 
 
 def viz(

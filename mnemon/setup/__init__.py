@@ -1,41 +1,51 @@
-"""``mnemon setup``: install the skill, the guide and the hooks into an agent host, or eject them.
+"""``mnemon setup``: install the skill, the guide and the hooks into an agent host, detect hosts, or eject.
 
-Owns contract §3.18. ``install`` writes ``<config>/skills/mnemon/SKILL.md``, the hook scripts in
-``<config>/hooks/mnemon/`` and their registration in the host's settings file, plus a manifest of
-what it had to create; ``eject`` removes exactly that, so the settings file compares equal to what
-it was before setup. The shared prompts go to ``<data-dir>/prompt/`` (``write_prompts``). Paths
-come in as arguments (home, project, data dir): nothing here reads the environment. stdlib only.
+Owns contract §3.18 and setup-targets.md. ``install`` writes ``<config>/skills/mnemon/SKILL.md``, the hook
+scripts in ``<config>/<hook_subdir>/`` and their registration in the host's config file (through the
+registrar the target names), plus a manifest of what it had to create; ``eject`` removes exactly that,
+so the host's config compares byte for byte with what it was before setup. Plugin hosts (OpenClaw,
+OpenCode, Pi) plug in through ``Target.module``: a module with ``install(placement, options) -> Report``
+and ``eject(placement, options) -> Report`` (and optionally ``installed(placement) -> bool``) that uses the
+helpers here. The shared prompts go to ``<data-dir>/prompt/`` (``write_prompts``). Paths and the
+environment come in as arguments: nothing here reads ``os.environ``. stdlib only (PyYAML is imported
+inside the Hermes registrar).
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import shutil
+import subprocess
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 from mnemon import prompts
 from mnemon.errors import InputError
+from mnemon.setup import files
 from mnemon.setup import hooks as hook_scripts
-from mnemon.setup import settings
-from mnemon.setup.targets import TARGETS, UNSUPPORTED, Target
+from mnemon.setup.targets import ALL_HOOKS, TARGETS, Target
 
-__all__ = ["Placement", "TARGETS", "Target", "eject", "install", "resolve_target", "write_prompts"]
+__all__ = [
+    "Detection", "Options", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
+    "read_manifest", "resolve_target", "strip_markdown", "write_manifest", "write_prompts", "write_skill",
+]
 
 MANIFEST = "setup.json"
 BLOCK_START, BLOCK_END = "<!-- mnemon:start -->", "<!-- mnemon:end -->"
-# Instruction files that older installers extended with a marked mnemon block (§3.18).
-INSTRUCTION_FILES = {"claude-code": "CLAUDE.md", "codex": "AGENTS.md"}
+VERSION_TIMEOUT_SECONDS = 3.0
+# Hosts whose Go eject also removes their config dir when it is left empty, even without our manifest.
+_EJECT_REMOVES_EMPTY_CONFIG = ("kimi", "minimax-code", "nanobot")
 
 
 def resolve_target(name: str) -> Target:
     key = name.strip().lower()
     if key in TARGETS:
         return TARGETS[key]
-    valid = ", ".join(TARGETS)
-    if key in UNSUPPORTED:
-        raise InputError(f'target "{name}" is not supported by this version of mnemon (supported: {valid})')
-    raise InputError(f'invalid target "{name}"; valid: {valid}')
+    raise InputError(f'invalid target "{name}" (must be {", ".join(TARGETS)})')
 
 
 @dataclass(frozen=True)
@@ -45,7 +55,12 @@ class Placement:
     target: Target
     config_dir: Path
     project: Path
+    home: Path
     is_global: bool
+
+    @property
+    def scope(self) -> str:
+        return "global" if self.is_global else "local"
 
     @property
     def skill_dir(self) -> Path:
@@ -53,27 +68,64 @@ class Placement:
 
     @property
     def hook_dir(self) -> Path:
-        return self.config_dir / "hooks" / "mnemon"
+        return self.config_dir / self.target.hook_subdir
 
     @property
     def settings_path(self) -> Path:
         return self.config_dir / self.target.settings_file
 
     @property
-    def instruction_file(self) -> Path | None:
-        name = INSTRUCTION_FILES.get(self.target.name)
-        if name is None:
-            return None
-        return (self.config_dir if self.is_global else self.project) / name
+    def markdown_path(self) -> Path | None:
+        # The Go program strips ./CLAUDE.md or ./AGENTS.md in the current directory, whatever the scope.
+        return self.project / self.target.markdown if self.target.markdown else None
+
+    @property
+    def installs_hooks(self) -> bool:
+        return self.target.has_hooks and (self.is_global or not self.target.global_hooks_only)
 
 
-def place(target: Target, *, is_global: bool, home: Path, project: Path) -> Placement:
-    return Placement(target, target.config_dir(is_global=is_global, home=home, project=project), project, is_global)
+def place(target: Target, *, is_global: bool, home: Path, project: Path,
+          env: Mapping[str, str] | None = None) -> Placement:
+    """Home-only hosts (Hermes, Kimi, QoderWork) ignore the scope: their placement is always global."""
+    is_global = is_global or target.home_only
+    config = target.config_dir(is_global=is_global, home=home, project=project, env=env)
+    return Placement(target, config, project.absolute(), home.absolute(), is_global)
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the user chose. ``hooks`` is the set of enabled hooks among ALL_HOOKS; ``recall_on_prompt`` is
+    None for the host's default (``Target.recall_default``)."""
+
+    data_dir: Path
+    hooks: tuple[str, ...] = ("prime", "remind", "nudge")
+    recall_on_prompt: bool | None = None
+    version: str = ""
+    markdown: Callable[[Path], bool] = field(default=lambda path: True)  # eject: strip this file's block?
+
+    def recall(self, target: Target) -> bool:
+        return target.recall_default if self.recall_on_prompt is None else self.recall_on_prompt
+
+
+def default_hooks(target: Target, *, compact: bool = False, remind: bool = True, nudge: bool = True) -> tuple[str, ...]:
+    """The host's default hook set adjusted by mnemon's own --compact/--no-remind/--no-nudge."""
+    chosen = []
+    for hook in ALL_HOOKS:
+        on = hook in target.default_on or (hook == "compact" and compact)
+        if (hook == "remind" and not remind) or (hook == "nudge" and not nudge):
+            on = False
+        if on and (hook in target.events or target.module):
+            chosen.append(hook)
+    return tuple(chosen)
 
 
 @dataclass
 class Report:
     lines: list[str] = field(default_factory=list)
+
+    @classmethod
+    def start(cls, placement: Placement) -> Report:
+        return cls([f"{placement.target.name} ({placement.scope}): {placement.config_dir}"])
 
     def add(self, label: str, value: object) -> None:
         self.lines.append(f"  {label:<9}{value}")
@@ -87,62 +139,107 @@ def write_prompts(data_dir: Path) -> list[Path]:
     written = []
     for name in prompts.NAMES:
         path = prompt_dir / name
-        path.write_text(prompts.text(name), encoding="utf-8")
+        files.write_text(path, prompts.text(name))
         written.append(path)
     return written
 
 
-def _read_manifest(hook_dir: Path) -> dict[str, object] | None:
+def read_manifest(directory: Path) -> dict[str, Any] | None:
+    """The record of what setup created, kept in a directory that only we write (``setup.json``)."""
     try:
-        data = json.loads((hook_dir / MANIFEST).read_text(encoding="utf-8"))
+        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     return data if isinstance(data, dict) else None
 
 
-def _mkdirs(path: Path, created: list[str]) -> None:
-    """mkdir -p, remembering which directories did not exist before (eject removes them if empty)."""
-    missing = []
-    for parent in [path, *path.parents]:
-        if parent.exists():
-            break
-        missing.append(parent)
-    path.mkdir(parents=True, exist_ok=True)
-    created.extend(str(p) for p in reversed(missing))
+def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
+    files.write_text(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n")
 
 
-def install(placement: Placement, hooks: list[str], data_dir: Path) -> Report:
-    """Install the skill and the given hooks for one target; re-running replaces our entries only."""
+def write_skill(placement: Placement, created: list[str], text: str | None = None) -> Path:
+    files.make_dirs(placement.skill_dir, created)
+    path = placement.skill_dir / "SKILL.md"
+    files.write_text(path, prompts.skill_file() if text is None else text)
+    return path
+
+
+def _registrar(target: Target) -> ModuleType:
+    if target.registration == "kimi":
+        from mnemon.setup import kimi_toml as registrar
+    elif target.registration == "hermes":
+        from mnemon.setup import hermes_yaml as registrar
+    else:
+        from mnemon.setup import settings as registrar
+    return registrar
+
+
+def _host_module(target: Target) -> ModuleType:
+    try:
+        return importlib.import_module(target.module)
+    except ModuleNotFoundError as exc:
+        if exc.name != target.module:
+            raise
+        raise InputError(f'target "{target.name}" is not supported by this version of mnemon yet') from None
+
+
+def install(placement: Placement, options: Options) -> Report:
+    """Install for one target; re-running replaces our own entries only (idempotent)."""
     target = placement.target
-    report = Report([f"{target.name} ({'global' if placement.is_global else 'local'}): {placement.config_dir}"])
-    previous = _read_manifest(placement.hook_dir) or {}
-    created_dirs: list[str] = list(previous.get("created_dirs", []))  # type: ignore[call-overload]
-    data = settings.load(placement.settings_path) if target.has_hooks else None  # validate before writing
-
-    _mkdirs(placement.skill_dir, created_dirs)
-    (placement.skill_dir / "SKILL.md").write_text(prompts.skill_file(), encoding="utf-8")
-    report.add("skill", placement.skill_dir / "SKILL.md")
-    if not target.has_hooks:
+    if target.module:
+        return _host_module(target).install(placement, options)  # type: ignore[no-any-return]
+    report = Report.start(placement)
+    hooks = [h for h in options.hooks if h in target.events] if placement.installs_hooks else []
+    previous = read_manifest(placement.hook_dir) or {}
+    created_dirs: list[str] = list(previous.get("created_dirs", []))
+    manifest: dict[str, Any] = {k: v for k, v in previous.items() if k != "created_dirs"}
+    scripts = {h: placement.hook_dir / target.files[h] for h in hooks}
+    new_config = None
+    if placement.installs_hooks and target.registration:  # validate (and plan) before writing anything
+        new_config = _registrar(target).plan_install(target, placement.settings_path, placement.hook_dir, scripts,
+                                                     manifest)
+    report.add("skill", write_skill(placement, created_dirs))
+    if not placement.installs_hooks:
+        if target.global_hooks_only:
+            report.lines.append(f"  {target.display} currently ignores project-level hooks; use '--global' "
+                                "to install lifecycle hooks")
         return report
-
-    manifest: dict[str, object] = {k: v for k, v in previous.items() if k != "created_dirs"}
-    _mkdirs(placement.hook_dir, created_dirs)
-    for stale in placement.hook_dir.glob("*.sh"):  # a hook switched off since the last run
-        stale.unlink()
-    scripts = hook_scripts.write_scripts(target, hooks, placement.hook_dir, data_dir)
-    merged = settings.merge(target, data, scripts, placement.hook_dir, manifest)
+    files.make_dirs(placement.hook_dir, created_dirs)
+    for stale in placement.hook_dir.iterdir():  # a hook switched off since the last run
+        if stale.is_file() and stale.name != MANIFEST and stale not in scripts.values():
+            stale.unlink()
+    hook_scripts.write_scripts(placement, scripts, options.data_dir, recall=options.recall(target))
     manifest["created_dirs"] = sorted(set(created_dirs), key=created_dirs.index)
     manifest["target"] = target.name
-    (placement.hook_dir / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n", encoding="utf-8")
-    settings.save(placement.settings_path, merged)
+    manifest["recall_on_prompt"] = options.recall(target)
+    write_manifest(placement.hook_dir, manifest)
+    if new_config is not None:
+        files.make_dirs(placement.settings_path.parent, created_dirs)
+        files.write_text(placement.settings_path, new_config, mode=_config_mode(target))
+        if created_dirs != manifest["created_dirs"]:
+            manifest["created_dirs"] = sorted(set(created_dirs), key=created_dirs.index)
+            write_manifest(placement.hook_dir, manifest)
     for hook, script in scripts.items():
         report.add(hook, f"{script}  ({target.events[hook]})")
-    report.add("settings", placement.settings_path)
+    if "remind" in scripts:
+        report.add("recall", "on each prompt" if options.recall(target) else "off (--recall-on-prompt turns it on)")
+    if new_config is not None:
+        report.add("config", placement.settings_path)
+    if target.name == "hermes":
+        report.lines.append("  Hermes may prompt once to approve the installed shell hooks.")
+    elif target.name == "qoderwork":
+        report.lines.append("  Restart QoderWork to load the hooks.")
     return report
 
 
-def _strip_block(path: Path) -> bool:
-    """Remove a ``<!-- mnemon:start --> … <!-- mnemon:end -->`` block left by an older installer."""
+def _config_mode(target: Target) -> int:
+    # Hermes' config.yaml holds API keys: a new one is private, as the Go program writes it.
+    return files.PRIVATE_MODE if target.registration == "hermes" else files.CONFIG_MODE
+
+
+def strip_markdown(path: Path) -> bool:
+    """Remove the ``<!-- mnemon:start --> … <!-- mnemon:end -->`` block (Go's ejectMarkdown); delete the file
+    when nothing else is left."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError):
@@ -150,49 +247,115 @@ def _strip_block(path: Path) -> bool:
     start, end = text.find(BLOCK_START), text.find(BLOCK_END)
     if start < 0 or end < start:
         return False
-    after = text[end + len(BLOCK_END):]
-    path.write_text(text[:start].rstrip("\n") + ("\n" + after.lstrip("\n") if after.strip() else "\n"), "utf-8")
+    before, after = text[:start].rstrip("\n"), text[end + len(BLOCK_END):].lstrip("\n")
+    rest = before + ("\n" + after if after.strip() else "\n") if before.strip() else after
+    if rest.strip():
+        files.write_text(path, rest)
+    else:
+        path.unlink()
     return True
 
 
-def eject(placement: Placement) -> Report:
-    """Remove our skill, hook scripts and settings entries for one target, and nothing else."""
+def eject(placement: Placement, options: Options) -> Report:
+    """Remove our skill, hook scripts and config entries for one target, and nothing else."""
     target = placement.target
-    report = Report([f"{target.name} ({'global' if placement.is_global else 'local'}): {placement.config_dir}"])
-    manifest = _read_manifest(placement.hook_dir)
-    if target.has_hooks:
-        data = settings.load(placement.settings_path)
-        if data is not None:
-            cleaned = settings.remove(target, data, placement.hook_dir, manifest)
-            if cleaned is None:
-                placement.settings_path.unlink()
-                report.add("removed", placement.settings_path)
-            elif cleaned != data:
-                settings.save(placement.settings_path, cleaned)
-                report.add("cleaned", placement.settings_path)
+    if target.module:
+        return _host_module(target).eject(placement, options)  # type: ignore[no-any-return]
+    report = Report.start(placement)
+    manifest = read_manifest(placement.hook_dir)
+    if target.has_hooks and target.registration and placement.settings_path.exists():
+        original = placement.settings_path.read_bytes()
+        cleaned = _registrar(target).plan_eject(target, placement.settings_path, placement.hook_dir, manifest)
+        if cleaned is None:
+            placement.settings_path.unlink()
+            report.add("removed", placement.settings_path)
+        elif cleaned.encode("utf-8") != original:
+            files.write_text(placement.settings_path, cleaned)
+            report.add("cleaned", placement.settings_path)
     for owned in (placement.skill_dir, placement.hook_dir):
-        if owned.is_dir():
-            shutil.rmtree(owned)
+        if files.remove_tree(owned):
             report.add("removed", owned)
-    created = [Path(p) for p in (manifest or {}).get("created_dirs", [])]  # type: ignore[attr-defined]
-    if manifest is None:  # no record: only our own parents may go, and only when empty
-        created = [placement.config_dir / "skills", placement.config_dir / "hooks"]
-    for directory in sorted(created, key=lambda p: len(p.parts), reverse=True):
-        if directory.is_dir() and not any(directory.iterdir()):
-            directory.rmdir()
-    instructions = placement.instruction_file
-    if instructions is not None and _strip_block(instructions):
-        report.add("cleaned", instructions)
+    if manifest is not None:
+        created = [Path(p) for p in manifest.get("created_dirs", [])]
+    else:  # no record: only our own parents may go, and only when empty
+        created = [placement.config_dir / "skills", placement.hook_dir.parent, placement.settings_path.parent]
+        if target.name in _EJECT_REMOVES_EMPTY_CONFIG or not target.has_hooks:
+            created.append(placement.config_dir)
+    files.remove_if_empty(*sorted(created, key=lambda p: len(p.parts), reverse=True))
+    markdown = placement.markdown_path
+    if markdown is not None and _has_block(markdown) and options.markdown(markdown) and strip_markdown(markdown):
+        report.add("cleaned", markdown)
     if len(report.lines) == 1:
         report.lines.append("  nothing to remove")
     return report
 
 
-def detect(home: Path, project: Path) -> list[Target]:
-    """Hosts that look installed: their config directory exists or their executable is on PATH."""
+def _has_block(path: Path) -> bool:
+    try:
+        return BLOCK_START in path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What the probe found for one host (setup-targets.md §0)."""
+
+    target: Target
+    detected: bool
+    version: str
+    installed: bool
+    config_dir: Path
+
+    def line(self) -> str:
+        state = "detected" if self.detected else "not found"
+        if self.detected and self.version:
+            state += f" ({self.version})"
+        if self.installed:
+            state += ", mnemon installed"
+        return f"  {self.target.name:<14}{self.target.display:<16}{state}"
+
+
+def _version(executable: str) -> str:
+    try:
+        out = subprocess.run([executable, "--version"], capture_output=True, text=True,
+                             timeout=VERSION_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    first = out.strip().splitlines()[0] if out.strip() else ""
+    return first.split(" (")[0].strip()
+
+
+def installed(placement: Placement) -> bool:
+    target = placement.target
+    if target.module:
+        try:
+            module = _host_module(target)
+        except InputError:
+            module = None
+        if module is not None and hasattr(module, "installed"):
+            return bool(module.installed(placement))
+    if (placement.skill_dir / "SKILL.md").is_file():
+        return True
+    if target.settings_file:
+        try:
+            return "mnemon" in placement.settings_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return False
+    return False
+
+
+def detect(home: Path, project: Path, env: Mapping[str, str], *, is_global: bool = False,
+           search_path: str | None = None) -> list[Detection]:
+    """Every host, in the Go program's order: detected when its executable is on PATH or its global config
+    dir (or a legacy one) exists; the version is ``<exe> --version`` up to " (" when it runs."""
     found = []
     for target in TARGETS.values():
-        dirs = (home / target.global_dir, project / target.local_dir)
-        if any(d.is_dir() for d in dirs) or any(shutil.which(exe) for exe in target.probe):
-            found.append(target)
+        exe = next((p for p in (shutil.which(e, path=search_path) for e in target.probe) if p), None)
+        global_dir = target.global_config_dir(home, env)
+        dirs = [global_dir, *(home / d for d in target.probe_dirs)]
+        detected = exe is not None or any(d.is_dir() for d in dirs)
+        placement = place(target, is_global=is_global, home=home, project=project, env=env)
+        found.append(Detection(target, detected, _version(exe) if exe else "", installed(placement),
+                               placement.config_dir))
     return found

@@ -1,11 +1,13 @@
 """Render the hook scripts from the templates in ``templates/`` with absolute paths baked in.
 
-Every script is POSIX sh: ``common.sh`` (fail-open runner, bounded stdin read, JSON string
-escaping with awk, per-host output) followed by one hook body. Only ``prime`` starts mnemon
-(``mnemon status``, parsed with sed on ``"total_insights": <n>``, contract §3.1); the others
-print fixed text, so they cost a shell start. The interpreter is ``sys.executable -m mnemon``,
-with the package's parent directory on PYTHONPATH when it is not already importable from
-site-packages (a source checkout), so hooks work from any directory (issue #52). stdlib only.
+Every script is POSIX sh: ``common.sh`` (fail-open runner, bounded stdin read, JSON string escaping
+with awk, per-host output dialect) followed by one hook body (Hermes has its own bodies: its session
+and post hooks are observational and hand their text to ``pre_llm_call`` through state files). Only
+``prime`` starts mnemon unconditionally; the prompt hook recalls only with recall on prompt. What sh
+cannot parse (the prompt inside the event, recall's JSON) goes to ``templates/helper.py``, embedded
+in the script and run as ``python -I -S -c`` (stdlib only, ~15 ms). The interpreter is
+``sys.executable -m mnemon``, with the package's parent directory on PYTHONPATH when it is not
+importable from site-packages (a source checkout), so hooks work from any directory. stdlib only.
 """
 
 from __future__ import annotations
@@ -15,8 +17,18 @@ import sys
 import sysconfig
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from mnemon.setup.targets import HOOK_FILES, Target
+from mnemon.setup import files
+
+if TYPE_CHECKING:
+    from mnemon.setup import Placement
+
+# Recall on prompt: at most this many hits, only those scoring at least the floor (recall's "medium"
+# confidence starts at 0.25, contract §3.4), and nothing at all past the budget (seconds, whole helper).
+RECALL_LIMIT = 5
+RECALL_FLOOR = 0.25
+RECALL_BUDGET_SECONDS = 1.5
 
 
 def _template(name: str) -> str:
@@ -37,13 +49,31 @@ def interpreter() -> str:
     return str(Path(sys.executable).absolute())
 
 
-def render(target: Target, hook: str, data_dir: Path) -> str:
+def helper_source() -> str:
+    source = _template("helper.py")
+    if "'" in source:  # it is embedded in a single-quoted sh string
+        raise AssertionError("templates/helper.py must not contain a single quote")
+    return source
+
+
+def _body(target_name: str, hook: str, file_name: str) -> str:
+    if target_name == "hermes":
+        return _template(f"hermes_{hook}.sh")
+    return _template(file_name)
+
+
+def render(placement: Placement, hook: str, data_dir: Path, *, recall: bool) -> str:
+    target = placement.target
     values = {
         "@PYTHON@": shlex.quote(interpreter()),
         "@PYTHONPATH@": shlex.quote(mnemon_import_root()),
         "@DATA_DIR@": shlex.quote(str(data_dir.absolute())),
         "@OUTPUT@": shlex.quote(target.output),
         "@EVENT@": shlex.quote(target.events[hook]),
+        "@RECALL@": "1" if recall else "0",
+        "@RECALL_LIMIT@": str(RECALL_LIMIT),
+        "@RECALL_FLOOR@": str(RECALL_FLOOR),
+        "@RECALL_BUDGET@": str(RECALL_BUDGET_SECONDS),
     }
     common = _template("common.sh")
     for key, value in values.items():
@@ -53,16 +83,12 @@ def render(target: Target, hook: str, data_dir: Path) -> str:
         f"# mnemon {hook} hook for {target.name} ({target.events[hook]}).\n"
         "# Written by `mnemon setup`; `mnemon setup --eject` removes it. Edits are overwritten by setup.\n"
     )
-    return header + common + "\n" + _template(HOOK_FILES[hook])
+    helper = f"MNEMON_HELPER_PY='{helper_source()}'\n"
+    return header + common + "\n" + helper + "\n" + _body(target.name, hook, target.files[hook])
 
 
-def write_scripts(target: Target, hooks: list[str], hook_dir: Path, data_dir: Path) -> dict[str, Path]:
-    """Write the enabled hooks' scripts (mode 0755) and return hook → absolute script path."""
-    hook_dir.mkdir(parents=True, exist_ok=True)
-    written = {}
-    for hook in hooks:
-        path = hook_dir / HOOK_FILES[hook]
-        path.write_text(render(target, hook, data_dir), encoding="utf-8")
-        path.chmod(0o755)
-        written[hook] = path
-    return written
+def write_scripts(placement: Placement, scripts: dict[str, Path], data_dir: Path, *, recall: bool) -> None:
+    """Write each enabled hook's script (mode 0755, atomically) at the path ``scripts`` names."""
+    for hook, path in scripts.items():
+        text = render(placement, hook, data_dir, recall=recall and hook == "remind")
+        files.write_text(path, text, mode=files.SCRIPT_MODE, keep_mode=False)

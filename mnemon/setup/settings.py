@@ -1,60 +1,44 @@
-"""Merge our hook entries into a host's JSON settings, and take exactly them out again.
+"""Register our hook scripts in a host's JSON config, and take exactly them out again, as text edits.
 
-A host's settings file belongs to the user: we add entries whose command runs a script inside
-our own hook directory, and ``eject`` removes those entries and nothing else. What had to be
-created to hold them (the file, the ``hooks`` object, an event list) is recorded in a manifest
-beside the scripts, so that eject can also remove those containers and leave the file exactly as
-it was before setup (contract §3.18). Files are rewritten atomically (temp file + rename).
+A host's config belongs to the user: we add entries whose command runs a script inside our own
+hook directory and ``eject`` removes those entries and nothing else, splicing the text with
+``jsonc.Document`` so comments, order and formatting stay as they were. What had to be created to
+hold our entries (the file, ``hooks``, an event list, ``version``) is recorded in the manifest beside
+the scripts, so eject also removes those containers and the file compares byte for byte with what
+it was before setup. Without a manifest (an install by the Go program, or one whose hook directory
+was removed) eject follows the Go program: event lists we emptied, an emptied ``hooks`` and a file
+left empty are removed.
+
+The shapes (setup-targets.md):
+- ``claude``/``codex``: ``hooks.<Event>: [{hooks: [{type: "command", command, timeout}]}]`` (mnemon's
+  own 15 s timeout, kept from earlier releases).
+- ``claude-plain`` (Qoder, QoderWork, CodeBuddy, WorkBuddy): the same groups with no timeout, matcher
+  or ``loop_limit``, as the Go program writes them.
+- ``trae``: ``version: 1`` plus the groups with ``timeout: 30``; the Stop group has ``loop_limit: 1``.
+- ``cursor``: ``version: 1`` plus flat ``hooks.<event>: [{command}]``.
+- ``zcode``: ``hooks.enabled = true`` plus ``hooks.events.<Event>: [{matcher?, hooks: [{type: "process",
+  command: "bash", args: [<script>], enabled, timeoutMs: 30000, statusMessage}]}]``.
 stdlib only.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from mnemon.errors import InputError
+from mnemon.setup import jsonc
 from mnemon.setup.targets import Target
 
-HOOK_TIMEOUT_SECONDS = 15  # the host kills a hung hook; our scripts already cap mnemon at 10 s
-
-
-def load(path: Path) -> dict[str, Any] | None:
-    """Parse the settings file; ``None`` when it does not exist."""
-    try:
-        raw = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
-    if not raw.strip():
-        return {}
-    try:
-        data = json.loads(raw)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise InputError(f"{path} is not valid JSON ({exc}); fix or move it, then run setup again") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path} must hold a JSON object")
-    return data
-
-
-def save(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".mnemon-", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(data, fh, indent=2, ensure_ascii=False)
-            fh.write("\n")
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o7777)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+HOOK_TIMEOUT_SECONDS = 15  # claude-code/codex: the host kills a hung hook; our scripts cap mnemon at 10 s
+ZCODE_STATUS = {
+    "prime": "Loading Mnemon context", "remind": "Checking Mnemon recall guidance",
+    "nudge": "Checking Mnemon writeback guidance",
+}
+ZCODE_MATCHER = {"prime": "startup|clear|compact"}
 
 
 def command_for(script: Path) -> str:
@@ -62,101 +46,188 @@ def command_for(script: Path) -> str:
     return shlex.quote(str(script))
 
 
-def _is_ours(command: object, hook_dir: Path) -> bool:
-    return isinstance(command, str) and str(hook_dir) + os.sep in command
+def _events_root(target: Target) -> list[str]:
+    return ["hooks", "events"] if target.registration == "zcode" else ["hooks"]
 
 
-def _entry(target: Target, script: Path) -> dict[str, Any]:
-    if target.layout == "flat":
+def _flat(target: Target) -> bool:
+    return target.registration == "cursor"
+
+
+def _entry(target: Target, hook: str, script: Path) -> dict[str, Any]:
+    kind = target.registration
+    if kind == "cursor":
         return {"command": command_for(script)}
-    return {"hooks": [{"type": "command", "command": command_for(script), "timeout": HOOK_TIMEOUT_SECONDS}]}
+    if kind == "zcode":
+        group: dict[str, Any] = {"matcher": ZCODE_MATCHER[hook]} if hook in ZCODE_MATCHER else {}
+        group["hooks"] = [{"type": "process", "command": "bash", "args": [str(script)], "enabled": True,
+                           "timeoutMs": 30000, "statusMessage": ZCODE_STATUS[hook]}]
+        return group
+    inner: dict[str, Any] = {"type": "command", "command": command_for(script)}
+    if kind in ("claude", "codex"):
+        inner["timeout"] = HOOK_TIMEOUT_SECONDS
+    elif kind == "trae":
+        inner["timeout"] = 30
+        if hook == "nudge":  # TRAE's Stop may block; loop_limit caps the continuations it allows
+            return {"loop_limit": 1, "hooks": [inner]}
+    return {"hooks": [inner]}
 
 
-def _strip_event(target: Target, entries: list[Any], hook_dir: Path) -> list[Any]:
-    """The event's entries without ours (a user's group that also held our hook keeps its other hooks)."""
-    kept: list[Any] = []
-    for entry in entries:
-        if not isinstance(entry, dict):
-            kept.append(entry)
-        elif target.layout == "flat":
-            if not _is_ours(entry.get("command"), hook_dir):
-                kept.append(entry)
+def ours_in(value: Any, markers: Sequence[str]) -> bool:
+    """Does any string inside ``value`` point into our hook directory?"""
+    if isinstance(value, str):
+        return any(m in value for m in markers)
+    if isinstance(value, dict):
+        return any(ours_in(v, markers) for v in value.values())
+    if isinstance(value, list):
+        return any(ours_in(v, markers) for v in value)
+    return False
+
+
+def markers(hook_dir: Path) -> tuple[str, ...]:
+    """Substrings that identify our commands: the absolute hook dir, and the relative form an older
+    installer wrote for a local Claude Code install (``.claude/hooks/mnemon/``)."""
+    relative = f"{hook_dir.parent.parent.name}/{hook_dir.parent.name}/{hook_dir.name}/"
+    return (str(hook_dir) + os.sep, relative)
+
+
+def _strip(doc: jsonc.Document, path: list[Any], target: Target, marks: Sequence[str]) -> bool:
+    """Remove our entries from the event list at ``path``; a user's group that also holds our hook keeps its
+    other hooks. True when something was removed."""
+    node = doc.node(path)
+    if node is None or node.kind != "array":
+        return False
+    touched = False
+    for index in reversed(range(len(node.members))):
+        entry = doc.get([*path, index])
+        if _flat(target) or not isinstance(entry, dict) or not isinstance(entry.get("hooks"), list):
+            if isinstance(entry, dict) and ours_in(entry, marks):
+                doc.delete([*path, index])
+                touched = True
+            continue
+        inner = entry["hooks"]
+        mine = [i for i, h in enumerate(inner) if ours_in(h, marks)]
+        if not mine:
+            continue
+        touched = True
+        if len(mine) == len(inner):
+            doc.delete([*path, index])
         else:
-            inner = entry.get("hooks")
-            if not isinstance(inner, list):
-                kept.append(entry)
-                continue
-            others = [h for h in inner if not (isinstance(h, dict) and _is_ours(h.get("command"), hook_dir))]
-            if len(others) == len(inner):
-                kept.append(entry)
-            elif others:
-                kept.append({**entry, "hooks": others})
-    return kept
+            for i in reversed(mine):
+                doc.delete([*path, index, "hooks", i])
+    return touched
 
 
-def merge(
-    target: Target, data: dict[str, Any] | None, scripts: dict[str, Path], hook_dir: Path, manifest: dict[str, Any]
-) -> dict[str, Any]:
-    """Return settings with our hooks registered; note in ``manifest`` what had to be created."""
-    out = dict(data or {})
-    if data is None:
-        manifest.setdefault("created_file", True)
-    manifest.setdefault("created_file", False)
-    created_keys = set(manifest.get("created_keys", []))
-    created_events = set(manifest.get("created_events", []))
-    if target.layout == "flat" and "version" not in out:
-        out["version"] = 1
-        created_keys.add("version")
-    hooks = out.get("hooks")
-    if hooks is None:
-        hooks = {}
-        created_keys.add("hooks")
-    if not isinstance(hooks, dict):
-        raise InputError(f'"hooks" in the {target.name} settings is not a JSON object; fix it, then run setup again')
-    hooks = dict(hooks)
+def _ensure(doc: jsonc.Document, path: list[Any], value: Any, created: list[list[Any]]) -> None:
+    """``doc.set`` at a missing ``path``, noting every container it creates."""
+    depth = len(path)
+    while depth > 0 and doc.node(path[:depth]) is None:
+        depth -= 1
+    for k in range(depth + 1, len(path) + 1):
+        created.append(list(path[:k]))
+    doc.set(path, value)
+
+
+def load(path: Path) -> jsonc.Document | None:
+    return jsonc.read(path)
+
+
+def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, Path],
+                 manifest: dict[str, Any]) -> str:
+    """The config text with our hooks registered (old entries of ours replaced); notes what it created."""
+    doc = load(path)
+    state = manifest.setdefault("config", {})
+    if doc is None:
+        state.setdefault("created_file", True)
+        doc = jsonc.Document("")
+    state.setdefault("created_file", False)
+    created: list[list[Any]] = [list(p) for p in state.get("created", [])]
+    restore: dict[str, Any] = dict(state.get("restore", {}))
+    if doc.root is None:  # an empty (or comments-only) file: eject gives its text back
+        state.setdefault("empty_text", doc.text)
+        doc.set(["hooks"], {})
+        created.append(["hooks"])
+    if target.registration in ("cursor", "trae") and doc.node(["version"]) is None:
+        _ensure(doc, ["version"], 1, created)
+    root = _events_root(target)
+    where = f"the {target.name} config {path}"
+    for k in range(1, len(root) + 1):
+        node = doc.node(root[:k])
+        if node is not None and node.kind != "object":
+            raise InputError(f'"{".".join(root[:k])}" in {where} is not a JSON object; fix it, then run setup again')
+    if target.registration == "zcode":
+        current = doc.node(["hooks", "enabled"])
+        if current is None:
+            _ensure(doc, ["hooks", "enabled"], True, created)
+        elif current.value is not True:
+            restore.setdefault("hooks.enabled", current.value)  # eject puts the user's value back
+            doc.set(["hooks", "enabled"], True)
+    marks = markers(hook_dir)
     for hook, event in target.events.items():
-        existing = hooks.get(event)
-        if existing is not None and not isinstance(existing, list):
-            raise InputError(f'"hooks.{event}" in the {target.name} settings is not a list')
-        entries = _strip_event(target, existing or [], hook_dir)
-        if hook in scripts:
-            if existing is None:
-                created_events.add(event)
-            entries.append(_entry(target, scripts[hook]))
-        if entries or existing is not None:
-            hooks[event] = entries
-    out["hooks"] = hooks
-    manifest["created_keys"] = sorted(created_keys)
-    manifest["created_events"] = sorted(created_events)
-    return out
+        event_path = [*root, event]
+        node = doc.node(event_path)
+        if node is not None and node.kind != "array":
+            raise InputError(f'"{".".join(event_path)}" in {where} is not a list; fix it, then run setup again')
+        _strip(doc, event_path, target, marks)
+        if hook not in scripts:
+            continue
+        entry = _entry(target, hook, scripts[hook])
+        if doc.node(event_path) is None:
+            _ensure(doc, event_path, [entry], created)
+        else:
+            doc.append(event_path, entry)
+    state["created"] = [list(p) for p in {tuple(p): p for p in created}.values()]
+    state["restore"] = restore
+    return doc.text
 
 
-def remove(
-    target: Target, data: dict[str, Any], hook_dir: Path, manifest: dict[str, Any] | None
-) -> dict[str, Any] | None:
-    """Return settings without our entries; ``None`` means the file should be deleted."""
-    out = dict(data)
-    known = manifest is not None
-    created_events = set((manifest or {}).get("created_events", []))
-    created_keys = set((manifest or {}).get("created_keys", []))
-    hooks = out.get("hooks")
-    if isinstance(hooks, dict):
-        hooks = dict(hooks)
-        for event, entries in list(hooks.items()):
-            if not isinstance(entries, list):
-                continue
-            kept = _strip_event(target, entries, hook_dir)
-            touched = len(kept) != len(entries) or kept != entries
-            # Without a manifest (an install we did not record) an event list we emptied goes too.
-            if not kept and (event in created_events or (touched and not known)):
-                del hooks[event]
-            else:
-                hooks[event] = kept
-        out["hooks"] = hooks
-        if not hooks and ("hooks" in created_keys or not known):
-            del out["hooks"]
-    if "version" in created_keys and "hooks" not in out and list(out) == ["version"]:
-        del out["version"]
-    if not out and (manifest or {}).get("created_file", not known):
-        return None
-    return out
+def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, Any] | None) -> str | None:
+    """The config text without our entries (``None``: delete the file). Raises InputError if unparseable."""
+    doc = load(path)
+    if doc is None or doc.root is None:
+        return doc.text if doc is not None else None
+    state = (manifest or {}).get("config")
+    known = isinstance(state, dict)
+    state = state if isinstance(state, dict) else {}
+    root = _events_root(target)
+    marks = markers(hook_dir)
+    touched: list[list[Any]] = []
+    events = doc.get(root)
+    if isinstance(events, dict):
+        for event in list(events):
+            if _strip(doc, [*root, event], target, marks):
+                touched.append([*root, event])
+    if known:
+        candidates = [list(p) for p in state.get("created", [])]
+    else:  # Go semantics: containers we emptied go, with the parents setup would have made
+        candidates = touched + [root[:k] for k in range(len(root), 0, -1)] + [["version"]]
+        if target.registration == "zcode":
+            candidates.append(["hooks", "enabled"])
+    for key, value in state.get("restore", {}).items():
+        if doc.node(key.split(".")) is not None:
+            doc.set(key.split("."), value)
+    # Deepest first; ZCode's hooks.enabled and the top-level version only after their siblings went.
+    for candidate in sorted(candidates, key=lambda p: (-len(p), p in (["hooks", "enabled"], ["version"]))):
+        _drop_if_empty(doc, candidate)
+    if doc.value == {}:
+        if state.get("created_file", not known):
+            return None
+        if "empty_text" in state:
+            return str(state["empty_text"])
+    return doc.text
+
+
+def _drop_if_empty(doc: jsonc.Document, path: list[Any]) -> None:
+    node = doc.node(path)
+    if node is None:
+        return
+    if path == ["version"]:  # only once nothing else is left beside it
+        if isinstance(doc.value, dict) and list(doc.value) == ["version"]:
+            doc.delete(path)
+        return
+    if path == ["hooks", "enabled"]:  # ZCode: {enabled: true} alone is what setup left
+        if doc.get(["hooks"]) == {"enabled": True}:
+            doc.delete(path)
+        return
+    if node.kind in ("object", "array") and not node.members:
+        doc.delete(path)

@@ -14,12 +14,28 @@ if [ "$MNEMON_OUTPUT" = cursor ]; then
     *) exit 0 ;;
     esac
 fi
-reason='[mnemon] Before finishing: did this turn produce a decision, preference, fact or lesson worth keeping across sessions? If so, store it with `mnemon remember "<one self-contained statement>" --cat <category> --imp <1-5>` and review the candidates it returns (link supersedes/causal where they truly apply). Never store secrets. If nothing is worth keeping, just stop without further reply.'
-if [ "$MNEMON_OUTPUT" = cursor ]; then
-    printf '%s\n' "$reason" | mnemon_emit_context followup_message
-else
+# ZCode's own stop hook (and ours for the hosts that share its protocol) stays silent when the last
+# answer already evaluated memory; empty or malformed input still asks.
+case "$MNEMON_OUTPUT" in
+json | kimi)
+    if printf '%s' "$payload" | mnemon_helper mentions last_assistant_message; then
+        exit 0
+    fi
+    ;;
+esac
+reason='[mnemon] Before finishing: did this turn produce a decision, preference, fact or lesson worth keeping across sessions? If so, store it with `mnemon remember "<one self-contained statement>" --cat <category> --imp <1-5>` and review the candidates it returns (link supersedes/causal where they truly apply). Never store secrets. If nothing is worth keeping, just stop without further reply. Include [mnemon] in your evaluation, in any language.'
+case "$MNEMON_OUTPUT" in
+cursor) printf '%s\n' "$reason" | mnemon_emit_context followup_message ;;
+kimi)
+    # Kimi Code: exit 2 blocks the stop and hands stderr to the model (its documented hook protocol;
+    # it reads no "decision" field). stop_hook_active above keeps this to one continuation.
+    printf '%s\n' "$reason" >&2
+    exit 2
+    ;;
+*)
     printf '{"decision":"block","reason":'
     printf '%s\n' "$reason" | mnemon_json_string
     printf '}\n'
-fi
+    ;;
+esac
 exit 0

@@ -1,5 +1,10 @@
-# Prompt submit: a one-line reminder; no mnemon call, so it costs the agent nothing.
-mnemon_payload >/dev/null
-printf '%s\n' '[mnemon] If this request may depend on earlier decisions, preferences or project facts, run `mnemon recall "<topic>"` first. Remember durable insights with `mnemon remember` (never secrets).' \
-    | mnemon_emit_context additional_context
+# Prompt submit: with recall on, the memories that match the prompt (only hits above the score floor,
+# within the time budget, else nothing); then a one-line reminder, which costs no mnemon call.
+hits=$(mnemon_recall_hits)
+{
+    if [ -n "$hits" ]; then
+        printf '%s\n\n' "$hits"
+    fi
+    printf '%s\n' '[mnemon] If this request may depend on earlier decisions, preferences or project facts, run `mnemon recall "<topic>"` first. Remember durable insights with `mnemon remember` (never secrets).'
+} | mnemon_emit_context additional_context
 exit 0

@@ -1,0 +1,96 @@
+"""File-system steps of setup: atomic writes that keep a file's mode, and tidy directory removal.
+
+A host reads its config while setup may be writing it, and a crash must never leave half a file:
+every write goes to a temporary file in the same directory, is fsynced, then renamed over the
+target (``os.replace`` is atomic on one file system), and the directory entry is fsynced too.
+An existing file keeps its permission bits (a user's 0600 config stays private); a new file gets
+the ``mode`` the caller names: 0644 by default, as the Go installer writes JSON configs, 0600
+where the host's config may hold secrets (Hermes' ``config.yaml``, OpenClaw's ``openclaw.json``),
+0755 for hook scripts. ``removal`` notes what a write created, so eject can take exactly that
+away again. stdlib only.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+__all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "make_dirs", "remove_if_empty", "remove_tree",
+           "write_bytes", "write_text"]
+
+CONFIG_MODE = 0o644  # a new host config file (Go's WriteJSONFile)
+PRIVATE_MODE = 0o600  # a new config that may hold the user's credentials
+SCRIPT_MODE = 0o755  # hook scripts the host executes directly
+
+
+def write_bytes(path: Path, data: bytes, *, mode: int = CONFIG_MODE, keep_mode: bool = True) -> None:
+    """Replace ``path`` atomically with ``data``; an existing file keeps its mode unless ``keep_mode`` is off."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        current = path.stat().st_mode & 0o7777 if keep_mode else None
+    except FileNotFoundError:
+        current = None
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), mode if current is None else current)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+
+
+def write_text(path: Path, text: str, *, mode: int = CONFIG_MODE, keep_mode: bool = True) -> None:
+    write_bytes(path, text.encode("utf-8"), mode=mode, keep_mode=keep_mode)
+
+
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:  # some file systems refuse fsync on a directory; the rename is still atomic
+        pass
+    finally:
+        os.close(fd)
+
+
+def make_dirs(path: Path, created: list[str] | None = None) -> None:
+    """``mkdir -p``, appending to ``created`` each directory that did not exist before (outermost first)."""
+    missing = []
+    for parent in [path, *path.parents]:
+        if parent.exists():
+            break
+        missing.append(parent)
+    path.mkdir(parents=True, exist_ok=True)
+    if created is not None:
+        created.extend(str(p) for p in reversed(missing))
+
+
+def remove_if_empty(*dirs: Path) -> None:
+    """Remove each directory that exists and is empty (Go's ``removeIfEmpty``), in the order given."""
+    for directory in dirs:
+        try:
+            if directory.is_dir() and not any(directory.iterdir()):
+                directory.rmdir()
+        except OSError:
+            pass
+
+
+def remove_tree(path: Path) -> bool:
+    """Remove a file or directory tree we own; False when there was nothing."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path)
+        return True
+    if path.exists() or path.is_symlink():
+        path.unlink()
+        return True
+    return False

@@ -1,0 +1,113 @@
+"""Register our hooks in Kimi Code's ``config.toml`` as ``[[hooks]]`` blocks, editing the text only.
+
+The file is the user's and never re-serialised: install appends three blocks (SessionStart, UserPromptSubmit,
+Stop; ``event``, ``command``, ``timeout = 10``, as the Go program writes them), each after one blank line;
+eject removes exactly the ``[[hooks]]`` blocks whose command points into our hook directory, with the
+blank line before each, so the rest of the file comes back byte for byte. A block runs from its
+``[[hooks]]`` line to the next line that starts a table (``[``), which is how the Go program finds them
+too. Kimi refuses a config with unknown keys, so the file is checked with ``tomllib`` before and after
+the edit; a file that does not parse is left alone with an error. Kimi runs ``command`` with ``sh -c``,
+hence the shell quoting. stdlib only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from mnemon.errors import InputError
+from mnemon.setup.settings import command_for, markers
+from mnemon.setup.targets import Target
+
+TIMEOUT_SECONDS = 10
+_HOOKS_HEADER = re.compile(r"^[ \t]*\[\[[ \t]*hooks[ \t]*\]\][ \t]*(#.*)?$")
+_TABLE = re.compile(r"^[ \t]*\[")
+
+
+def _check(text: str, path: Path, what: str) -> None:
+    try:
+        import tomllib
+    except ModuleNotFoundError:  # Python 3.10: no TOML parser in the stdlib; the edit is still text-exact
+        return
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{path} {what} ({exc}); fix or move it, then run setup again") from None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text; fix or move it, then run setup again") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def strip_blocks(text: str, marks: tuple[str, ...]) -> tuple[str, int]:
+    """``text`` without the ``[[hooks]]`` blocks that mention our hook dir (and the blank line before each)."""
+    lines = text.splitlines(keepends=True)
+    out: list[str] = []
+    removed = 0
+    i = 0
+    while i < len(lines):
+        if _HOOKS_HEADER.match(lines[i].rstrip("\r\n")):
+            j = i + 1
+            while j < len(lines) and not _TABLE.match(lines[j]):
+                j += 1
+            block = "".join(lines[i:j])
+            if any(m in block for m in marks):
+                if out and out[-1].strip() == "":
+                    out.pop()
+                removed += 1
+                i = j
+                continue
+        out.append(lines[i])
+        i += 1
+    return "".join(out), removed
+
+
+def block(event: str, script: Path) -> str:
+    # JSON string escapes are valid TOML basic-string escapes (what Go's %q gives for a path).
+    return (f"[[hooks]]\nevent = {json.dumps(event)}\ncommand = {json.dumps(command_for(script), ensure_ascii=False)}\n"
+            f"timeout = {TIMEOUT_SECONDS}\n")
+
+
+def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, Path],
+                 manifest: dict[str, Any]) -> str:
+    text = _read(path)
+    state = manifest.setdefault("config", {})
+    if text is None:
+        state.setdefault("created_file", True)
+        text = ""
+    state.setdefault("created_file", False)
+    _check(text, path, "is not valid TOML")
+    text, _ = strip_blocks(text, markers(hook_dir))
+    if text and not text.endswith("\n"):
+        text += "\n"
+        state["added_newline"] = True
+    parts = [block(target.events[h], scripts[h]) for h in target.events if h in scripts]
+    new = text + "".join(("\n" if text or k else "") + part for k, part in enumerate(parts))
+    _check(new, path, "cannot take our [[hooks]] blocks (is `hooks` defined another way?)")
+    return new
+
+
+def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, Any] | None) -> str | None:
+    text = _read(path)
+    if text is None:
+        return None
+    state = (manifest or {}).get("config")
+    known = isinstance(state, dict)
+    state = state if isinstance(state, dict) else {}
+    new, removed = strip_blocks(text, markers(hook_dir))
+    if not removed:
+        return text
+    if state.get("added_newline") and new.endswith("\n"):
+        new = new[:-1]
+    if not new.strip() and state.get("created_file", not known):
+        return None
+    return new

@@ -1,0 +1,114 @@
+# mnemon hook helper: embedded in the hook scripts, run as `python -I -S -c` (stdlib only, no site).
+# Modes (the host event arrives as JSON on stdin):
+#   recall DATA_DIR LIMIT FLOOR BUDGET   print the recall block for the prompt, or nothing
+#   mentions FIELD...                    exit 0 when a field (dotted path) mentions memory, else 1
+# Never raises: any failure means no output (and, for mentions, "not mentioned").
+# NOTE: this text goes into a single-quoted shell string, so it must not contain a single quote.
+import json, os, select, subprocess, sys, time
+
+START = time.monotonic()
+PROMPT_CHARS = 500
+MEMORY_WORDS = ("mnemon", "durable memory", "\u6301\u4e45\u8bb0\u5fc6", "\u5199\u5165\u8bb0\u5fc6")
+
+
+def read_event(deadline):
+    # Bounded read: a host that keeps stdin open must not hold us past the deadline.
+    chunks, size = [], 0
+    fd = sys.stdin.fileno()
+    if os.isatty(fd):
+        return None
+    while size < 4 << 20:
+        wait = deadline - time.monotonic()
+        if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+            break
+        chunk = os.read(fd, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    try:
+        return json.loads(b"".join(chunks).decode("utf-8", "replace"))
+    except ValueError:
+        return None
+
+
+def field(event, dotted):
+    value = event
+    for part in dotted.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    return value
+
+
+def text_of(content):
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+        return " ".join(p.get("text", "") for p in content if isinstance(p, dict) and isinstance(p.get("text"), str))
+    return ""
+
+
+def prompt_of(event):
+    # Claude-shaped hosts send "prompt"; Hermes sends extra.user_message (or only the conversation).
+    if not isinstance(event, dict):
+        return ""
+    for key in ("prompt", "user_prompt", "extra.user_message", "message", "input", "query"):
+        value = text_of(field(event, key))
+        if value.strip():
+            return value
+    for key in ("extra.conversation_history", "messages", "conversation_history"):
+        turns = field(event, key)
+        if isinstance(turns, list):
+            for turn in reversed(turns):
+                if isinstance(turn, dict) and turn.get("role") == "user" and text_of(turn.get("content")).strip():
+                    return text_of(turn.get("content"))
+    return ""
+
+
+def recall(data_dir, limit, floor, budget):
+    deadline = START + float(budget) - 0.1
+    prompt = " ".join(prompt_of(read_event(START + min(0.3, float(budget) / 4))).split())[:PROMPT_CHARS]
+    if len(prompt) < 3:
+        return
+    argv = [sys.executable, "-m", "mnemon", "--data-dir", data_dir, "recall", "--brief", "--limit", limit, "--", prompt]
+    try:
+        out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             timeout=max(0.05, deadline - time.monotonic()), check=True).stdout
+        results = json.loads(out.decode("utf-8")).get("results") or []
+    except (OSError, ValueError, AttributeError, subprocess.SubprocessError):
+        return
+    lines = []
+    for hit in results:
+        if not isinstance(hit, dict) or hit.get("superseded") or not isinstance(hit.get("score"), (int, float)):
+            continue
+        if hit["score"] < float(floor) or not isinstance(hit.get("excerpt"), str):
+            continue
+        lines.append("- [%s score=%.2f] %s" % (hit.get("category") or "general", hit["score"], hit["excerpt"]))
+    if lines and time.monotonic() < deadline:
+        sys.stdout.write("[mnemon] Relevant memories for this prompt (from mnemon recall):\n"
+                         + "\n".join(lines) + "\n")
+
+
+def mentions(fields):
+    event = read_event(START + 1.0)
+    if not isinstance(event, dict):
+        return 1
+    for name in fields:
+        value = text_of(field(event, name)).lower()
+        if any(word in value for word in MEMORY_WORDS):
+            return 0
+    return 1
+
+
+def main(args):
+    try:
+        if args[:1] == ["recall"] and len(args) == 5:
+            recall(*args[1:])
+            return 0
+        if args[:1] == ["mentions"]:
+            return mentions(args[1:])
+    except Exception:
+        pass
+    return 1 if args[:1] == ["mentions"] else 0
+
+
+sys.exit(main(sys.argv[1:]))
