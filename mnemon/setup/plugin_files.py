@@ -16,17 +16,12 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from mnemon import __version__
-from mnemon.setup.hooks import interpreter, mnemon_import_root
+from mnemon.setup.hooks import RECALL_BUDGET_SECONDS, RECALL_FLOOR, RECALL_LIMIT, interpreter, mnemon_import_root
 
 RUNTIME_MARK = "/*@MNEMON_RUNTIME@*/"
 CONFIG_MARK = "/*@MNEMON_CONFIG@*/null"
 
-# Recall on prompt (issue 12): hits below the floor are noise for an unrelated prompt; past the budget
-# the prompt goes on without memories. The prompt is bounded before it becomes the query.
-RECALL_LIMIT = 5
-RECALL_MIN_SCORE = 0.25  # the score where `recall` starts calling a hit "medium" confidence
-RECALL_BUDGET_MS = 1500
+# Recall on prompt uses the shell hooks' limit, score floor, budget and prompt bound (one policy).
 RECALL_PROMPT_CHARS = 500
 PRIME_BUDGET_MS = 3000  # session start: `mnemon status`, off the prompt's path where the host allows
 
@@ -55,8 +50,8 @@ class PluginConfig:
             "recall": {
                 "enabled": self.recall_on_prompt,
                 "limit": RECALL_LIMIT,
-                "minScore": RECALL_MIN_SCORE,
-                "budgetMs": RECALL_BUDGET_MS,
+                "minScore": RECALL_FLOOR,
+                "budgetMs": round(RECALL_BUDGET_SECONDS * 1000),
                 "maxPromptChars": RECALL_PROMPT_CHARS,
             },
             "primeBudgetMs": PRIME_BUDGET_MS,
@@ -82,9 +77,9 @@ def render_code(name: str, config: PluginConfig) -> str:
     return _substitute(asset(name), RUNTIME_MARK, runtime.rstrip("\n"), name)
 
 
-def openclaw_manifest() -> str:
-    """``openclaw.plugin.json`` with this mnemon's version (the Go program keeps ``dev`` builds at 0.0.0)."""
+def openclaw_manifest(version: str) -> str:
+    """``openclaw.plugin.json`` with mnemon's version, unless that is empty or ``dev`` (as in Go)."""
     manifest = json.loads(asset("openclaw/extension/openclaw.plugin.json"))
-    if __version__ and __version__ != "dev":
-        manifest["version"] = __version__
+    if version and version != "dev":
+        manifest["version"] = version
     return json.dumps(manifest, indent=2, ensure_ascii=False) + "\n"

@@ -126,6 +126,16 @@ function boundedQuery(text, max) {
   return Array.from(text.replace(/\s+/g, " ").trim()).slice(0, max).join("").trim();
 }
 
+// Python's "%.2f": like toFixed(2), except that an exact binary tie (0.125, 0.375…) goes to even.
+function twoDecimals(x) {
+  const scaled = x * 100;
+  if (Number.isInteger(x * 8) && scaled % 1 === 0.5) {
+    const down = Math.floor(scaled);
+    return ((down % 2 === 0 ? down : down + 1) / 100).toFixed(2);
+  }
+  return x.toFixed(2);
+}
+
 // Recall on prompt: `mnemon recall --brief --limit K -- <prompt>` within the recall budget; only
 // hits at or above the score floor that are not superseded. "" when off, empty, unrelated or failed.
 async function recallContext(prompt) {
@@ -141,11 +151,9 @@ async function recallContext(prompt) {
       (hit) => hit && typeof hit.excerpt === "string" && Number(hit.score) >= floor && !hit.superseded,
     );
     if (hits.length === 0) return "";
-    const lines = hits.map((hit) => {
-      const category = hit.category ? `[${hit.category}] ` : "";
-      return `- ${category}${hit.excerpt} (${hit.confidence || "?"}, id ${hit.id})`;
-    });
-    return ["[mnemon] Relevant memories for this prompt (`mnemon show <id>` for the full text):", ...lines].join("\n");
+    // The same text as the shell hooks' recall on prompt (mnemon/setup/templates/helper.py).
+    const lines = hits.map((hit) => `- [${hit.category || "general"} score=${twoDecimals(Number(hit.score))}] ${hit.excerpt}`);
+    return ["[mnemon] Relevant memories for this prompt (from mnemon recall):", ...lines].join("\n");
   } catch {
     return "";
   }

@@ -1,0 +1,284 @@
+"""The in-process plugins (OpenClaw hook + plugin, OpenCode plugin, Pi extension) run under Node the
+way their hosts run them, against a real store: the exact structures they inject, recall on prompt
+(relevant, unrelated), fail-open when mnemon fails, and the time budget when mnemon hangs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from mnemon import setup as installer
+from mnemon.setup import Options, Placement, hooks as shell_hooks, plugin_files, write_prompts
+from tests import node_host
+
+RELEVANT = "Which vector database did we choose, and why?"
+UNRELATED = "What is the weather like in Lisbon this weekend?"
+BUDGET_S = shell_hooks.RECALL_BUDGET_SECONDS
+
+
+def install(target: str, tmp_path: Path, data_dir: Path, *, is_global: bool = False, recall: bool | None = None,
+            hooks: tuple[str, ...] = ("prime", "remind", "nudge")) -> Placement:
+    placement = installer.place(installer.TARGETS[target], is_global=is_global, home=tmp_path / "home",
+                                project=tmp_path / "project", env={})
+    installer.install(placement, Options(data_dir, hooks, recall_on_prompt=recall, version="0.3.0"))
+    return placement
+
+
+@pytest.fixture
+def store(cli) -> Path:
+    """A data dir with the prompts and a few insights, one of them clearly about vector databases."""
+    node_host.require_node()
+    cli.ok("remember", "We chose Qdrant as the vector database because Rust performance is critical", "--cat",
+           "decision")
+    cli.ok("remember", "The user prefers tabs over spaces in Go code", "--cat", "preference")
+    cli.ok("remember", "Release builds are signed on the CI runner, never on laptops", "--cat", "fact")
+    write_prompts(cli.data_dir)
+    return cli.data_dir
+
+
+def recalled(cli, prompt: str) -> str:
+    """What recall on prompt should inject, from the CLI's own `recall --brief` answer (the oracle)."""
+    query = " ".join(prompt.split())[: plugin_files.RECALL_PROMPT_CHARS]
+    reply = cli.ok("recall", "--brief", "--limit", str(shell_hooks.RECALL_LIMIT), "--", query)
+    hits = [h for h in reply["results"] if h["score"] >= shell_hooks.RECALL_FLOOR and not h.get("superseded")]
+    if not hits:
+        return ""
+    lines = ["- [%s score=%.2f] %s" % (h.get("category") or "general", h["score"], h["excerpt"]) for h in hits]
+    return "\n".join(["[mnemon] Relevant memories for this prompt (from mnemon recall):", *lines])
+
+
+def status_line(cli) -> str:
+    status = cli.ok("status")
+    return f"[mnemon] Memory active ({status['total_insights']} insights, {status['edge_count']} edges)."
+
+
+def break_command(path: Path, command: list[str]) -> None:
+    """Point an installed plugin at another interpreter command (a missing or a hanging one)."""
+    text = path.read_text(encoding="utf-8")
+    start = text.index("const CONFIG = ") + len("const CONFIG = ")
+    end = text.index("\n};", start) + 2
+    config = json.loads(text[start:end])
+    config["command"] = command
+    path.write_text(text[:start] + json.dumps(config) + text[end:], encoding="utf-8")
+
+
+def hanging_interpreter(tmp_path: Path) -> tuple[list[str], Path]:
+    """A fake interpreter whose helper process sleeps; the budget must kill the whole group."""
+    pid_file = tmp_path / "helper.pid"
+    script = tmp_path / "hang.sh"
+    script.write_text(f"#!/bin/sh\nsleep 30 &\necho $! > {pid_file}\nwait\n", encoding="utf-8")
+    script.chmod(0o755)
+    return [str(script)], pid_file
+
+
+def alive(pid: int) -> bool:
+    """Running (a killed orphan may stay a zombie until some reaper collects it)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def assert_killed(pid_file: Path) -> None:
+    pid = int(pid_file.read_text())
+    for _ in range(50):
+        if not alive(pid):
+            return
+        time.sleep(0.02)
+    os.kill(pid, 9)
+    pytest.fail("the hung mnemon's helper outlived the budget")
+
+
+# --- OpenClaw -----------------------------------------------------------------------------------
+
+
+def openclaw(tmp_path: Path, data_dir: Path, recall: bool | None = None) -> Path:
+    return install("openclaw", tmp_path, data_dir, is_global=True, recall=recall).config_dir
+
+
+def split_context(result: dict) -> list[str]:
+    return result["prependContext"].split("\n\n")
+
+
+def test_openclaw_prime_hook_and_prompt_plugin(cli, store, tmp_path):
+    config_dir = openclaw(tmp_path, store)
+    out = node_host.drive("openclaw", str(config_dir), RELEVANT)
+    guide = (store / "prompt" / "guide.md").read_text(encoding="utf-8").strip()
+    foreign = {"name": "AGENTS.md", "path": "AGENTS.md", "content": "project rules", "missing": False}
+    assert out["bootstrapFiles"] == [
+        foreign,
+        {"name": "MNEMON-GUIDE.md", "path": "mnemon/guide.md", "content": f"{status_line(cli)}\n\n{guide}\n",
+         "missing": False},
+    ]
+    assert out["otherEventFiles"] == []  # only agent:bootstrap is handled
+    assert out["hooks"] == ["agent_end", "before_prompt_build"]  # compact off by default
+    memories = recalled(cli, RELEVANT)
+    assert "We chose Qdrant as the vector database" in memories
+    parts = split_context(out["beforePromptBuild"])
+    assert parts[0] == memories
+    assert parts[1].startswith("[mnemon] Evaluate: recall needed?")
+    assert parts[2].startswith("[mnemon] Consider: does this exchange warrant a remember sub-agent?")
+    assert len(parts) == 3 + memories.count("\n\n")
+    assert out["agentEnd"] is None
+
+
+def test_openclaw_unrelated_prompt_and_switches(cli, store, tmp_path):
+    config_dir = openclaw(tmp_path, store)
+    assert recalled(cli, UNRELATED) == ""
+    out = node_host.drive("openclaw", str(config_dir), UNRELATED)
+    parts = split_context(out["beforePromptBuild"])
+    assert [p.split(":")[0] for p in parts] == ["[mnemon] Evaluate", "[mnemon] Consider"]  # no memories
+    # openclaw.json's plugin config drives the switches: compact on, remind off.
+    out = node_host.drive("openclaw", str(config_dir), RELEVANT, json.dumps({"remind": False, "compact": True}))
+    assert out["hooks"] == ["agent_end", "before_compaction", "before_prompt_build"]
+    assert split_context(out["beforePromptBuild"])[0].startswith("[mnemon] Consider")
+    compacted = split_context(out["afterCompaction"])
+    assert compacted[0].startswith("[mnemon] Context compaction") and compacted[1].startswith("[mnemon] Consider")
+    assert not (store / ".compact-pending").exists()  # consumed by the prompt
+
+
+def test_openclaw_recall_off_and_failing_mnemon(cli, store, tmp_path):
+    config_dir = openclaw(tmp_path, store, recall=False)
+    out = node_host.drive("openclaw", str(config_dir), RELEVANT)
+    assert [p.split(":")[0] for p in split_context(out["beforePromptBuild"])] == ["[mnemon] Evaluate",
+                                                                                  "[mnemon] Consider"]
+    config_dir = openclaw(tmp_path, store)
+    for rel in ("hooks/mnemon-prime/handler.js", "extensions/mnemon/index.js"):
+        break_command(config_dir / rel, [str(tmp_path / "no-such-python")])
+    out = node_host.drive("openclaw", str(config_dir), RELEVANT)
+    assert len(out["bootstrapFiles"]) == 1  # the foreign file only: no guide to a dead store
+    assert [p.split(":")[0] for p in split_context(out["beforePromptBuild"])] == ["[mnemon] Evaluate",
+                                                                                  "[mnemon] Consider"]
+
+
+def test_openclaw_hung_mnemon_is_cut_at_the_budget(store, tmp_path):
+    config_dir = openclaw(tmp_path, store)
+    command, pid_file = hanging_interpreter(tmp_path)
+    break_command(config_dir / "extensions/mnemon/index.js", command)
+    out = node_host.drive("openclaw", str(config_dir), RELEVANT)
+    assert BUDGET_S * 1000 - 50 <= out["promptMs"] < BUDGET_S * 1000 + 700
+    assert "Relevant memories" not in out["beforePromptBuild"]["prependContext"]
+    assert_killed(pid_file)
+
+
+# --- OpenCode -----------------------------------------------------------------------------------
+
+
+def opencode(tmp_path: Path, data_dir: Path, recall: bool | None = None) -> Path:
+    return install("opencode", tmp_path, data_dir, recall=recall).config_dir / "plugins" / "mnemon.js"
+
+
+def test_opencode_plugin_hooks(cli, store, tmp_path):
+    plugin = opencode(tmp_path, store)
+    out = node_host.drive("opencode", str(plugin), RELEVANT)
+    assert out["id"] == "mnemon" and out["exports"] == ["id", "server", "setup"]
+    assert out["hooks"] == ["dispose", "event", "experimental.chat.messages.transform",
+                            "experimental.session.compacting", "shell.env"]
+    assert out["env"] == {"PATH": "/usr/bin", "MNEMON_OPENCODE": "1"}
+    memories = recalled(cli, RELEVANT)
+    block, original = out["latestUser"]
+    assert original == {"id": "prt_3", "sessionID": "ses_1", "messageID": "msg_3", "type": "text", "text": RELEVANT}
+    assert {k: v for k, v in block.items() if k != "text"} == {
+        "id": "prt_mnemon_msg_3", "sessionID": "ses_1", "messageID": "msg_3", "type": "text", "synthetic": True}
+    body = block["text"].removeprefix("<mnemon_context>\n").removesuffix("\n</mnemon_context>")
+    pieces = body.split("\n\n")
+    assert pieces[0] == status_line(cli)
+    assert "\n\n".join(pieces[1:-1]) == memories and "We chose Qdrant" in memories
+    assert pieces[-1].startswith("[mnemon] When this exchange produces a durable")
+    assert [len(p) for p in out["others"]] == [1, 1]  # earlier messages untouched
+    assert out["cachedSame"] and out["cachedMs"] < 50  # the tool loop's next call reruns nothing
+    assert out["markedUnchanged"]
+    assert len(out["compacting"]) == 1 and out["compacting"][0].startswith("## Mnemon Memory\n")
+    assert out["logs"] == [{"body": {"service": "mnemon", "level": "info",
+                                     "message": out["logs"][0]["body"]["message"]}}]
+    assert out["logs"][0]["body"]["message"].startswith("[mnemon] Consider")
+    assert out["registered"] == [["shell", "create.before", "function"], ["session", "context", "function"],
+                                 ["session", "compaction", "function"]]
+
+
+def test_opencode_unrelated_failing_and_hung(cli, store, tmp_path):
+    plugin = opencode(tmp_path, store)
+    assert recalled(cli, UNRELATED) == ""
+    out = node_host.drive("opencode", str(plugin), UNRELATED)
+    pieces = out["latestUser"][0]["text"].split("\n\n")
+    assert len(pieces) == 2 and pieces[0].endswith(status_line(cli))  # status + reminder, no memories
+    # A store that errors (the data dir is a file): nothing is injected, nothing thrown.
+    bad = tmp_path / "not-a-dir"
+    bad.write_text("x")
+    out = node_host.drive("opencode", str(plugin), RELEVANT, env={"MNEMON_DATA_DIR": str(bad)})
+    assert out["latestUser"][0]["text"] == "<mnemon_context>\n[mnemon] When this exchange produces a durable " \
+        "decision, preference, fact or lesson, store it with `mnemon remember` (never secrets).\n</mnemon_context>"
+    command, pid_file = hanging_interpreter(tmp_path)
+    break_command(plugin, command)
+    out = node_host.drive("opencode", str(plugin), RELEVANT)
+    assert BUDGET_S * 1000 - 50 <= out["transformMs"] < BUDGET_S * 1000 + 700
+    assert "Relevant memories" not in out["latestUser"][0]["text"]
+    assert_killed(pid_file)
+
+
+# --- Pi -----------------------------------------------------------------------------------------
+
+
+def pi(tmp_path: Path, data_dir: Path, recall: bool | None) -> Path:
+    return install("pi", tmp_path, data_dir, recall=recall).config_dir
+
+
+def test_pi_extension_type_checks_against_the_pi_sdk(store, tmp_path):
+    modules = node_host.node_modules()
+    config_dir = pi(tmp_path, store, recall=True)
+    work = tmp_path / "tsc"
+    work.mkdir()
+    (work / "node_modules").symlink_to(modules)
+    (work / "mnemon.ts").write_text((config_dir / "extensions" / "mnemon.ts").read_text(encoding="utf-8"))
+    (work / "tsconfig.json").write_text(json.dumps({"compilerOptions": {
+        "noEmit": True, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022",
+        "skipLibCheck": True, "types": ["node"]}, "files": ["mnemon.ts"]}))
+    tsc = subprocess.run([node_host.require_node(), str(modules / "typescript" / "bin" / "tsc"), "-p", str(work)],
+                         capture_output=True, text=True, timeout=120)
+    assert tsc.returncode == 0, tsc.stdout + tsc.stderr
+
+
+def test_pi_extension_events(cli, store, tmp_path):
+    jiti = node_host.node_modules() / "jiti" / "lib" / "jiti.mjs"
+    config_dir = pi(tmp_path, store, recall=True)
+    extension = config_dir / "extensions" / "mnemon.ts"
+    out = node_host.drive("pi", str(jiti), str(extension), RELEVANT)
+    assert out["events"] == ["agent_end", "before_agent_start", "context", "resources_discover", "session_compact",
+                             "session_start"]
+    assert out["discovered"] == {"skillPaths": [str(config_dir / "skills")]}
+    guide = (store / "prompt" / "pi" / "guide.md").read_text(encoding="utf-8").strip()
+    prompt = out["beforeStart"]["systemPrompt"]
+    assert list(out["beforeStart"]) == ["systemPrompt"]  # nothing persisted as a message
+    head = f"BASE PROMPT\n\n{status_line(cli)}\n\n{guide}\n\n{recalled(cli, RELEVANT)}\n\n[mnemon] Recall before"
+    assert prompt.startswith(head) and "We chose Qdrant" in prompt
+    user = {"role": "user", "content": [{"type": "text", "text": RELEVANT}], "timestamp": 2}
+    assert out["context"] == {"messages": [user]}  # an old mnemon message is filtered out
+    notice = out["afterCompact"]["messages"][1]
+    assert out["afterCompact"]["messages"][0] == user
+    assert {k: v for k, v in notice.items() if k not in ("content", "timestamp")} == {
+        "role": "custom", "customType": "mnemon-compaction", "display": False}
+    assert notice["content"].startswith("[mnemon] Context was compacted")
+    assert out["nextContext"] == {"messages": [user]}  # the notice is added once
+    assert out["ui"] == [["setStatus", "mnemon", "mnemon"],
+                         ["notify", "[mnemon] Consider whether this exchange warrants durable memory.", "info"]]
+
+
+def test_pi_extension_recall_off_unrelated_and_failing(cli, store, tmp_path):
+    jiti = str(node_host.node_modules() / "jiti" / "lib" / "jiti.mjs")
+    config_dir = pi(tmp_path, store, recall=None)  # Pi's default: off (the Go extension does not recall)
+    extension = config_dir / "extensions" / "mnemon.ts"
+    prompt = node_host.drive("pi", jiti, str(extension), RELEVANT)["beforeStart"]["systemPrompt"]
+    assert "Relevant memories" not in prompt and prompt.startswith(f"BASE PROMPT\n\n{status_line(cli)}\n\n")
+    config_dir = pi(tmp_path, store, recall=True)
+    prompt = node_host.drive("pi", jiti, str(extension), UNRELATED)["beforeStart"]["systemPrompt"]
+    assert "Relevant memories" not in prompt and "[mnemon] Recall before" in prompt
+    break_command(extension, [str(tmp_path / "no-such-python")])
+    out = node_host.drive("pi", jiti, str(extension), RELEVANT)
+    assert out["beforeStart"] is None  # the system prompt stays as it is
+    assert out["context"] == {"messages": [out["context"]["messages"][0]]}
