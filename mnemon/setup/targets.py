@@ -89,7 +89,7 @@ TARGETS: dict[str, Target] = {
     ),
     "openclaw": Target(
         "openclaw", "OpenClaw", ".openclaw", ".openclaw", ("openclaw",), recall_default=True, markdown="AGENTS.md",
-        default_global=True, module="mnemon.setup.hosts.openclaw",
+        default_global=True, module="mnemon.setup.hosts.openclaw", default_on=("prime", "remind", "nudge"),
     ),
     "nanobot": Target("nanobot", "Nanobot", ".nanobot", ".nanobot/workspace", ("nanobot",), markdown="AGENTS.md",
                       default_global=True),
