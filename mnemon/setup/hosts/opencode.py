@@ -32,8 +32,15 @@ def config_path(placement: Placement) -> Path:
     return placement.config_dir / "opencode.json"
 
 
-def _is_guide(item: object) -> bool:
-    return isinstance(item, str) and any(mark in item.replace("\\", "/") for mark in GUIDE_MARKS)
+def _guide_test(data_dir: Path):
+    """Matches our guide path for this data dir, and any guide path an earlier setup registered
+    (the Go program's test is only the ``mnemon/prompt/guide.md`` substring)."""
+    ours = str(data_dir.absolute() / "prompt" / "guide.md")
+
+    def is_guide(item: object) -> bool:
+        return isinstance(item, str) and (item == ours or any(m in item.replace("\\", "/") for m in GUIDE_MARKS))
+
+    return is_guide
 
 
 def install(placement: Placement, options: Options) -> Report:
@@ -58,7 +65,7 @@ def install(placement: Placement, options: Options) -> Report:
         doc.set(["instructions"], [guide])
         created_keys.add("instructions")
     else:
-        doc.remove_items(["instructions"], _is_guide)
+        doc.remove_items(["instructions"], _guide_test(options.data_dir))
         doc.append(["instructions"], guide)
     run.write(path, doc.text)
     run.report.add("recall", "on each prompt" if recall else "off (--recall-on-prompt turns it on)")
@@ -66,12 +73,13 @@ def install(placement: Placement, options: Options) -> Report:
     return run.finish(created_file=created_file, created_keys=sorted(created_keys))
 
 
-def _strip(doc: jsonc.Document, manifest: dict | None) -> None:
-    if not doc.remove_items(["instructions"], _is_guide):
+def _strip(doc: jsonc.Document, manifest: dict | None, data_dir: Path) -> None:
+    if not doc.remove_items(["instructions"], _guide_test(data_dir)):
         return
     if manifest is not None:
+        # What setup added goes (the $schema too, while it is still the one we wrote): byte-for-byte restore.
         drop_created(doc, [k for k in manifest.get("created_keys", []) if k != "$schema"])
-        if "$schema" in manifest.get("created_keys", []) and doc.value == {"$schema": SCHEMA}:
+        if "$schema" in manifest.get("created_keys", []) and doc.get(["$schema"]) == SCHEMA:
             doc.delete(["$schema"])
         return
     # The Go eject: an emptied list goes, and a default $schema left alone goes too.
@@ -84,7 +92,8 @@ def _strip(doc: jsonc.Document, manifest: dict | None) -> None:
 def eject(placement: Placement, options: Options) -> Report:
     report = Report.start(placement)
     manifest = read_manifest(placement.skill_dir)
-    unregister(config_path(placement), manifest, report, strip=_strip, go_removes_empty=True)
+    unregister(config_path(placement), manifest, report, go_removes_empty=True,
+               strip=lambda doc, record: _strip(doc, record, options.data_dir))
     remove_owned(placement, OWNED, report)
     remove_empty_dirs(placement, manifest, GO_PARENTS)
     return eject_markdown(placement, options, report)
