@@ -274,6 +274,16 @@ def test_pi_local_and_global_install_and_eject(cli, host, data_dir):
         ".pi", ".pi/agent", ".pi/agent/extensions", ".pi/agent/extensions/theirs.ts"]
 
 
+def test_pi_global_honours_pi_coding_agent_dir(cli, host, tmp_path, monkeypatch):
+    agent_dir = tmp_path / "pi-agent"
+    monkeypatch.setenv("PI_CODING_AGENT_DIR", str(agent_dir))
+    setup(cli, "--target", "pi", "--global")
+    assert (agent_dir / "extensions" / "mnemon.ts").is_file() and (agent_dir / "skills/mnemon/SKILL.md").is_file()
+    assert not (host[0] / ".pi").exists()
+    setup(cli, "--target", "pi", "--global", "--eject")
+    assert not agent_dir.exists()
+
+
 def test_eject_strips_the_agents_md_block(cli, host):
     home, project = host
     (project / "AGENTS.md").write_text("# Rules\n\n<!-- mnemon:start -->\nold\n<!-- mnemon:end -->\n")
