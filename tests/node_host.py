@@ -3,7 +3,7 @@
 Pi's extension is TypeScript that Pi loads with jiti; the tests load it with the same jiti and
 type-check it with tsc against the Pi SDK's own types (the version the Go extension pins). The
 packages are installed once into a cache directory: ``$MNEMON_TEST_NODE_MODULES`` or
-``~/.cache/mnemon-test-node`` (``.ci/run`` fills it before the tests).
+``~/.cache/mnemon-test-node`` (``.ci/run`` fills it before the tests: ``python -m tests.node_host``).
 """
 
 from __future__ import annotations
@@ -31,24 +31,32 @@ def require_node() -> str:
     return NODE
 
 
-def node_modules() -> Path:
-    """The cache's node_modules with the Pi SDK (and its jiti) and typescript, installed on first use."""
-    require_node()
+def install() -> str:
+    """Install the packages into the cache unless they are there; "" on success, else why not."""
     modules = CACHE / "node_modules"
     if (modules / PI_SDK / "package.json").is_file() and (modules / "typescript" / "package.json").is_file():
-        return modules
-    if NPM is None:
-        pytest.skip("npm is not installed: cannot fetch the Pi SDK and typescript for the Pi extension test")
+        return ""
+    if NODE is None or NPM is None:
+        return "node/npm is not installed"
     CACHE.mkdir(parents=True, exist_ok=True)
     (CACHE / "package.json").write_text('{"private": true}\n', encoding="utf-8")
     cmd = [NPM, "install", "--no-audit", "--no-fund", "--ignore-scripts", "--prefix", str(CACHE), *PACKAGES]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     except subprocess.TimeoutExpired:
-        pytest.skip(f"npm install {' '.join(PACKAGES)} timed out")
+        return f"npm install {' '.join(PACKAGES)} timed out"
     if proc.returncode != 0:
-        pytest.skip(f"npm install {' '.join(PACKAGES)} failed: {proc.stderr.strip()[-300:]}")
-    return modules
+        return f"npm install {' '.join(PACKAGES)} failed: {proc.stderr.strip()[-300:]}"
+    return ""
+
+
+def node_modules() -> Path:
+    """The cache's node_modules with the Pi SDK (and its jiti) and typescript, installed on first use."""
+    require_node()
+    problem = install()
+    if problem:
+        pytest.skip(f"cannot check the Pi extension: {problem}")
+    return CACHE / "node_modules"
 
 
 def drive(driver: str, *args: str, env: dict[str, str] | None = None, timeout: float = 60) -> dict:
@@ -63,3 +71,8 @@ def drive(driver: str, *args: str, env: dict[str, str] | None = None, timeout: f
     lines = proc.stdout.splitlines()
     assert len(lines) == 1, proc.stdout
     return json.loads(lines[0])
+
+
+if __name__ == "__main__":  # .ci/run: fetch the packages before the tests
+    reason = install()
+    print(f"Pi extension checks will be skipped: {reason}" if reason else f"node packages ready in {CACHE}")
