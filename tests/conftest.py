@@ -78,3 +78,17 @@ def run_process(
         argv += ["--data-dir", str(data_dir)]
     proc = subprocess.run(argv + args, input=stdin, capture_output=True, timeout=timeout, env=full_env)
     return Result(proc.returncode, proc.stdout.decode("utf-8", "replace"), proc.stderr.decode("utf-8", "replace"))
+
+
+@pytest.fixture
+def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
+    """For `mnemon setup`: a temporary HOME and project directory, the project being the current directory,
+    and no variable that moves a host's config dir."""
+    home, project = tmp_path / "home", tmp_path / "project"
+    home.mkdir()
+    project.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    for name in ("KIMI_CODE_HOME", "OPENCODE_CONFIG_DIR", "PI_CODING_AGENT_DIR", "HERMES_HOME"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(project)
+    return home, project

@@ -30,17 +30,6 @@ EXPECTED_EVENTS = {
 }
 
 
-@pytest.fixture
-def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    """A temporary HOME and project directory, the project being the current directory."""
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.chdir(project)
-    return home, project
-
-
 def commands(target: str, settings: dict) -> dict[str, list[str]]:
     """Event → every command registered for it, whatever the layout."""
     out: dict[str, list[str]] = {}

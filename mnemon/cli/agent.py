@@ -48,7 +48,7 @@ def setup(
     if not chosen:
         detections = installer.detect(home, project, env, is_global=is_global)
         render.emit_text("Agent hosts:\n" + "\n".join(d.line() for d in detections))
-        detected = [d.target for d in detections if d.detected]
+        detected = [d.target for d in detections if d.detected and installer.available(d.target)]
         if not detected:
             raise InputError("no supported agent host detected; choose one with --target "
                              f"({', '.join(installer.TARGETS)})")

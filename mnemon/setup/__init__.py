@@ -14,7 +14,6 @@ inside the Hermes registrar).
 from __future__ import annotations
 
 import importlib
-import json
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -27,14 +26,17 @@ from mnemon import prompts
 from mnemon.errors import InputError
 from mnemon.setup import files
 from mnemon.setup import hooks as hook_scripts
+from mnemon.setup import manifest as manifest_records
 from mnemon.setup.targets import ALL_HOOKS, TARGETS, Target
 
 __all__ = [
-    "Detection", "Options", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
+    "Detection", "Options", "available", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
     "read_manifest", "resolve_target", "strip_markdown", "write_manifest", "write_prompts", "write_skill",
 ]
 
-MANIFEST = "setup.json"
+MANIFEST = manifest_records.NAME
+read_manifest = manifest_records.read  # (directory) -> dict | None
+write_manifest = manifest_records.write  # (directory, dict)
 BLOCK_START, BLOCK_END = "<!-- mnemon:start -->", "<!-- mnemon:end -->"
 VERSION_TIMEOUT_SECONDS = 3.0
 # Hosts whose Go eject also removes their config dir when it is left empty, even without our manifest.
@@ -144,19 +146,6 @@ def write_prompts(data_dir: Path) -> list[Path]:
     return written
 
 
-def read_manifest(directory: Path) -> dict[str, Any] | None:
-    """The record of what setup created, kept in a directory that only we write (``setup.json``)."""
-    try:
-        data = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
-
-
-def write_manifest(directory: Path, manifest: dict[str, Any]) -> None:
-    files.write_text(directory / MANIFEST, json.dumps(manifest, indent=2) + "\n")
-
-
 def write_skill(placement: Placement, created: list[str], text: str | None = None) -> Path:
     files.make_dirs(placement.skill_dir, created)
     path = placement.skill_dir / "SKILL.md"
@@ -181,6 +170,17 @@ def _host_module(target: Target) -> ModuleType:
         if exc.name != target.module:
             raise
         raise InputError(f'target "{target.name}" is not supported by this version of mnemon yet') from None
+
+
+def available(target: Target) -> bool:
+    """False for a plugin host whose module this build lacks (setup refuses it with a clear error)."""
+    if not target.module:
+        return True
+    try:
+        _host_module(target)
+    except InputError:
+        return False
+    return True
 
 
 def install(placement: Placement, options: Options) -> Report:
@@ -279,7 +279,7 @@ def eject(placement: Placement, options: Options) -> Report:
         created = [Path(p) for p in manifest.get("created_dirs", [])]
     else:  # no record: only our own parents may go, and only when empty
         created = [placement.config_dir / "skills", placement.hook_dir.parent, placement.settings_path.parent]
-        if target.name in _EJECT_REMOVES_EMPTY_CONFIG or not target.has_hooks:
+        if target.name in _EJECT_REMOVES_EMPTY_CONFIG or not placement.installs_hooks:
             created.append(placement.config_dir)
     files.remove_if_empty(*sorted(created, key=lambda p: len(p.parts), reverse=True))
     markdown = placement.markdown_path

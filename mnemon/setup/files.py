@@ -17,8 +17,10 @@ import shutil
 import tempfile
 from pathlib import Path
 
-__all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "make_dirs", "remove_if_empty", "remove_tree",
-           "write_bytes", "write_text"]
+from mnemon.errors import InputError
+
+__all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "make_dirs", "remove_if_empty", "read_config",
+           "remove_tree", "write_bytes", "write_text"]
 
 CONFIG_MODE = 0o644  # a new host config file (Go's WriteJSONFile)
 PRIVATE_MODE = 0o600  # a new config that may hold the user's credentials
@@ -94,3 +96,15 @@ def remove_tree(path: Path) -> bool:
         path.unlink()
         return True
     return False
+
+
+def read_config(path: Path) -> str | None:
+    """A host config file's text; ``None`` when it does not exist. Unreadable or non-UTF-8 ⇒ InputError."""
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except UnicodeDecodeError:
+        raise InputError(f"{path} is not UTF-8 text; fix or move it, then run setup again") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {path}: {exc.strerror}") from None

@@ -20,6 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from mnemon.errors import InputError
+from mnemon.setup import files
+from mnemon.setup import manifest as manifest_records
 from mnemon.setup.settings import markers, ours_in
 from mnemon.setup.targets import Target
 
@@ -153,36 +155,25 @@ def _drop_empty_event(lines: list[str], event: str) -> list[str]:
     span = layout.events().get(event)
     if span is None or layout.items(*span) or lines[span[0]].split(":", 1)[1].split("#")[0].strip():
         return lines
-    return lines[:span[0]] + lines[span[0] + 1:span[1]] if span[1] - span[0] == 1 else lines
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text; fix or move it, then run setup again") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
+    return lines[:span[0]] + lines[span[0] + 1:] if span[1] - span[0] == 1 else lines
 
 
 def _without_ours(data: dict[str, Any], marks: tuple[str, ...]) -> dict[str, Any]:
     """The parsed config with our items (and event lists that only held ours) taken out, for comparison."""
     out = dict(data)
     hooks = out.get("hooks")
-    if isinstance(hooks, dict):
+    if isinstance(hooks, dict):  # empty lists, null events and an empty or null `hooks` compare as absent
         kept = {}
         for event, items in hooks.items():
             if isinstance(items, list):
                 rest = [i for i in items if not ours_in(i, marks)]
-                if rest or not items:
+                if rest:
                     kept[event] = rest
-            else:
+            elif items is not None:
                 kept[event] = items
         out["hooks"] = kept
-        if not kept:
-            del out["hooks"]
+    if not out.get("hooks", True):
+        del out["hooks"]
     return out
 
 
@@ -201,12 +192,9 @@ def _verify(before: dict[str, Any], new_text: str, path: Path, marks: tuple[str,
 
 def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, Path],
                  manifest: dict[str, Any]) -> str:
-    text = _read(path)
-    state = manifest.setdefault("config", {})
-    if text is None:
-        state.setdefault("created_file", True)
-        text = ""
-    state.setdefault("created_file", False)
+    text = files.read_config(path)
+    state = manifest_records.install_state(manifest, exists=text is not None)
+    text = text or ""
     before = _parse(text, path)
     marks = markers(hook_dir)
     lines, _ = _strip(text.splitlines(keepends=True), marks)
@@ -220,6 +208,9 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
         if inline is not None:  # `hooks: {}` / `hooks:` null: becomes a block; eject writes the line back
             state.setdefault("hooks_line", lines[inline])
             lines[inline] = "hooks:\n"
+        elif any(re.match(r"^['\"]?hooks['\"]?[ \t]*:", ln) for ln in lines):
+            raise InputError(f"cannot edit the hooks in {path} safely (`hooks:` is written in flow style); "
+                             "it is left unchanged; write it as a block mapping or add the entries by hand")
         else:
             lines.append("hooks:\n")
             state["created_hooks"] = True
@@ -253,13 +244,11 @@ def _yaml_command(script: Path) -> str:
 
 
 def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, Any] | None) -> str | None:
-    text = _read(path)
+    text = files.read_config(path)
     if text is None:
         return None
     before = _parse(text, path)
-    state = (manifest or {}).get("config")
-    known = isinstance(state, dict)
-    state = state if isinstance(state, dict) else {}
+    state, known = manifest_records.eject_state(manifest)
     marks = markers(hook_dir)
     lines, touched = _strip(text.splitlines(keepends=True), marks)
     if not touched:

@@ -24,10 +24,12 @@ from mnemon.setup import files
 if TYPE_CHECKING:
     from mnemon.setup import Placement
 
-# Recall on prompt: at most this many hits, only those scoring at least the floor (recall's "medium"
-# confidence starts at 0.25, contract §3.4), and nothing at all past the budget (seconds, whole helper).
+# Recall on prompt: at most this many hits, only those scoring at least the floor, and nothing at all
+# past the budget (seconds, the whole helper). The floor is where recall's own confidence becomes
+# "high" (contract §3.4): keyword matches on one common word ("migration", "like") still score
+# "medium", and context the agent did not ask for costs more than a hit it misses (it can recall).
 RECALL_LIMIT = 5
-RECALL_FLOOR = 0.25
+RECALL_FLOOR = 0.6
 RECALL_BUDGET_SECONDS = 1.5
 
 

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemon.errors import InputError
+from mnemon.setup.files import read_config
 
 __all__ = ["Document", "JsoncError", "loads", "read", "render"]
 
@@ -446,17 +447,11 @@ def read(path: Path, *, json5: bool = False) -> Document | None:
 
     A file that does not parse raises ``InputError`` naming it, so that nothing gets written.
     """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
+    text = read_config(path)
+    if text is None:
         return None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        text = raw.decode("utf-8")
         doc = Document(text, json5=json5)
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text; fix or move it, then run setup again") from None
     except JsoncError as exc:
         raise InputError(f"{path} is not valid JSON ({exc}); fix or move it, then run setup again") from None
     if doc.root is not None and doc.root.kind != "object":

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mnemon.errors import InputError
+from mnemon.setup import files
+from mnemon.setup import manifest as manifest_records
 from mnemon.setup.settings import command_for, markers
 from mnemon.setup.targets import Target
 
@@ -35,17 +37,6 @@ def _check(text: str, path: Path, what: str) -> None:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path} {what} ({exc}); fix or move it, then run setup again") from None
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8")
-    except FileNotFoundError:
-        return None
-    except UnicodeDecodeError:
-        raise InputError(f"{path} is not UTF-8 text; fix or move it, then run setup again") from None
-    except OSError as exc:
-        raise InputError(f"cannot read {path}: {exc.strerror}") from None
 
 
 def strip_blocks(text: str, marks: tuple[str, ...]) -> tuple[str, int]:
@@ -79,12 +70,9 @@ def block(event: str, script: Path) -> str:
 
 def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, Path],
                  manifest: dict[str, Any]) -> str:
-    text = _read(path)
-    state = manifest.setdefault("config", {})
-    if text is None:
-        state.setdefault("created_file", True)
-        text = ""
-    state.setdefault("created_file", False)
+    text = files.read_config(path)
+    state = manifest_records.install_state(manifest, exists=text is not None)
+    text = text or ""
     _check(text, path, "is not valid TOML")
     text, _ = strip_blocks(text, markers(hook_dir))
     if text and not text.endswith("\n"):
@@ -97,12 +85,11 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
 
 
 def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, Any] | None) -> str | None:
-    text = _read(path)
+    text = files.read_config(path)
     if text is None:
         return None
-    state = (manifest or {}).get("config")
-    known = isinstance(state, dict)
-    state = state if isinstance(state, dict) else {}
+    _check(text, path, "is not valid TOML")
+    state, known = manifest_records.eject_state(manifest)
     new, removed = strip_blocks(text, markers(hook_dir))
     if not removed:
         return text

@@ -31,6 +31,7 @@ from typing import Any
 
 from mnemon.errors import InputError
 from mnemon.setup import jsonc
+from mnemon.setup import manifest as manifest_records
 from mnemon.setup.targets import Target
 
 HOOK_TIMEOUT_SECONDS = 15  # claude-code/codex: the host kills a hung hook; our scripts cap mnemon at 10 s
@@ -136,11 +137,8 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
                  manifest: dict[str, Any]) -> str:
     """The config text with our hooks registered (old entries of ours replaced); notes what it created."""
     doc = load(path)
-    state = manifest.setdefault("config", {})
-    if doc is None:
-        state.setdefault("created_file", True)
-        doc = jsonc.Document("")
-    state.setdefault("created_file", False)
+    state = manifest_records.install_state(manifest, exists=doc is not None)
+    doc = doc if doc is not None else jsonc.Document("")
     created: list[list[Any]] = [list(p) for p in state.get("created", [])]
     restore: dict[str, Any] = dict(state.get("restore", {}))
     if doc.root is None:  # an empty (or comments-only) file: eject gives its text back
@@ -186,9 +184,7 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
     doc = load(path)
     if doc is None or doc.root is None:
         return doc.text if doc is not None else None
-    state = (manifest or {}).get("config")
-    known = isinstance(state, dict)
-    state = state if isinstance(state, dict) else {}
+    state, known = manifest_records.eject_state(manifest)
     root = _events_root(target)
     marks = markers(hook_dir)
     touched: list[list[Any]] = []
@@ -208,7 +204,7 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
             doc.set(key.split("."), value)
     # Deepest first; ZCode's hooks.enabled and the top-level version only after their siblings went.
     for candidate in sorted(candidates, key=lambda p: (-len(p), p in (["hooks", "enabled"], ["version"]))):
-        _drop_if_empty(doc, candidate)
+        _drop_if_empty(doc, candidate, known)
     if doc.value == {}:
         if state.get("created_file", not known):
             return None
@@ -217,9 +213,14 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
     return doc.text
 
 
-def _drop_if_empty(doc: jsonc.Document, path: list[Any]) -> None:
+def _drop_if_empty(doc: jsonc.Document, path: list[Any], known: bool) -> None:
+    """Remove a container we created once it is empty; scalars we created (``version``, ZCode's
+    ``hooks.enabled``) go when the manifest says so, or else when nothing but them is left (Go)."""
     node = doc.node(path)
     if node is None:
+        return
+    if known and node.kind == "scalar":
+        doc.delete(path)
         return
     if path == ["version"]:  # only once nothing else is left beside it
         if isinstance(doc.value, dict) and list(doc.value) == ["version"]:
