@@ -15,9 +15,9 @@ import pytest
 from mnemon import setup as installer
 from mnemon.setup import Options, Placement, hooks as shell_hooks, plugin_files, write_prompts
 from tests import node_host
+from tests.conftest import run_process
+from tests.test_hooks_hosts import QDRANT_FACT, RELEVANT, UNRELATED, store_1k  # noqa: F401 (a fixture)
 
-RELEVANT = "Which vector database did we choose, and why?"
-UNRELATED = "What is the weather like in Lisbon this weekend?"
 BUDGET_S = shell_hooks.RECALL_BUDGET_SECONDS
 
 
@@ -29,22 +29,24 @@ def install(target: str, tmp_path: Path, data_dir: Path, *, is_global: bool = Fa
     return placement
 
 
-@pytest.fixture
-def store(cli) -> Path:
-    """A data dir with the prompts and a few insights, one of them clearly about vector databases."""
+@pytest.fixture(scope="module")
+def store(store_1k: Path) -> Path:  # noqa: F811
+    """The shell hooks' 1k store (two memories about Qdrant's port among 1,000 generated ones), with prompts."""
     node_host.require_node()
-    cli.ok("remember", "We chose Qdrant as the vector database because Rust performance is critical", "--cat",
-           "decision")
-    cli.ok("remember", "The user prefers tabs over spaces in Go code", "--cat", "preference")
-    cli.ok("remember", "Release builds are signed on the CI runner, never on laptops", "--cat", "fact")
-    write_prompts(cli.data_dir)
-    return cli.data_dir
+    write_prompts(store_1k)
+    return store_1k
 
 
-def recalled(cli, prompt: str) -> str:
+def mnemon_json(data_dir: Path, *args: str) -> dict:
+    res = run_process(list(args), data_dir=data_dir, env={"MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"})
+    assert res.code == 0, res.err
+    return json.loads(res.out)
+
+
+def recalled(data_dir: Path, prompt: str) -> str:
     """What recall on prompt should inject, from the CLI's own `recall --brief` answer (the oracle)."""
     query = " ".join(prompt.split())[: plugin_files.RECALL_PROMPT_CHARS]
-    reply = cli.ok("recall", "--brief", "--limit", str(shell_hooks.RECALL_LIMIT), "--", query)
+    reply = mnemon_json(data_dir, "recall", "--brief", "--limit", str(shell_hooks.RECALL_LIMIT), "--", query)
     hits = [h for h in reply["results"] if h["score"] >= shell_hooks.RECALL_FLOOR and not h.get("superseded")]
     if not hits:
         return ""
@@ -52,8 +54,8 @@ def recalled(cli, prompt: str) -> str:
     return "\n".join(["[mnemon] Relevant memories for this prompt (from mnemon recall):", *lines])
 
 
-def status_line(cli) -> str:
-    status = cli.ok("status")
+def status_line(data_dir: Path) -> str:
+    status = mnemon_json(data_dir, "status")
     return f"[mnemon] Memory active ({status['total_insights']} insights, {status['edge_count']} edges)."
 
 
@@ -106,20 +108,20 @@ def split_context(result: dict) -> list[str]:
     return result["prependContext"].split("\n\n")
 
 
-def test_openclaw_prime_hook_and_prompt_plugin(cli, store, tmp_path):
+def test_openclaw_prime_hook_and_prompt_plugin(store, tmp_path):
     config_dir = openclaw(tmp_path, store)
     out = node_host.drive("openclaw", str(config_dir), RELEVANT)
     guide = (store / "prompt" / "guide.md").read_text(encoding="utf-8").strip()
     foreign = {"name": "AGENTS.md", "path": "AGENTS.md", "content": "project rules", "missing": False}
     assert out["bootstrapFiles"] == [
         foreign,
-        {"name": "MNEMON-GUIDE.md", "path": "mnemon/guide.md", "content": f"{status_line(cli)}\n\n{guide}\n",
+        {"name": "MNEMON-GUIDE.md", "path": "mnemon/guide.md", "content": f"{status_line(store)}\n\n{guide}\n",
          "missing": False},
     ]
     assert out["otherEventFiles"] == []  # only agent:bootstrap is handled
     assert out["hooks"] == ["agent_end", "before_prompt_build"]  # compact off by default
-    memories = recalled(cli, RELEVANT)
-    assert "We chose Qdrant as the vector database" in memories
+    memories = recalled(store, RELEVANT)
+    assert QDRANT_FACT in memories
     parts = split_context(out["beforePromptBuild"])
     assert parts[0] == memories
     assert parts[1].startswith("[mnemon] Evaluate: recall needed?")
@@ -128,12 +130,17 @@ def test_openclaw_prime_hook_and_prompt_plugin(cli, store, tmp_path):
     assert out["agentEnd"] is None
 
 
-def test_openclaw_unrelated_prompt_and_switches(cli, store, tmp_path):
+def test_openclaw_unrelated_prompt_and_switches(store, tmp_path):
     config_dir = openclaw(tmp_path, store)
-    assert recalled(cli, UNRELATED) == ""
+    assert recalled(store, UNRELATED) == ""
     out = node_host.drive("openclaw", str(config_dir), UNRELATED)
     parts = split_context(out["beforePromptBuild"])
     assert [p.split(":")[0] for p in parts] == ["[mnemon] Evaluate", "[mnemon] Consider"]  # no memories
+    # MNEMON_RECALL_FLOOR / _LIMIT at run time, as for the shell hooks: no floor, two hits at most.
+    out = node_host.drive("openclaw", str(config_dir), RELEVANT,
+                          env={"MNEMON_RECALL_FLOOR": "0", "MNEMON_RECALL_LIMIT": "2"})
+    memories = split_context(out["beforePromptBuild"])[0].splitlines()
+    assert memories[0] == "[mnemon] Relevant memories for this prompt (from mnemon recall):" and len(memories) == 3
     # openclaw.json's plugin config drives the switches: compact on, remind off.
     out = node_host.drive("openclaw", str(config_dir), RELEVANT, json.dumps({"remind": False, "compact": True}))
     assert out["hooks"] == ["agent_end", "before_compaction", "before_prompt_build"]
@@ -143,7 +150,7 @@ def test_openclaw_unrelated_prompt_and_switches(cli, store, tmp_path):
     assert not (store / ".compact-pending").exists()  # consumed by the prompt
 
 
-def test_openclaw_recall_off_and_failing_mnemon(cli, store, tmp_path):
+def test_openclaw_recall_off_and_failing_mnemon(store, tmp_path):
     config_dir = openclaw(tmp_path, store, recall=False)
     out = node_host.drive("openclaw", str(config_dir), RELEVANT)
     assert [p.split(":")[0] for p in split_context(out["beforePromptBuild"])] == ["[mnemon] Evaluate",
@@ -174,22 +181,22 @@ def opencode(tmp_path: Path, data_dir: Path, recall: bool | None = None) -> Path
     return install("opencode", tmp_path, data_dir, recall=recall).config_dir / "plugins" / "mnemon.js"
 
 
-def test_opencode_plugin_hooks(cli, store, tmp_path):
+def test_opencode_plugin_hooks(store, tmp_path):
     plugin = opencode(tmp_path, store)
     out = node_host.drive("opencode", str(plugin), RELEVANT)
     assert out["id"] == "mnemon" and out["exports"] == ["id", "server", "setup"]
     assert out["hooks"] == ["dispose", "event", "experimental.chat.messages.transform",
                             "experimental.session.compacting", "shell.env"]
     assert out["env"] == {"PATH": "/usr/bin", "MNEMON_OPENCODE": "1"}
-    memories = recalled(cli, RELEVANT)
+    memories = recalled(store, RELEVANT)
     block, original = out["latestUser"]
     assert original == {"id": "prt_3", "sessionID": "ses_1", "messageID": "msg_3", "type": "text", "text": RELEVANT}
     assert {k: v for k, v in block.items() if k != "text"} == {
         "id": "prt_mnemon_msg_3", "sessionID": "ses_1", "messageID": "msg_3", "type": "text", "synthetic": True}
     body = block["text"].removeprefix("<mnemon_context>\n").removesuffix("\n</mnemon_context>")
     pieces = body.split("\n\n")
-    assert pieces[0] == status_line(cli)
-    assert "\n\n".join(pieces[1:-1]) == memories and "We chose Qdrant" in memories
+    assert pieces[0] == status_line(store)
+    assert "\n\n".join(pieces[1:-1]) == memories and QDRANT_FACT in memories
     assert pieces[-1].startswith("[mnemon] When this exchange produces a durable")
     assert [len(p) for p in out["others"]] == [1, 1]  # earlier messages untouched
     assert out["cachedSame"] and out["cachedMs"] < 50  # the tool loop's next call reruns nothing
@@ -202,22 +209,23 @@ def test_opencode_plugin_hooks(cli, store, tmp_path):
                                  ["session", "compaction", "function"]]
 
 
-def test_opencode_unrelated_failing_and_hung(cli, store, tmp_path):
+def test_opencode_unrelated_failing_and_hung(store, tmp_path):
     plugin = opencode(tmp_path, store)
-    assert recalled(cli, UNRELATED) == ""
+    assert recalled(store, UNRELATED) == ""
     out = node_host.drive("opencode", str(plugin), UNRELATED)
     pieces = out["latestUser"][0]["text"].split("\n\n")
-    assert len(pieces) == 2 and pieces[0].endswith(status_line(cli))  # status + reminder, no memories
+    assert len(pieces) == 2 and pieces[0].endswith(status_line(store))  # status + reminder, no memories
     # A store that errors (the data dir is a file): nothing is injected, nothing thrown.
     bad = tmp_path / "not-a-dir"
     bad.write_text("x")
     out = node_host.drive("opencode", str(plugin), RELEVANT, env={"MNEMON_DATA_DIR": str(bad)})
     assert out["latestUser"][0]["text"] == "<mnemon_context>\n[mnemon] When this exchange produces a durable " \
         "decision, preference, fact or lesson, store it with `mnemon remember` (never secrets).\n</mnemon_context>"
+    # The run-time override of the budget, as for the shell hooks.
     command, pid_file = hanging_interpreter(tmp_path)
     break_command(plugin, command)
-    out = node_host.drive("opencode", str(plugin), RELEVANT)
-    assert BUDGET_S * 1000 - 50 <= out["transformMs"] < BUDGET_S * 1000 + 700
+    out = node_host.drive("opencode", str(plugin), RELEVANT, env={"MNEMON_RECALL_BUDGET": "0.4"})
+    assert 400 - 50 <= out["transformMs"] < 400 + 700
     assert "Relevant memories" not in out["latestUser"][0]["text"]
     assert_killed(pid_file)
 
@@ -244,7 +252,7 @@ def test_pi_extension_type_checks_against_the_pi_sdk(store, tmp_path):
     assert tsc.returncode == 0, tsc.stdout + tsc.stderr
 
 
-def test_pi_extension_events(cli, store, tmp_path):
+def test_pi_extension_events(store, tmp_path):
     jiti = node_host.node_modules() / "jiti" / "lib" / "jiti.mjs"
     config_dir = pi(tmp_path, store, recall=True)
     extension = config_dir / "extensions" / "mnemon.ts"
@@ -255,8 +263,8 @@ def test_pi_extension_events(cli, store, tmp_path):
     guide = (store / "prompt" / "pi" / "guide.md").read_text(encoding="utf-8").strip()
     prompt = out["beforeStart"]["systemPrompt"]
     assert list(out["beforeStart"]) == ["systemPrompt"]  # nothing persisted as a message
-    head = f"BASE PROMPT\n\n{status_line(cli)}\n\n{guide}\n\n{recalled(cli, RELEVANT)}\n\n[mnemon] Recall before"
-    assert prompt.startswith(head) and "We chose Qdrant" in prompt
+    head = f"BASE PROMPT\n\n{status_line(store)}\n\n{guide}\n\n{recalled(store, RELEVANT)}\n\n[mnemon] Recall before"
+    assert prompt.startswith(head) and QDRANT_FACT in prompt
     user = {"role": "user", "content": [{"type": "text", "text": RELEVANT}], "timestamp": 2}
     assert out["context"] == {"messages": [user]}  # an old mnemon message is filtered out
     notice = out["afterCompact"]["messages"][1]
@@ -269,12 +277,12 @@ def test_pi_extension_events(cli, store, tmp_path):
                          ["notify", "[mnemon] Consider whether this exchange warrants durable memory.", "info"]]
 
 
-def test_pi_extension_recall_off_unrelated_and_failing(cli, store, tmp_path):
+def test_pi_extension_recall_off_unrelated_and_failing(store, tmp_path):
     jiti = str(node_host.node_modules() / "jiti" / "lib" / "jiti.mjs")
     config_dir = pi(tmp_path, store, recall=None)  # Pi's default: off (the Go extension does not recall)
     extension = config_dir / "extensions" / "mnemon.ts"
     prompt = node_host.drive("pi", jiti, str(extension), RELEVANT)["beforeStart"]["systemPrompt"]
-    assert "Relevant memories" not in prompt and prompt.startswith(f"BASE PROMPT\n\n{status_line(cli)}\n\n")
+    assert "Relevant memories" not in prompt and prompt.startswith(f"BASE PROMPT\n\n{status_line(store)}\n\n")
     config_dir = pi(tmp_path, store, recall=True)
     prompt = node_host.drive("pi", jiti, str(extension), UNRELATED)["beforeStart"]["systemPrompt"]
     assert "Relevant memories" not in prompt and "[mnemon] Recall before" in prompt

@@ -44,18 +44,6 @@ OPENCODE_USER = """{
 """
 
 
-@pytest.fixture
-def host(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path]:
-    home, project = tmp_path / "home", tmp_path / "project"
-    home.mkdir()
-    project.mkdir()
-    monkeypatch.setenv("HOME", str(home))
-    monkeypatch.delenv("OPENCODE_CONFIG_DIR", raising=False)
-    monkeypatch.delenv("PI_CODING_AGENT_DIR", raising=False)
-    monkeypatch.chdir(project)
-    return home, project
-
-
 def setup(cli, *args: str) -> str:
     res = cli("setup", "--yes", *args)
     assert res.code == 0, res.err

@@ -126,6 +126,24 @@ function boundedQuery(text, max) {
   return Array.from(text.replace(/\s+/g, " ").trim()).slice(0, max).join("").trim();
 }
 
+// The install-time recall settings; MNEMON_RECALL_LIMIT, MNEMON_RECALL_FLOOR and MNEMON_RECALL_BUDGET
+// (seconds) override them at run time, as for the shell hooks. Invalid values are ignored.
+function recallSettings() {
+  const recall = MNEMON.recall;
+  const env = (name, valid) => {
+    const value = Number(process.env[name]);
+    return process.env[name] && Number.isFinite(value) && valid(value) ? value : undefined;
+  };
+  const budget = env("MNEMON_RECALL_BUDGET", (v) => v > 0);
+  return {
+    enabled: Boolean(recall.enabled),
+    limit: env("MNEMON_RECALL_LIMIT", (v) => Number.isInteger(v) && v >= 1) ?? (recall.limit || 5),
+    minScore: env("MNEMON_RECALL_FLOOR", (v) => v >= 0) ?? (Number(recall.minScore) || 0),
+    budgetMs: budget !== undefined ? budget * 1000 : recall.budgetMs || 1500,
+    maxPromptChars: recall.maxPromptChars || 500,
+  };
+}
+
 // Python's "%.2f": like toFixed(2), except that an exact binary tie (0.125, 0.375…) goes to even.
 function twoDecimals(x) {
   const scaled = x * 100;
@@ -139,14 +157,14 @@ function twoDecimals(x) {
 // Recall on prompt: `mnemon recall --brief --limit K -- <prompt>` within the recall budget; only
 // hits at or above the score floor that are not superseded. "" when off, empty, unrelated or failed.
 async function recallContext(prompt) {
-  const recall = MNEMON.recall;
-  if (!recall || !recall.enabled) return "";
-  const query = boundedQuery(prompt, recall.maxPromptChars || 500);
+  const recall = recallSettings();
+  if (!recall.enabled) return "";
+  const query = boundedQuery(prompt, recall.maxPromptChars);
   if (!query) return "";
   try {
-    const args = ["recall", "--brief", "--limit", String(recall.limit || 5), "--", query];
-    const reply = JSON.parse(String(await runMnemon(args, recall.budgetMs || 1500)));
-    const floor = Number(recall.minScore) || 0;
+    const args = ["recall", "--brief", "--limit", String(recall.limit), "--", query];
+    const reply = JSON.parse(String(await runMnemon(args, recall.budgetMs)));
+    const floor = recall.minScore;
     const hits = (Array.isArray(reply.results) ? reply.results : []).filter(
       (hit) => hit && typeof hit.excerpt === "string" && Number(hit.score) >= floor && !hit.superseded,
     );

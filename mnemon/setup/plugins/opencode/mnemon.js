@@ -56,7 +56,7 @@ function createHooks(client) {
     if (state.key === key) return state.block;
     // The prompt waits for this: status (once per session) and recall run side by side, each
     // within the recall budget, so the whole block costs at most one budget.
-    if (!state.status) state.status = statusLine(MNEMON.recall.budgetMs || 1500);
+    if (!state.status) state.status = statusLine(recallSettings().budgetMs);
     const [status, memories] = await Promise.all([state.status, recallContext(query)]);
     if (!status) state.status = undefined; // a failed status is retried with the next message
     const pieces = [status, memories, WRITE_REMINDER].filter(Boolean).map((piece) => cap(piece, PART_CAP));

@@ -38,7 +38,7 @@ export default function mnemonExtension(pi: ExtensionAPI) {
   pi.on("before_agent_start", async (event) => {
     try {
       // The prompt waits for at most one recall budget: a status still running past it is dropped.
-      const budget = MNEMON.recall.budgetMs || 1500;
+      const budget = recallSettings().budgetMs;
       if (!status) status = statusLine(budget);
       const [line, memories] = await Promise.all([withinBudget(status, budget), recallContext(event.prompt)]);
       if (!line) {
