@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -31,7 +32,7 @@ def setup(
     compact: bool = typer.Option(False, "--compact", help="also install the pre-compaction hook (off by default)"),
     no_remind: bool = typer.Option(False, "--no-remind", help="skip the prompt-submit reminder hook"),
     no_nudge: bool = typer.Option(False, "--no-nudge", help="skip the stop nudge hook"),
-    recall_on_prompt: bool | None = typer.Option(
+    recall_on_prompt: Optional[bool] = typer.Option(  # noqa: UP007 (typer evaluates it on 3.10)
         None, "--recall-on-prompt/--no-recall-on-prompt",
         help="recall the user's prompt and inject the hits (default: on for openclaw, hermes, opencode)",
     ),

@@ -141,11 +141,12 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
     doc = doc if doc is not None else jsonc.Document("")
     created: list[list[Any]] = [list(p) for p in state.get("created", [])]
     restore: dict[str, Any] = dict(state.get("restore", {}))
+    versioned = target.registration in ("cursor", "trae")  # their hooks.json starts with "version": 1
     if doc.root is None:  # an empty (or comments-only) file: eject gives its text back
         state.setdefault("empty_text", doc.text)
-        doc.set(["hooks"], {})
-        created.append(["hooks"])
-    if target.registration in ("cursor", "trae") and doc.node(["version"]) is None:
+        doc.set(["version"] if versioned else ["hooks"], 1 if versioned else {})
+        created.append(["version"] if versioned else ["hooks"])
+    if versioned and doc.node(["version"]) is None:
         _ensure(doc, ["version"], 1, created)
     root = _events_root(target)
     where = f"the {target.name} config {path}"

@@ -88,8 +88,8 @@ TARGETS: dict[str, Target] = {
         events={"prime": "sessionStart", "nudge": "stop", "compact": "preCompact"}, default_on=("prime", "nudge"),
     ),
     "openclaw": Target(
-        "openclaw", "OpenClaw", ".openclaw", ".openclaw", ("openclaw",), recall_default=True, markdown="AGENTS.md",
-        default_global=True, module="mnemon.setup.hosts.openclaw", default_on=("prime", "remind", "nudge"),
+        "openclaw", "OpenClaw", ".openclaw", ".openclaw", ("openclaw",), default_on=("prime", "remind", "nudge"),
+        recall_default=True, markdown="AGENTS.md", default_global=True, module="mnemon.setup.hosts.openclaw",
     ),
     "nanobot": Target("nanobot", "Nanobot", ".nanobot", ".nanobot/workspace", ("nanobot",), markdown="AGENTS.md",
                       default_global=True),
