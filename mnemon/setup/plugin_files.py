@@ -22,7 +22,7 @@ RUNTIME_MARK = "/*@MNEMON_RUNTIME@*/"
 CONFIG_MARK = "/*@MNEMON_CONFIG@*/null"
 
 # Recall on prompt uses the shell hooks' limit, score floor, budget and prompt bound (one policy).
-RECALL_PROMPT_CHARS = 500
+RECALL_PROMPT_CHARS = 500  # = PROMPT_CHARS in templates/helper.py, the shell hooks' bound
 PRIME_BUDGET_MS = 3000  # session start: `mnemon status`, off the prompt's path where the host allows
 
 
