@@ -69,8 +69,8 @@ def test_openclaw_global_install_registers_the_plugin_and_eject_removes_a_create
         assert (config_dir / rel).is_file(), rel
     assert "Restart the OpenClaw gateway to activate." in out
     config = json.loads((config_dir / "openclaw.json").read_text())
-    assert config == {"plugins": {"entries": {"mnemon": {"enabled": True, "config": {
-        "remind": True, "nudge": True, "compact": False}}}}}
+    assert config == {"plugins": {"entries": {"mnemon": {"enabled": True, "hooks": {"allowConversationAccess": True},
+                                                         "config": {"remind": True, "nudge": True, "compact": False}}}}}
     assert mode(config_dir / "openclaw.json") == 0o600
     manifest = json.loads((config_dir / "extensions/mnemon/openclaw.plugin.json").read_text())
     assert manifest["id"] == "mnemon" and manifest["version"] == __version__
@@ -99,8 +99,8 @@ def test_openclaw_keeps_a_json5_config_and_eject_restores_it_byte_for_byte(cli, 
     assert "// gateway settings" in text and "/* theirs */" in text and "port: 18789" in text
     value = jsonc.loads(text, json5=True)
     assert value["plugins"]["entries"]["voice-call"] == {"enabled": True}
-    assert value["plugins"]["entries"]["mnemon"] == {"enabled": True, "config": {
-        "remind": True, "nudge": False, "compact": True}}
+    assert value["plugins"]["entries"]["mnemon"] == {"enabled": True, "hooks": {"allowConversationAccess": True},
+                                                     "config": {"remind": True, "nudge": False, "compact": True}}
     assert mode(path) == 0o640  # an existing config keeps its mode
     setup(cli, "--target", "openclaw", "--global")  # re-install with other switches: one entry, updated
     value = jsonc.loads(path.read_text(), json5=True)

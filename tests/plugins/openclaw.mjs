@@ -10,7 +10,10 @@ const load = async (path) => (await import(pathToFileURL(join(configDir, path)).
 
 const prime = await load("hooks/mnemon-prime/handler.js");
 const foreign = { name: "AGENTS.md", path: "AGENTS.md", content: "project rules", missing: false };
-const bootstrap = { type: "agent", action: "bootstrap", sessionKey: "agent:main:main", context: { bootstrapFiles: [foreign] } };
+const bootstrap = {
+  type: "agent", action: "bootstrap", sessionKey: "agent:main:main", timestamp: new Date(), messages: [],
+  context: { workspaceDir: "/tmp", bootstrapFiles: [foreign], agentId: "main" },
+};
 let started = performance.now();
 await prime(bootstrap);
 const primeMs = performance.now() - started;

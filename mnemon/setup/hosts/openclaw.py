@@ -4,8 +4,8 @@
 into the bootstrap files on ``agent:bootstrap``; ``extensions/mnemon/`` (package.json,
 openclaw.plugin.json, index.js) returns ``{prependContext}`` before each prompt: recalled memories
 (recall on prompt, on by default as in the Go plugin), the recall reminder, the remember nudge. It
-is enabled in ``openclaw.json`` as ``plugins.entries.mnemon = {enabled, config: {remind, nudge,
-compact}}``. OpenClaw's config is JSON5-like: we read it tolerantly and edit it as text (the Go
+is enabled in ``openclaw.json`` as ``plugins.entries.mnemon = {enabled, hooks:
+{allowConversationAccess}, config: {remind, nudge, compact}}``. OpenClaw's config is JSON5-like: we read it tolerantly and edit it as text (the Go
 program's strict parse refuses a commented file); a new file is private (0600), since OpenClaw keeps
 credentials there, and an existing one keeps its mode.
 """
@@ -44,7 +44,10 @@ def install(placement: Placement, options: Options) -> Report:
     run.write(plugin_dir / "openclaw.plugin.json", openclaw_manifest(options.version))
     run.write(plugin_dir / "index.js", render_code("openclaw/extension/index.js", plugin))
     run.report.add("plugin", f"{plugin_dir}  (before_prompt_build)")
-    doc.set(ENTRY, {"enabled": True, "config": {s: s in options.hooks for s in SWITCHES}})
+    # OpenClaw (docs/plugins/hooks.md, 2026.9) runs a non-bundled plugin's before_prompt_build and agent_end
+    # only with hooks.allowConversationAccess; the Go program's entry lacks it, so its plugin stays silent.
+    doc.set(ENTRY, {"enabled": True, "hooks": {"allowConversationAccess": True},
+                    "config": {s: s in options.hooks for s in SWITCHES}})
     created_file = run.previous.get("created_file", not config_path.exists())
     created_keys = sorted(set(run.previous.get("created_keys", [])) | set(missing))
     run.write(config_path, doc.text, mode=files.PRIVATE_MODE)
