@@ -36,7 +36,7 @@ def install(placement: Placement, options: Options) -> Report:
     config = PluginConfig(options.data_dir, recall_on_prompt=recall, prompt_subdir="pi", skills_dir=skill.parent.parent)
     extension = placement.config_dir / "extensions" / "mnemon.ts"
     run.write(extension, render_code("pi/mnemon.ts", config))
-    run.report.add("extension", extension)
+    run.report.add("plugin", extension)
     for path in write_prompts(options.data_dir):
         run.report.add("prompt", path)
     run.report.add("recall", "on each prompt" if recall else "off (--recall-on-prompt turns it on)")
