@@ -9,7 +9,6 @@ import json
 import stat
 from pathlib import Path
 
-import pytest
 
 from mnemon import __version__
 from mnemon.setup import jsonc

@@ -8,6 +8,8 @@ extension does not recall), the memories recalled for the prompt. No config file
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from mnemon import prompts
 from mnemon.setup import Options, Placement, Report, files, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, render_code
@@ -17,7 +19,7 @@ OWNED = ("extensions/mnemon.ts", "skills/mnemon")
 GO_PARENTS = ("extensions", "skills")
 
 
-def write_prompts(data_dir) -> list:
+def write_prompts(data_dir: Path) -> list[Path]:
     """Pi's copies of the guide and the skill in ``<data-dir>/prompt/pi/``."""
     written = []
     for name in prompts.NAMES:
