@@ -32,6 +32,9 @@ class Install:
         files.make_dirs(path.parent, self.created)
         files.write_text(path, text, mode=mode)
 
+    def note_recall(self, recall: bool) -> None:
+        self.report.add("recall", "on each prompt" if recall else "off (--recall-on-prompt turns it on)")
+
     def finish(self, **record: Any) -> Report:
         manifest = {"target": self.placement.target.name,
                     "created_dirs": sorted(set(self.created), key=self.created.index), **record}

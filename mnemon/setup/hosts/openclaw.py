@@ -51,7 +51,7 @@ def install(placement: Placement, options: Options) -> Report:
     created_file = run.previous.get("created_file", not config_path.exists())
     created_keys = sorted(set(run.previous.get("created_keys", [])) | set(missing))
     run.write(config_path, doc.text, mode=files.PRIVATE_MODE)
-    run.report.add("recall", "on each prompt" if plugin.recall_on_prompt else "off (--recall-on-prompt turns it on)")
+    run.note_recall(plugin.recall_on_prompt)
     run.report.add("config", config_path)
     run.report.lines.append("  Restart the OpenClaw gateway to activate.")
     return run.finish(created_file=created_file, created_keys=created_keys)

@@ -68,7 +68,7 @@ def install(placement: Placement, options: Options) -> Report:
         doc.remove_items(["instructions"], _guide_test(options.data_dir))
         doc.append(["instructions"], guide)
     run.write(path, doc.text)
-    run.report.add("recall", "on each prompt" if recall else "off (--recall-on-prompt turns it on)")
+    run.note_recall(recall)
     run.report.add("config", path)
     return run.finish(created_file=created_file, created_keys=sorted(created_keys))
 

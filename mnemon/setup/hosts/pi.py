@@ -41,7 +41,7 @@ def install(placement: Placement, options: Options) -> Report:
     run.report.add("plugin", extension)
     for path in write_prompts(options.data_dir):
         run.report.add("prompt", path)
-    run.report.add("recall", "on each prompt" if recall else "off (--recall-on-prompt turns it on)")
+    run.note_recall(recall)
     run.report.lines.append("  Start a new Pi session or run /reload")
     return run.finish()
 
