@@ -4,7 +4,12 @@ shape each host reads, idempotence, and an eject that restores the user's config
 from __future__ import annotations
 
 import json
+import os
+import select
 import stat
+import subprocess
+import sys
+import time
 import tomllib
 from pathlib import Path
 
@@ -12,6 +17,7 @@ import pytest
 import yaml
 
 from mnemon.setup import jsonc
+from tests.conftest import REPO
 
 HOOKED = ["zcode", "trae", "qoder", "qoderwork", "codebuddy", "workbuddy", "kimi", "hermes"]
 HOME_ONLY = {"qoderwork", "kimi", "hermes"}
@@ -179,17 +185,17 @@ def test_install_registers_the_hosts_format_and_eject_removes_what_it_created(cl
     assert (cli.data_dir / "prompt/guide.md").is_file()
 
 
-@pytest.mark.parametrize("target", HOOKED)
-def test_eject_restores_a_users_config_byte_for_byte(cli, host, target):
+@pytest.mark.parametrize(("target", "scope"), [(t, s) for t in HOOKED for s in scopes(t) if (t, s) != ("zcode", "local")])
+def test_eject_restores_a_users_config_byte_for_byte(cli, host, target, scope):
     home, project = host
-    scope = "global"
+    flag = ["--global"] if scope == "global" else []
     base = config_dir(target, home, project, scope)
     path = config_path(target, base)
     path.parent.mkdir(parents=True)
     original = user_config(target).encode()
     path.write_bytes(original)
     path.chmod(0o640)
-    assert cli("setup", "--target", target, "--global").code == 0
+    assert cli("setup", "--target", target, *flag).code == 0
     text = path.read_text()
     for line in user_config(target).splitlines():  # every line of the user's survives, comments included
         if line.strip().startswith(("#", "//", "/*")) or "keep" in line or "mine" in line:
@@ -210,8 +216,8 @@ def test_eject_restores_a_users_config_byte_for_byte(cli, host, target):
         user_events = user["hooks"]["events"] if target == "zcode" else user["hooks"]
         for event, groups in user_events.items():
             assert events[event][: len(groups)] == groups  # foreign entries first, untouched
-    assert cli("setup", "--target", target, "--global").code == 0  # re-install keeps the user's too
-    assert cli("setup", "--target", target, "--global", "--eject").code == 0
+    assert cli("setup", "--target", target, *flag).code == 0  # re-install keeps the user's too
+    assert cli("setup", "--target", target, *flag, "--eject").code == 0
     assert path.read_bytes() == original
     assert not (base / "skills").exists() and not (base / "hooks").exists() and not (base / "agent-hooks").exists()
 
@@ -309,14 +315,15 @@ def test_kimi_refuses_hooks_defined_as_an_inline_array(cli, host):
     assert path.read_text() == "hooks = []\n"
 
 
-@pytest.mark.parametrize("layout", ["hooks: {}\n", "model: x\nhooks:\n", "hooks: {on_session_start: []}\n"])
+@pytest.mark.parametrize("layout", ["hooks: {}\n", "model: x\nhooks:\n", "hooks: {on_session_start: []}\n",
+                                    "hooks:\n  on_session_start: []\n"])
 def test_hermes_inline_or_empty_hooks(cli, host, layout):
     home, _ = host
     path = home / ".hermes/config.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(layout)
     res = cli("setup", "--target", "hermes")
-    if "on_session_start" in layout:  # flow style with content: we do not rewrite it
+    if "on_session_start" in layout:  # flow style inside: we do not rewrite it
         assert res.code == 1 and "cannot edit the hooks" in res.err and path.read_text() == layout
         return
     assert res.code == 0, res.err
@@ -369,3 +376,78 @@ def test_markdown_block_is_stripped_from_agents_md_on_eject(cli, host):
     (project / "AGENTS.md").write_text("<!-- mnemon:start -->\nold\n<!-- mnemon:end -->\n")
     assert cli("setup", "--target", "zcode", "--eject").code == 0  # ZCode has no markdown step
     assert (project / "AGENTS.md").exists()
+
+
+def test_eject_without_target_cleans_every_detected_host(cli, host):
+    home, project = host
+    for target in ("qoder", "kimi"):
+        assert cli("setup", "--target", target, "--global").code == 0
+    (home / ".trae").mkdir()  # detected, never installed: nothing to remove
+    res = cli("setup", "--eject", "--global", "--yes")
+    assert res.code == 0, res.err
+    assert "trae (global): " in res.out and "  nothing to remove" in res.out
+    assert not (home / ".qoder").exists() and not (home / ".kimi-code").exists()
+    assert (home / ".trae").is_dir()
+
+
+def test_install_over_the_go_programs_entries_replaces_them(cli, host):
+    """A config the Go program wrote (its entries point into the same hook dir): one entry per event after our
+    install, and none, with the events it emptied, after our eject; the user's entries stay."""
+    home, _ = host
+    hook_dir = home / ".qoder/hooks/mnemon"
+    path = home / ".qoder/settings.json"
+    path.parent.mkdir(parents=True)
+    go = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": f"{hook_dir}/prime.sh"}]}],
+                    "Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]},
+                             {"hooks": [{"type": "command", "command": f"{hook_dir}/stop.sh"}]}]}}
+    path.write_text(json.dumps(go, indent=2) + "\n")
+    assert cli("setup", "--target", "qoder", "--global").code == 0
+    assert registered("qoder", path) == expected("qoder", home / ".qoder")
+    assert cli("setup", "--target", "qoder", "--global", "--eject").code == 0
+    assert jsonc.loads(path.read_text()) == {"hooks": {"Stop": [{"hooks": [{"type": "command",
+                                                                            "command": "echo mine"}]}]}}
+    hermes = home / ".hermes/config.yaml"
+    hermes.parent.mkdir()
+    ours = home / ".hermes/agent-hooks/mnemon"
+    hermes.write_text(f"hooks:\n    on_session_start:\n        - command: {ours}/prime.sh\n          timeout: 10\n"
+                      "    pre_llm_call:\n        - command: /opt/other.sh\n          timeout: 5\n")
+    assert cli("setup", "--target", "hermes").code == 0
+    assert registered("hermes", hermes) == expected("hermes", home / ".hermes")
+    assert "\n        - command: " + str(ours) + "/nudge.sh\n" in hermes.read_text()  # the file's 4-space step
+    assert cli("setup", "--target", "hermes", "--eject").code == 0
+    assert hermes.read_text() == "hooks:\n    pre_llm_call:\n        - command: /opt/other.sh\n          timeout: 5\n"
+
+
+def test_on_a_terminal_setup_asks_for_one_host_and_the_scope(host, data_dir):
+    """The Go program's interactive flow: a menu of the detected hosts, then Local/Global."""
+    home, project = host
+    (home / ".trae").mkdir()
+    (home / ".qoder").mkdir()
+    master, slave = os.openpty()
+    env = {**os.environ, "PYTHONPATH": str(REPO), "HOME": str(home), "PATH": "/usr/bin:/bin"}
+    proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data_dir), "setup"], stdin=slave,
+                            stdout=slave, stderr=slave, env=env, cwd=project, close_fds=True)
+    os.close(slave)
+    out, answers = b"", [(b"which host?", b"2\n"), (b"Install scope", b"global\n")]
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if answers and answers[0][0] in out:
+            os.write(master, answers.pop(0)[1])
+        ready = select.select([master], [], [], 0.5)[0]
+        if ready:
+            try:
+                chunk = os.read(master, 4096)
+            except OSError:
+                break
+            if not chunk:
+                break
+            out += chunk
+        elif proc.poll() is not None:
+            break
+    proc.wait(timeout=30)
+    os.close(master)
+    text = out.decode("utf-8", "replace")
+    assert proc.returncode == 0, text
+    assert "1. TRAE (trae)" in text and "2. Qoder (qoder)" in text
+    assert (home / ".qoder/settings.json").is_file() and not (home / ".trae/hooks.json").exists()
+    assert not (project / ".qoder").exists()

@@ -37,6 +37,8 @@ def test_insert_then_delete_gives_back_the_same_bytes(text):
     assert json.loads(json.dumps(jsonc.loads(doc.text))) == doc.value
     for comment in ("// user settings", "// the best", "/* block */", "// nothing yet"):
         assert (comment in text) == (comment in doc.text)
+    if "\r\n" in text:  # inserted lines end the way the file's do
+        assert "\n" not in doc.text.replace("\r\n", "")
     assert doc.delete(["hooks"])
     assert doc.text == text
 

@@ -209,16 +209,14 @@ def install(placement: Placement, options: Options) -> Report:
         if stale.is_file() and stale.name != MANIFEST and stale not in scripts.values():
             stale.unlink()
     hook_scripts.write_scripts(placement, scripts, options.data_dir, recall=options.recall(target))
+    if new_config is not None:
+        files.make_dirs(placement.settings_path.parent, created_dirs)  # ZCode's cli/
     manifest["created_dirs"] = sorted(set(created_dirs), key=created_dirs.index)
     manifest["target"] = target.name
     manifest["recall_on_prompt"] = options.recall(target)
-    write_manifest(placement.hook_dir, manifest)
-    if new_config is not None:
-        files.make_dirs(placement.settings_path.parent, created_dirs)
+    write_manifest(placement.hook_dir, manifest)  # first: a failed config write still ejects cleanly
+    if new_config is not None and files.read_config(placement.settings_path) != new_config:  # hosts watch it
         files.write_text(placement.settings_path, new_config, mode=_config_mode(target))
-        if created_dirs != manifest["created_dirs"]:
-            manifest["created_dirs"] = sorted(set(created_dirs), key=created_dirs.index)
-            write_manifest(placement.hook_dir, manifest)
     for hook, script in scripts.items():
         report.add(hook, f"{script}  ({target.events[hook]})")
     if "remind" in scripts:
@@ -278,7 +276,9 @@ def eject(placement: Placement, options: Options) -> Report:
     if manifest is not None:
         created = [Path(p) for p in manifest.get("created_dirs", [])]
     else:  # no record: only our own parents may go, and only when empty
-        created = [placement.config_dir / "skills", placement.hook_dir.parent, placement.settings_path.parent]
+        created = [placement.config_dir / "skills", placement.hook_dir.parent]
+        if target.settings_file and placement.settings_path.parent != placement.config_dir:
+            created.append(placement.settings_path.parent)  # ZCode's cli/
         if target.name in _EJECT_REMOVES_EMPTY_CONFIG or not placement.installs_hooks:
             created.append(placement.config_dir)
     files.remove_if_empty(*sorted(created, key=lambda p: len(p.parts), reverse=True))

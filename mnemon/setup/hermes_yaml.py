@@ -179,14 +179,17 @@ def _without_ours(data: dict[str, Any], marks: tuple[str, ...]) -> dict[str, Any
 
 def _verify(before: dict[str, Any], new_text: str, path: Path, marks: tuple[str, ...],
             expected: dict[str, list[dict[str, Any]]]) -> None:
-    after = _parse(new_text, path) if new_text.strip() else {}
-    ok = _without_ours(after, marks) == _without_ours(before, marks)
-    hooks = after.get("hooks") or {}
+    try:
+        after = _parse(new_text, path) if new_text.strip() else {}
+    except InputError:  # our edit broke the layout (an event written inline, say): refuse, change nothing
+        after = None
+    ok = after is not None and _without_ours(after, marks) == _without_ours(before, marks)
+    hooks = (after or {}).get("hooks") or {}
     for event, entries in expected.items():
         mine = [i for i in hooks.get(event) or [] if ours_in(i, marks)]
         ok = ok and mine == entries
     if not ok:
-        raise InputError(f"cannot edit the hooks in {path} safely (is `hooks:` written in flow style?); "
+        raise InputError(f"cannot edit the hooks in {path} safely (is a part of `hooks:` written in flow style?); "
                          "it is left unchanged; add the entries by hand or move the file")
 
 
@@ -197,8 +200,13 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
     text = text or ""
     before = _parse(text, path)
     marks = markers(hook_dir)
-    lines, _ = _strip(text.splitlines(keepends=True), marks)
+    lines, touched = _strip(text.splitlines(keepends=True), marks)
     created: list[str] = list(state.get("created_events", []))
+    emptied = _Layout(lines)
+    for event in touched:  # it held only mnemon entries (an earlier install): eject may drop it
+        span = emptied.events().get(event)
+        if span is not None and not emptied.items(*span) and event not in created:
+            created.append(event)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
         state["added_newline"] = True
@@ -222,14 +230,14 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
         layout = _Layout(lines)
         span = layout.events().get(event)
         if span is None:
-            item_indent = layout.child + "  "
+            item_indent = layout.child * 2  # the file's own indent step
             new = [f"{layout.child}{event}:\n", *_item(item_indent, scripts[hook], TIMEOUTS[hook])]
             lines[layout.end:layout.end] = new
             if event not in created:
                 created.append(event)
         else:
             items = layout.items(*span)
-            item_indent = " " * _indent(lines[items[0][0]]) if items else layout.child + "  "
+            item_indent = " " * _indent(lines[items[0][0]]) if items else layout.child * 2
             lines[span[1]:span[1]] = _item(item_indent, scripts[hook], TIMEOUTS[hook])
         expected[event] = [{"command": _yaml_command(scripts[hook]), "timeout": TIMEOUTS[hook]}]
     state["created_events"] = created

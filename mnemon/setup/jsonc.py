@@ -273,6 +273,7 @@ class Document:
         self.text = text
         self.root = parse(text, json5=json5)
         self.indent = self._detect_indent()
+        self.newline = "\r\n" if "\r\n" in text else "\n"  # what we insert matches the file's line ends
 
     # -- reading -------------------------------------------------------------------------------
     @property
@@ -321,14 +322,14 @@ class Document:
             nested: Any = value
             for key in reversed(path):
                 nested = {key: nested}
-            self.text = render(nested, self.indent) + "\n" + self.text
+            self.text = (render(nested, self.indent) + "\n").replace("\n", self.newline) + self.text
             self.root = parse(self.text, json5=self.json5)
             return
         existing = self.node(path)
         if existing is not None:
             prefix = self.text[_line_start(self.text, existing.start):existing.start]
             indent = prefix[: len(prefix) - len(prefix.lstrip(" \t"))]
-            self._splice([(existing.start, existing.end, render(value, self.indent, indent))])
+            self._splice([(existing.start, existing.end, self._lines(render(value, self.indent, indent)))])
             return
         depth = len(path) - 1
         while depth > 0 and self.node(path[:depth]) is None:
@@ -352,11 +353,12 @@ class Document:
             inner = text[container.start + 1:close]
             if inner.strip() == "":
                 item = base + self.indent
-                self._splice([(container.start + 1, close, f"\n{item}{label}{render(value, self.indent, item)}\n{base}")])
+                new = f"\n{item}{label}{render(value, self.indent, item)}\n{base}"
+                self._splice([(container.start + 1, close, self._lines(new))])
             else:  # only comments inside: our member goes first, the comments stay after it
                 item = base + self.indent
-                self._splice([(container.start + 1, container.start + 1,
-                               f"\n{item}{label}{render(value, self.indent, item)}")])
+                new = f"\n{item}{label}{render(value, self.indent, item)}"
+                self._splice([(container.start + 1, container.start + 1, self._lines(new))])
             return
         last = container.members[-1]
         trailing = last.comma is not None
@@ -368,7 +370,8 @@ class Document:
             if eol >= 0 and eol < close and self._only_comments(rest):
                 edits = [] if trailing else [(last.end, last.end, ",")]
                 new = f"\n{item}{label}{render(value, self.indent, item)}" + ("," if trailing else "")
-                edits.append((eol, eol, new))
+                at = eol - 1 if text[eol - 1] == "\r" else eol
+                edits.append((at, at, self._lines(new)))
                 self._splice(edits)
                 return
         # One-line container (or the closing bracket shares the last member's line).
@@ -377,6 +380,9 @@ class Document:
             self._splice([(last.comma + 1, last.comma + 1, f" {label}{compact},")])
         else:
             self._splice([(last.end, last.end, f", {label}{compact}")])
+
+    def _lines(self, new: str) -> str:
+        return new if self.newline == "\n" else new.replace("\n", self.newline)
 
     def _only_comments(self, segment: str) -> bool:
         stripped = segment.strip(" \t\r")
@@ -416,7 +422,7 @@ class Document:
             rest = text[own_comma_end:eol if eol >= 0 else len(text)]
             line = _line_start(text, member.start)
             if rest.strip(" \t\r") == "" and line > 0:
-                edits.append((line - 1, own_comma_end, ""))
+                edits.append((line - 2 if text[line - 2:line] == "\r\n" else line - 1, own_comma_end, ""))
                 if member.comma is None and prev is not None and prev.comma is not None:
                     edits.append((prev.comma, prev.comma + 1, ""))
                 return edits

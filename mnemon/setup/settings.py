@@ -167,7 +167,8 @@ def plan_install(target: Target, path: Path, hook_dir: Path, scripts: dict[str, 
         node = doc.node(event_path)
         if node is not None and node.kind != "array":
             raise InputError(f'"{".".join(event_path)}" in {where} is not a list; fix it, then run setup again')
-        _strip(doc, event_path, target, marks)
+        if _strip(doc, event_path, target, marks) and doc.get(event_path) == []:
+            created.append(event_path)  # it held only mnemon entries (an earlier install): eject may drop it
         if hook not in scripts:
             continue
         entry = _entry(target, hook, scripts[hook])

@@ -108,14 +108,22 @@ TARGETS: dict[str, Target] = {
     # Skill only. The Go test confirms just the ~/.minimax and legacy ~/.mavis probes; the executable is
     # unconfirmed, and third-party code names the MiniMax Code CLI `mcode`, so that is what we look for.
     "minimax-code": Target("minimax-code", "MiniMax Code", ".minimax", ".minimax", ("mcode",), probe_dirs=(".mavis",)),
+    # TRAE's CN docs put global hooks in ~/.trae-cn/hooks.json; the Go program writes ~/.trae/ and so do we, so
+    # that both programs find and eject the same file [unconfirmed for the international build].
     "trae": _hooked("trae", "TRAE", ".trae", ".trae", ("trae",), "hooks.json", "trae", "json"),
+    # Qoder's IDE parses hook stdout strictly as JSON (third-party report), so the Qoder-like hosts answer with
+    # hookSpecificOutput, which its CLI accepts too. QoderWork reuses Qoder's scripts, as in the Go program.
     "qoder": _hooked("qoder", "Qoder", ".qoder", ".qoder", ("qoder",), "settings.json", "claude-plain", "json"),
     "qoderwork": _hooked("qoderwork", "QoderWork", None, ".qoderwork", ("qoderwork",), "settings.json",
                          "claude-plain", "json"),
     "codebuddy": _hooked("codebuddy", "CodeBuddy Code", ".codebuddy", ".codebuddy", ("codebuddy",), "settings.json",
                          "claude-plain", "json"),
+    # WorkBuddy has no public hooks docs; the Go program treats it as a copy of CodeBuddy (Claude-compatible
+    # settings.json) [unconfirmed], and so do we.
     "workbuddy": _hooked("workbuddy", "WorkBuddy", ".workbuddy", ".workbuddy", ("workbuddy",), "settings.json",
                          "claude-plain", "json"),
+    # Kimi reads `message`/hookSpecificOutput from JSON stdout; whether it uses SessionStart's is disputed
+    # [unconfirmed], so prime answers in that documented JSON form. Its Stop blocks with exit 2 (stop.sh).
     "kimi": _hooked("kimi", "Kimi Code", None, ".kimi-code", ("kimi",), "config.toml", "kimi", "kimi",
                     global_env="KIMI_CODE_HOME"),
     "opencode": Target(
