@@ -1,7 +1,8 @@
 """Node for the plugin tests: the interpreter, and the npm packages the Pi extension is checked with.
 
 Pi's extension is TypeScript that Pi loads with jiti; the tests load it with the same jiti and
-type-check it with tsc against the Pi SDK's own types (the version the Go extension pins). The
+type-check it with tsc against the Pi SDK's own types (the version the Go extension pins), and check
+the OpenCode plugin's export against OpenCode's plugin SDK types (``@opencode-ai/plugin``). The
 packages are installed once into a cache directory: ``$MNEMON_TEST_NODE_MODULES`` or
 ``~/.cache/mnemon-test-node`` (``.ci/run`` fills it before the tests: ``python -m tests.node_host``).
 """
@@ -19,7 +20,8 @@ import pytest
 NODE = shutil.which("node")
 NPM = shutil.which("npm")
 PI_SDK = "@earendil-works/pi-coding-agent"
-PACKAGES = (f"{PI_SDK}@0.83.0", "typescript@5.9.3")
+OPENCODE_SDK = "@opencode-ai/plugin"
+PACKAGES = (f"{PI_SDK}@0.83.0", f"{OPENCODE_SDK}@1.18.33", "typescript@5.9.3")
 # Resolved at import, before any test points HOME at a temporary directory.
 CACHE = Path(os.environ.get("MNEMON_TEST_NODE_MODULES") or Path.home() / ".cache" / "mnemon-test-node")
 DRIVERS = Path(__file__).resolve().parent / "plugins"
@@ -34,7 +36,7 @@ def require_node() -> str:
 def install() -> str:
     """Install the packages into the cache unless they are there; "" on success, else why not."""
     modules = CACHE / "node_modules"
-    if (modules / PI_SDK / "package.json").is_file() and (modules / "typescript" / "package.json").is_file():
+    if all((modules / name / "package.json").is_file() for name in (PI_SDK, OPENCODE_SDK, "typescript")):
         return ""
     if NODE is None or NPM is None:
         return "node/npm is not installed"

@@ -230,6 +230,32 @@ def test_opencode_unrelated_failing_and_hung(store, tmp_path):
     assert_killed(pid_file)
 
 
+def tsc(modules: Path, work: Path, sources: dict[str, str], files: list[str], **options: object) -> None:
+    """Type-check ``files`` in ``work`` (with the cache's node_modules) with tsc; fail with its messages."""
+    work.mkdir()
+    (work / "node_modules").symlink_to(modules)
+    for name, text in sources.items():
+        (work / name).write_text(text, encoding="utf-8")
+    (work / "tsconfig.json").write_text(json.dumps({"compilerOptions": {
+        "noEmit": True, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022",
+        "skipLibCheck": True, "types": ["node"], **options}, "files": files}))
+    proc = subprocess.run([node_host.require_node(), str(modules / "typescript" / "bin" / "tsc"), "-p", str(work)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_opencode_plugin_matches_the_plugin_sdk_types(store, tmp_path):
+    """The default export is a PluginModule and server() resolves to Hooks (OpenCode's own types)."""
+    modules = node_host.node_modules()
+    plugin = opencode(tmp_path, store)
+    check = ('import type { Hooks, PluginInput, PluginModule } from "@opencode-ai/plugin";\n'
+             'import plugin from "./mnemon.js";\n'
+             "export const module: PluginModule = plugin;\n"
+             "export const hooks = (input: PluginInput): Promise<Hooks> => plugin.server(input);\n")
+    tsc(modules, tmp_path / "tsc", {"mnemon.js": plugin.read_text(encoding="utf-8"), "check.ts": check},
+        ["check.ts"], allowJs=True, strict=True)
+
+
 # --- Pi -----------------------------------------------------------------------------------------
 
 
@@ -240,16 +266,8 @@ def pi(tmp_path: Path, data_dir: Path, recall: bool | None) -> Path:
 def test_pi_extension_type_checks_against_the_pi_sdk(store, tmp_path):
     modules = node_host.node_modules()
     config_dir = pi(tmp_path, store, recall=True)
-    work = tmp_path / "tsc"
-    work.mkdir()
-    (work / "node_modules").symlink_to(modules)
-    (work / "mnemon.ts").write_text((config_dir / "extensions" / "mnemon.ts").read_text(encoding="utf-8"))
-    (work / "tsconfig.json").write_text(json.dumps({"compilerOptions": {
-        "noEmit": True, "module": "nodenext", "moduleResolution": "nodenext", "target": "es2022",
-        "skipLibCheck": True, "types": ["node"]}, "files": ["mnemon.ts"]}))
-    tsc = subprocess.run([node_host.require_node(), str(modules / "typescript" / "bin" / "tsc"), "-p", str(work)],
-                         capture_output=True, text=True, timeout=120)
-    assert tsc.returncode == 0, tsc.stdout + tsc.stderr
+    tsc(modules, tmp_path / "tsc", {"mnemon.ts": (config_dir / "extensions" / "mnemon.ts").read_text(encoding="utf-8")},
+        ["mnemon.ts"])
 
 
 def test_pi_extension_events(store, tmp_path):
