@@ -93,7 +93,9 @@ TARGETS: dict[str, Target] = {
     ),
     "nanobot": Target("nanobot", "Nanobot", ".nanobot", ".nanobot/workspace", ("nanobot",), markdown="AGENTS.md",
                       default_global=True),
-    "pi": Target("pi", "Pi", ".pi", ".pi/agent", ("pi",), markdown="AGENTS.md", module="mnemon.setup.hosts.pi"),
+    # Pi reads its agent dir from PI_CODING_AGENT_DIR (Pi docs; the Go extension honours it too).
+    "pi": Target("pi", "Pi", ".pi", ".pi/agent", ("pi",), markdown="AGENTS.md", module="mnemon.setup.hosts.pi",
+                 global_env="PI_CODING_AGENT_DIR"),
     "hermes": Target(
         "hermes", "Hermes Agent", None, ".hermes", ("hermes",), settings_file="config.yaml", registration="hermes",
         output="hermes", files=dict(HERMES_FILES), hook_subdir="agent-hooks/mnemon",

@@ -1,0 +1,75 @@
+"""OpenClaw (setup-targets §1): a managed hook that primes the agent, a plugin for each prompt.
+
+``hooks/mnemon-prime/{HOOK.md,handler.js}`` pushes the guide, headed by the store's status line,
+into the bootstrap files on ``agent:bootstrap``; ``extensions/mnemon/`` (package.json,
+openclaw.plugin.json, index.js) returns ``{prependContext}`` before each prompt: recalled memories
+(recall on prompt, on by default as in the Go plugin), the recall reminder, the remember nudge. It
+is enabled in ``openclaw.json`` as ``plugins.entries.mnemon = {enabled, hooks:
+{allowConversationAccess}, config: {remind, nudge, compact}}``. OpenClaw's config is JSON5-like: we read it tolerantly and edit it as text (the Go
+program's strict parse refuses a commented file); a new file is private (0600), since OpenClaw keeps
+credentials there, and an existing one keeps its mode.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mnemon.setup import Options, Placement, Report, files, jsonc, read_manifest, write_skill
+from mnemon.setup.plugin_files import PluginConfig, asset, openclaw_manifest, render_code
+from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, missing_objects, remove_empty_dirs,
+                                       remove_owned, unregister)
+
+ENTRY = ["plugins", "entries", "mnemon"]
+OWNED = ("skills/mnemon", "hooks/mnemon-prime", "extensions/mnemon")
+GO_PARENTS = ("skills", "hooks", "extensions")
+SWITCHES = ("remind", "nudge", "compact")
+
+
+def _config_path(placement: Placement) -> Path:
+    return placement.config_dir / "openclaw.json"
+
+
+def install(placement: Placement, options: Options) -> Report:
+    config_path = _config_path(placement)
+    doc = jsonc.read(config_path, json5=True) or jsonc.Document("", json5=True)  # refuses a broken file first
+    missing = missing_objects(doc, ENTRY, config_path)
+    run = Install(placement)
+    plugin = PluginConfig(options.data_dir, options.hooks, options.recall(placement.target))
+    run.report.add("skill", write_skill(placement, run.created))
+    hook_dir, plugin_dir = placement.config_dir / "hooks" / "mnemon-prime", placement.config_dir / "extensions" / "mnemon"
+    run.write(hook_dir / "HOOK.md", asset("openclaw/hook/HOOK.md"))
+    run.write(hook_dir / "handler.js", render_code("openclaw/hook/handler.js", plugin))
+    run.report.add("hook", f"{hook_dir}  (agent:bootstrap)")
+    run.write(plugin_dir / "package.json", asset("openclaw/extension/package.json"))
+    run.write(plugin_dir / "openclaw.plugin.json", openclaw_manifest(options.version))
+    run.write(plugin_dir / "index.js", render_code("openclaw/extension/index.js", plugin))
+    run.report.add("plugin", f"{plugin_dir}  (before_prompt_build)")
+    # OpenClaw (docs/plugins/hooks.md, 2026.9) runs a non-bundled plugin's before_prompt_build and agent_end
+    # only with hooks.allowConversationAccess; the Go program's entry lacks it, so its plugin stays silent.
+    doc.set(ENTRY, {"enabled": True, "hooks": {"allowConversationAccess": True},
+                    "config": {s: s in options.hooks for s in SWITCHES}})
+    created_file = run.previous.get("created_file", not config_path.exists())
+    created_keys = sorted(set(run.previous.get("created_keys", [])) | set(missing))
+    run.write(config_path, doc.text, mode=files.PRIVATE_MODE)
+    run.note_recall(plugin.recall_on_prompt)
+    run.report.add("config", config_path)
+    run.report.lines.append("  Restart the OpenClaw gateway to activate.")
+    return run.finish(created_file=created_file, created_keys=created_keys)
+
+
+def _strip(doc: jsonc.Document, manifest: dict | None) -> None:
+    if doc.node(ENTRY) is None:
+        return
+    doc.delete(ENTRY)
+    # Containers we created go once empty; without a manifest they stay, as after the Go eject.
+    drop_created(doc, (manifest or {}).get("created_keys", []))
+
+
+def eject(placement: Placement, options: Options) -> Report:
+    report = Report.start(placement)
+    manifest = read_manifest(placement.skill_dir)
+    # The Go eject rewrites openclaw.json even when emptied; only a file we created goes.
+    unregister(_config_path(placement), manifest, report, json5=True, strip=_strip, go_removes_empty=False)
+    remove_owned(placement, OWNED, report)
+    remove_empty_dirs(placement, manifest, GO_PARENTS)
+    return eject_markdown(placement, options, report)

@@ -1,0 +1,54 @@
+"""Pi (setup-targets §2): ``extensions/mnemon.ts`` and the skill, found by Pi's auto-discovery.
+
+Pi loads the TypeScript extension with jiti (no build step). Before each agent run it appends to
+the system prompt the store's status line, Pi's own guide (``<data-dir>/prompt/pi/guide.md``,
+written here, kept on eject as in Go) and, with ``--recall-on-prompt`` (off by default: the Go
+extension does not recall), the memories recalled for the prompt. No config file is registered.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mnemon import prompts
+from mnemon.setup import Options, Placement, Report, files, read_manifest, write_skill
+from mnemon.setup.plugin_files import PluginConfig, render_code
+from mnemon.setup.plugin_hosts import Install, eject_markdown, remove_empty_dirs, remove_owned
+
+OWNED = ("extensions/mnemon.ts", "skills/mnemon")
+GO_PARENTS = ("extensions", "skills")
+
+
+def write_prompts(data_dir: Path) -> list[Path]:
+    """Pi's copies of the guide and the skill in ``<data-dir>/prompt/pi/``."""
+    written = []
+    for name in prompts.NAMES:
+        path = data_dir.absolute() / "prompt" / "pi" / name
+        files.make_dirs(path.parent)
+        files.write_text(path, prompts.text(name))
+        written.append(path)
+    return written
+
+
+def install(placement: Placement, options: Options) -> Report:
+    run = Install(placement)
+    recall = options.recall(placement.target)
+    skill = write_skill(placement, run.created)
+    run.report.add("skill", skill)
+    config = PluginConfig(options.data_dir, recall_on_prompt=recall, prompt_subdir="pi", skills_dir=skill.parent.parent)
+    extension = placement.config_dir / "extensions" / "mnemon.ts"
+    run.write(extension, render_code("pi/mnemon.ts", config))
+    run.report.add("plugin", extension)
+    for path in write_prompts(options.data_dir):
+        run.report.add("prompt", path)
+    run.note_recall(recall)
+    run.report.lines.append("  Start a new Pi session or run /reload")
+    return run.finish()
+
+
+def eject(placement: Placement, options: Options) -> Report:
+    report = Report.start(placement)
+    manifest = read_manifest(placement.skill_dir)
+    remove_owned(placement, OWNED, report)
+    remove_empty_dirs(placement, manifest, GO_PARENTS)
+    return eject_markdown(placement, options, report)

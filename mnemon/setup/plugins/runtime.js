@@ -1,0 +1,212 @@
+// ---- mnemon plugin runtime: the part every mnemon plugin shares (inlined by `mnemon setup`). ----
+// Rules for everything below: fail open (any error ⇒ nothing injected, nothing thrown), a time
+// budget on every mnemon call (the child is killed with SIGKILL at the budget), absolute paths
+// only, and nothing written to stdout or stderr (hosts may read either).
+import { spawn } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+
+// Written by `mnemon setup`: the interpreter command, data and prompt dirs, switches and budgets.
+const CONFIG = /*@MNEMON_CONFIG@*/null;
+
+const MNEMON = {
+  command: ["mnemon"], // argv prefix; setup writes [<absolute python>, "-m", "mnemon"]
+  env: {}, // extra environment, e.g. PYTHONPATH for a source checkout
+  dataDir: join(homedir(), ".mnemon"),
+  promptDir: join(homedir(), ".mnemon", "prompt"),
+  promptSubdir: "", // "pi" for Pi, which keeps its own guide (setup-targets §2)
+  skillsDir: "", // where setup wrote skills/mnemon (Pi's resources_discover)
+  hooks: { prime: true, remind: true, nudge: true, compact: false },
+  recall: { enabled: false, limit: 5, minScore: 0.6, budgetMs: 1500, maxPromptChars: 500 },
+  primeBudgetMs: 3000,
+  outputCap: 262144, // bytes of mnemon output kept; the rest is dropped
+  ...(CONFIG || {}),
+};
+
+// MNEMON_DATA_DIR at run time wins over the install-time data dir, as in the shell hooks.
+function mnemonDataDir() {
+  return process.env.MNEMON_DATA_DIR || MNEMON.dataDir;
+}
+
+function mnemonPromptDir() {
+  const base = process.env.MNEMON_DATA_DIR ? join(process.env.MNEMON_DATA_DIR, "prompt") : MNEMON.promptDir;
+  return MNEMON.promptSubdir ? join(base, MNEMON.promptSubdir) : base;
+}
+
+function childEnv() {
+  const env = { ...process.env };
+  for (const [key, value] of Object.entries(MNEMON.env || {})) {
+    // A PYTHONPATH the user already has is kept behind ours.
+    env[key] = key === "PYTHONPATH" && env.PYTHONPATH ? `${value}:${env.PYTHONPATH}` : String(value);
+  }
+  return env;
+}
+
+// Run `mnemon --data-dir <dir> <args…>`; resolve its stdout, or "" on any failure, a non-zero exit
+// or when the budget runs out (then the child is killed). Never rejects.
+function runMnemon(args, budgetMs) {
+  return new Promise((resolve) => {
+    let settled = false;
+    let child;
+    let timer;
+    const chunks = [];
+    let size = 0;
+    const finish = (text) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve(text);
+    };
+    try {
+      const [exe, ...prefix] = MNEMON.command;
+      child = spawn(exe, [...prefix, "--data-dir", mnemonDataDir(), ...args], {
+        stdio: ["ignore", "pipe", "ignore"],
+        env: childEnv(),
+        detached: process.platform !== "win32", // its own process group: the budget kills helpers too
+        windowsHide: true,
+      });
+    } catch {
+      finish("");
+      return;
+    }
+    timer = setTimeout(() => {
+      try {
+        if (process.platform !== "win32" && child.pid) process.kill(-child.pid, "SIGKILL");
+        else child.kill("SIGKILL");
+      } catch {
+        try {
+          child.kill("SIGKILL");
+        } catch {
+          // already gone
+        }
+      }
+      finish("");
+    }, Math.max(1, budgetMs));
+    child.on("error", () => finish(""));
+    child.stdout.on("data", (chunk) => {
+      if (size < MNEMON.outputCap) chunks.push(chunk);
+      size += chunk.length;
+    });
+    child.on("close", (code) => finish(code === 0 ? Buffer.concat(chunks).toString("utf8") : ""));
+  });
+}
+
+// The promise's value, or `fallback` once `ms` have passed (the timer does not outlive the race).
+function withinBudget(promise, ms, fallback = "") {
+  let timer;
+  const late = new Promise((resolve) => {
+    timer = setTimeout(() => resolve(fallback), Math.max(1, ms));
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
+function readPrompt(name) {
+  try {
+    return readFileSync(join(mnemonPromptDir(), name), "utf8");
+  } catch {
+    return "";
+  }
+}
+
+// "[mnemon] Memory active (N insights, M edges)." from `mnemon status`, or "" when mnemon fails.
+async function statusLine(budgetMs = MNEMON.primeBudgetMs) {
+  try {
+    const status = JSON.parse(String(await runMnemon(["status"], budgetMs)));
+    if (!Number.isInteger(status.total_insights)) return "";
+    return `[mnemon] Memory active (${status.total_insights} insights, ${status.edge_count || 0} edges).`;
+  } catch {
+    return "";
+  }
+}
+
+// The first `max` code points of the prompt, whitespace collapsed: the recall query.
+function boundedQuery(text, max) {
+  if (typeof text !== "string") return "";
+  return Array.from(text.replace(/\s+/g, " ").trim()).slice(0, max).join("").trim();
+}
+
+// The install-time recall settings; MNEMON_RECALL_LIMIT, MNEMON_RECALL_FLOOR and MNEMON_RECALL_BUDGET
+// (seconds) override them at run time, as for the shell hooks. Invalid values are ignored.
+function recallSettings() {
+  const recall = MNEMON.recall;
+  const env = (name, valid) => {
+    const value = Number(process.env[name]);
+    return process.env[name] && Number.isFinite(value) && valid(value) ? value : undefined;
+  };
+  const budget = env("MNEMON_RECALL_BUDGET", (v) => v > 0);
+  return {
+    enabled: Boolean(recall.enabled),
+    limit: env("MNEMON_RECALL_LIMIT", (v) => Number.isInteger(v) && v >= 1) ?? (recall.limit || 5),
+    minScore: env("MNEMON_RECALL_FLOOR", (v) => v >= 0) ?? (Number(recall.minScore) || 0),
+    budgetMs: budget !== undefined ? budget * 1000 : recall.budgetMs || 1500,
+    maxPromptChars: recall.maxPromptChars || 500,
+  };
+}
+
+// Python's "%.2f": like toFixed(2), except that an exact binary tie (0.125, 0.375…) goes to even.
+function twoDecimals(x) {
+  const scaled = x * 100;
+  if (Number.isInteger(x * 8) && scaled % 1 === 0.5) {
+    const down = Math.floor(scaled);
+    return ((down % 2 === 0 ? down : down + 1) / 100).toFixed(2);
+  }
+  return x.toFixed(2);
+}
+
+// Recall on prompt: `mnemon recall --brief --limit K -- <prompt>` within the recall budget; only
+// hits at or above the score floor that are not superseded. "" when off, empty, unrelated or failed.
+async function recallContext(prompt) {
+  const recall = recallSettings();
+  if (!recall.enabled) return "";
+  const query = boundedQuery(prompt, recall.maxPromptChars);
+  if (!query) return "";
+  try {
+    const args = ["recall", "--brief", "--limit", String(recall.limit), "--", query];
+    const reply = JSON.parse(String(await runMnemon(args, recall.budgetMs)));
+    const floor = recall.minScore;
+    const hits = (Array.isArray(reply.results) ? reply.results : []).filter(
+      (hit) => hit && typeof hit.excerpt === "string" && Number(hit.score) >= floor && !hit.superseded,
+    );
+    if (hits.length === 0) return "";
+    // The same text as the shell hooks' recall on prompt (mnemon/setup/templates/helper.py).
+    const lines = hits.map((hit) => `- [${hit.category || "general"} score=${twoDecimals(Number(hit.score))}] ${hit.excerpt}`);
+    return ["[mnemon] Relevant memories for this prompt (from mnemon recall):", ...lines].join("\n");
+  } catch {
+    return "";
+  }
+}
+
+// The compaction flag: set by a pre-compaction hook, consumed by the next prompt.
+function compactFlagPath() {
+  return join(mnemonDataDir(), ".compact-pending");
+}
+
+function setCompactFlag() {
+  try {
+    mkdirSync(mnemonDataDir(), { recursive: true });
+    writeFileSync(compactFlagPath(), new Date().toISOString() + "\n");
+  } catch {
+    // fail open
+  }
+}
+
+function takeCompactFlag() {
+  try {
+    if (!existsSync(compactFlagPath())) return false;
+    unlinkSync(compactFlagPath());
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const MNEMON_TEXT = {
+  remind:
+    "[mnemon] Evaluate: recall needed? If this request may depend on earlier decisions, preferences or project facts, run `mnemon recall \"<topic>\"` first.",
+  nudge:
+    "[mnemon] Consider: does this exchange warrant a remember sub-agent? Store durable decisions, preferences, facts or lessons with `mnemon remember` (never secrets).",
+  compaction:
+    "[mnemon] Context compaction starting or just happened. Insights not yet stored with `mnemon remember` are lost from this session; recheck with `mnemon recall \"<topic>\"` what was stored.",
+};
+// ---- end of the mnemon plugin runtime ----
