@@ -226,3 +226,13 @@ def resolve(
         auto_prune_min_age=min_age,
         warnings=tuple(warnings),
     )
+
+
+def process_environment() -> dict[bytes, bytes]:
+    """This process's environment as bytes (the warm server's socket key and its child's env)."""
+    return dict(os.environb)
+
+
+def server_idle_text() -> str:
+    """``MNEMON_SERVER_IDLE`` as given (parsed by ``mnemon.server.daemon.idle_seconds``)."""
+    return os.environ.get("MNEMON_SERVER_IDLE", "")

@@ -1,0 +1,96 @@
+"""Start, stop and inspect a user's server from outside it (``mnemon server ...`` and the client).
+
+A server holds an exclusive ``flock`` on its lock file for its whole life, so "is one running or
+starting?" is one non-blocking lock attempt, and concurrent first calls start one server: each
+spawned process that cannot take the lock exits at once. The pid file (written once the socket
+listens) says who holds it. No heavy imports: this runs on the client's fallback path.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from mnemon.server import paths
+
+DEFAULT_IDLE_SECONDS = 30 * 60.0
+
+
+class ServerInfo:
+    """What the pid file says about a live server."""
+
+    __slots__ = ("pid", "fingerprint", "started", "idle_seconds")
+
+    def __init__(self, pid: int, fingerprint: str, started: float, idle_seconds: float) -> None:
+        self.pid, self.fingerprint, self.started, self.idle_seconds = pid, fingerprint, started, idle_seconds
+
+
+def held(environ: dict[bytes, bytes]) -> bool:
+    """True while some server (starting, serving or draining) holds this installation's lock."""
+    try:
+        fd = os.open(paths.server_path(environ, "lock"), os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def info(environ: dict[bytes, bytes]) -> ServerInfo | None:
+    """The live server's pid file, or None when no server holds the lock."""
+    if not held(environ):
+        return None
+    try:
+        with open(paths.server_path(environ, "pid"), "rb") as f:
+            pid, fp, started, idle = f.read().decode().split("\n")[:4]
+        return ServerInfo(int(pid), fp, float(started), float(idle))
+    except (OSError, ValueError):
+        return None  # still preloading: the pid file appears once the socket listens
+
+
+def spawn(environ: dict[bytes, bytes]) -> bool:
+    """Start a detached server (own session, stdio on /dev/null) unless one holds the lock."""
+    directory = paths.runtime_dir(environ)
+    if not paths.ensure_private_dir(directory) or held(environ):
+        return False
+    env = {os.fsdecode(k): os.fsdecode(v) for k, v in environ.items()}
+    subprocess.Popen(
+        [sys.executable, "-m", "mnemon.server"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, cwd="/", env=env,
+    )
+    return True
+
+
+def wait_ready(environ: dict[bytes, bytes], timeout: float) -> ServerInfo | None:
+    """Wait until a server has written its pid file (it listens from then on)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = info(environ)
+        if found is not None:
+            return found
+        time.sleep(0.02)
+    return None
+
+
+def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> ServerInfo | None:
+    """Ask the live server to exit (SIGTERM: it stops listening, lets running commands finish)
+    and wait until it has released its lock; return what was stopped, None when none ran."""
+    found = info(environ)
+    if found is None:
+        return None
+    try:
+        os.kill(found.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return found
+    deadline = time.monotonic() + timeout
+    while held(environ) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return found

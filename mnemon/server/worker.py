@@ -1,0 +1,108 @@
+"""What a forked worker does with one request: become the client's process, then run the CLI.
+
+The worker waits for the client's ``G`` (see ``protocol``), then takes the client's descriptors
+as its 0, 1 and 2, its working directory, umask, environment and argv, rebuilds ``sys.stdin``,
+``sys.stdout`` and ``sys.stderr`` as a fresh interpreter would have built them for those
+descriptors (the client's encodings and error handlers, line buffering on a terminal), and runs
+``mnemon.cli.run``: the very code of the in-process path, so output is byte for byte the same.
+It never returns: it ends with ``os._exit`` and the parent reports the status to the client.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import sys
+import traceback
+
+from mnemon.server import protocol
+
+PR_SET_PDEATHSIG = 1
+GO_TIMEOUT = 10.0  # the client answers the acknowledgement at once; a vanished one must not pin us
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
+    with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _stream(fd: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
+    """A text stream on ``fd`` built the way CPython builds sys.std* at start-up (create_stdio)."""
+    raw = io.FileIO(fd, mode, closefd=False)
+    interactive = raw.isatty()
+    buffered: io.BufferedIOBase = io.BufferedReader(raw) if mode == "rb" else io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(buffered, encoding=encoding, errors=errors, newline="\n",
+                              line_buffering=interactive or fd == 2, write_through=False)
+    stream.mode = mode[0]  # type: ignore[misc]  # as CPython sets it ("r" / "w")
+    return stream
+
+
+def _adopt(request: protocol.Request, fds: list[int]) -> None:
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target, inheritable=True)
+        os.close(fd)
+    os.chdir(request.cwd)
+    os.umask(request.umask)
+    env = {}
+    for entry in request.env:
+        name, _, value = entry.partition(b"=")
+        env[name.decode(request.fs_encoding, "surrogateescape")] = value.decode(request.fs_encoding, "surrogateescape")
+    os.environ.clear()
+    os.environ.update(env)
+    streams = [_stream(fd, mode, encoding, errors)
+               for fd, (mode, (encoding, errors)) in enumerate(zip(("rb", "wb", "wb"), request.stdio))]
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
+
+
+def run(conn: socket.socket, request: protocol.Request, fds: list[int], *, close: list[socket.socket],
+        close_fds: list[int]) -> None:
+    code = 1
+    try:
+        signal.set_wakeup_fd(-1)
+        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+            signal.signal(sig, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for other in close:
+            other.close()
+        for fd in close_fds:
+            os.close(fd)
+        _die_with_parent()
+        conn.settimeout(GO_TIMEOUT)
+        try:
+            go = conn.recv(1)
+        except OSError:
+            go = b""
+        conn.close()
+        if go != protocol.GO:
+            os._exit(0)  # the client gave up before saying go: it runs the command itself
+        _adopt(request, fds)
+        argv = [a.decode(request.fs_encoding, "surrogateescape") for a in request.argv]
+        sys.argv = ["mnemon", *argv]
+        from mnemon.cli import run as run_command
+
+        try:
+            code = run_command(argv, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except KeyboardInterrupt:
+            code = 130
+        except BaseException:
+            traceback.print_exc()  # what an uncaught exception prints in-process, then status 1
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+    finally:
+        os._exit(code)
