@@ -45,13 +45,14 @@ def command_word(argv: list[str]) -> str | None:
 
 
 def _read_line(sock: object) -> bytes:
+    """One reply line without its newline; b"" at EOF before a whole line (the sender died)."""
     data = b""
-    while not data.endswith(b"\n"):
+    while b"\n" not in data:
         chunk = sock.recv(64)  # type: ignore[attr-defined]
         if not chunk:
-            return data
+            return b""
         data += chunk
-    return data
+    return data[:data.index(b"\n")]
 
 
 def _in_process(argv: list[str]) -> int:

@@ -44,10 +44,10 @@ def _report(info: object | None) -> dict[str, object]:
 @server_app.command("start")
 def start() -> None:
     """Start the server for this installation unless one runs (waits until it listens)."""
-    from mnemon.server import control, daemon
+    from mnemon.server import control
 
     try:
-        daemon.idle_seconds(config.server_idle_text())
+        control.idle_seconds(config.server_idle_text())
     except ValueError:
         raise InputError("invalid MNEMON_SERVER_IDLE (use a duration such as 30m, or seconds)") from None
     control.spawn(config.process_environment())

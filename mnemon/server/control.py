@@ -20,6 +20,26 @@ from mnemon.server import paths
 DEFAULT_IDLE_SECONDS = 30 * 60.0
 
 
+def idle_seconds(text: str) -> float:
+    """``MNEMON_SERVER_IDLE``: a Go duration (``30m``, ``90s``) or plain seconds; default 30 minutes."""
+    text = text.strip()
+    if not text:
+        return DEFAULT_IDLE_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = _parse_duration(text)
+    if value <= 0:
+        raise ValueError(text)
+    return value
+
+
+def _parse_duration(text: str) -> float:
+    from mnemon import config
+
+    return config.parse_duration(text)
+
+
 class ServerInfo:
     """What the pid file says about a live server."""
 
@@ -57,15 +77,21 @@ def info(environ: dict[bytes, bytes]) -> ServerInfo | None:
 
 
 def spawn(environ: dict[bytes, bytes]) -> bool:
-    """Start a detached server (own session, stdio on /dev/null) unless one holds the lock."""
+    """Start a detached server (own session, stdin and stdout on /dev/null, stderr appended to
+    ``server-<key>.log``) unless one holds the lock."""
     directory = paths.runtime_dir(environ)
     if not paths.ensure_private_dir(directory) or held(environ):
         return False
     env = {os.fsdecode(k): os.fsdecode(v) for k, v in environ.items()}
-    subprocess.Popen(
-        [sys.executable, "-m", "mnemon.server"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL, start_new_session=True, close_fds=True, cwd="/", env=env,
-    )
+    # stderr to a log beside the socket: a server that cannot start leaves its reason there
+    log = os.open(paths.server_path(environ, "log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_CLOEXEC, 0o600)
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "mnemon.server"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=log, start_new_session=True, close_fds=True, cwd="/", env=env,
+        )
+    finally:
+        os.close(log)
     return True
 
 

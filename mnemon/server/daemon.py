@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import gc
 import os
 import selectors
 import signal
@@ -31,20 +32,6 @@ ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let 
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
-def idle_seconds(text: str) -> float:
-    """``MNEMON_SERVER_IDLE``: a Go duration (``30m``, ``90s``) or plain seconds; default 30 minutes."""
-    text = text.strip()
-    if not text:
-        return control.DEFAULT_IDLE_SECONDS
-    try:
-        value = float(text)
-    except ValueError:
-        value = config.parse_duration(text)
-    if value <= 0:
-        raise ValueError(text)
-    return value
-
-
 class Daemon:
     def __init__(self, listener: socket.socket, sock_path: bytes, idle: float, own_fingerprint: str,
                  lock_fd: int) -> None:
@@ -55,6 +42,7 @@ class Daemon:
         self.idle = idle
         self.fingerprint = own_fingerprint
         self.workers: dict[int, socket.socket] = {}
+        self.spare: tuple[int, socket.socket] | None = None
         self.stopping = False
         self.last_active = time.monotonic()
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -69,6 +57,7 @@ class Daemon:
         sel = selectors.DefaultSelector()
         sel.register(self.listener, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
+        self.fork_spare()
         while True:
             self.reap()
             if self.stopping and not self.workers:
@@ -96,6 +85,7 @@ class Daemon:
         if self.stopping:
             return
         self.stopping = True
+        self.drop_spare()
         try:  # unlink only our own socket: a newer server may have bound the path since
             if os.stat(self.sock_path).st_ino == self.sock_inode:
                 os.unlink(self.sock_path)
@@ -103,7 +93,7 @@ class Daemon:
             pass
 
     def reap(self) -> None:
-        while self.workers:
+        while True:
             try:
                 pid, status = os.waitpid(-1, os.WNOHANG)
             except ChildProcessError:
@@ -112,6 +102,8 @@ class Daemon:
                 return
             conn = self.workers.pop(pid, None)
             if conn is None:
+                if self.spare is not None and self.spare[0] == pid:
+                    self.drop_spare()  # killed while waiting; the next request forks anew
                 continue
             if os.WIFSIGNALED(status):
                 reply = b"S%d\n" % os.WTERMSIG(status)
@@ -137,15 +129,16 @@ class Daemon:
             _, uid, _ = _PEERCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
             if uid != os.getuid():
                 raise ConnectionRefusedError(f"uid {uid} is not the server's")
-            request, fds = receive(conn)
+            raw, request, fds = worker.receive(conn, 3)
             if request.fingerprint != self.fingerprint:
                 conn.sendall(b"Rstale server\n")
                 self.stop()
                 raise ConnectionAbortedError("stale")
-            pid = os.fork()
-            if pid == 0:
-                others = [self.listener, *self.workers.values()]
-                worker.run(conn, request, fds, close=others, close_fds=[self.wake_r, self.wake_w, self.lock_fd])
+            pid = self.hand_to_spare(raw, conn, fds)
+            if pid is None:  # no spare (it died): fork one for this request
+                pid = os.fork()
+                if pid == 0:
+                    worker.run(conn, request, fds, close=self.inherited(), close_fds=self.inherited_fds())
             self.workers[pid] = conn
             try:
                 conn.sendall(b"A%d\n" % pid)
@@ -159,33 +152,45 @@ class Daemon:
                 os.close(fd)
             if conn is not None:
                 conn.close()
+        if not self.stopping and self.spare is None:
+            self.fork_spare()
 
+    # --- the spare worker -----------------------------------------------------------------------
+    # A worker forked ahead of time waits on a socket pair for its request: the fork and the
+    # child's first page faults (a few ms for a parent this size) then fall between requests.
+    def fork_spare(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds())
+        theirs.close()
+        self.spare = (pid, ours)
 
-def receive(conn: socket.socket) -> tuple[protocol.Request, list[int]]:
-    """Read one request and the three descriptors that came with it."""
-    data, fds, _, _ = socket.recv_fds(conn, 65536, 3)
-    try:
-        if len(fds) != 3:
-            raise ValueError("a request carries exactly three descriptors")
-        while len(data) < protocol.HEADER:
-            chunk = conn.recv(65536)
-            if not chunk:
-                raise ValueError("truncated request")
-            data += chunk
-        total = protocol.HEADER + protocol.payload_length(data[:protocol.HEADER])
-        chunks = [data]
-        have = len(data)
-        while have < total:
-            chunk = conn.recv(min(1 << 20, total - have))
-            if not chunk:
-                raise ValueError("truncated request")
-            chunks.append(chunk)
-            have += len(chunk)
-        return protocol.decode(b"".join(chunks)[protocol.HEADER:total]), fds
-    except BaseException:
-        for fd in fds:
-            os.close(fd)
-        raise
+    def hand_to_spare(self, raw: bytes, conn: socket.socket, fds: list[int]) -> int | None:
+        if self.spare is None:
+            return None
+        pid, channel = self.spare
+        self.spare = None
+        try:
+            socket.send_fds(channel, [raw], [conn.fileno(), *fds])
+            return pid
+        except OSError:
+            return None  # it died; the reaper collects it
+        finally:
+            channel.close()
+
+    def drop_spare(self) -> None:
+        if self.spare is not None:
+            self.spare[1].close()  # EOF: the spare exits unrun
+            self.spare = None
+
+    def inherited(self) -> list[socket.socket]:
+        """Sockets a new child must close: the listener, running workers' connections, the spare's channel."""
+        return [self.listener, *self.workers.values(), *([self.spare[1]] if self.spare else [])]
+
+    def inherited_fds(self) -> list[int]:
+        return [self.wake_r, self.wake_w, self.lock_fd]
 
 
 def _take_lock(path: bytes) -> int | None:
@@ -226,7 +231,7 @@ def main() -> int:
         print(f"mnemon server: {os.fsdecode(directory)} is not a private directory", file=sys.stderr)
         return 1
     try:
-        idle = idle_seconds(config.server_idle_text())
+        idle = control.idle_seconds(config.server_idle_text())
     except ValueError:
         idle = control.DEFAULT_IDLE_SECONDS
     lock = _take_lock(paths.server_path(environ, "lock"))
@@ -236,6 +241,10 @@ def main() -> int:
 
     own = fingerprint()
     preload.warm()
+    # Everything loaded so far lives as long as the server: move it out of the collector's reach,
+    # so a worker's garbage collection never walks (and copies, page by page) the parent's heap.
+    gc.collect()
+    gc.freeze()
     sock_path = paths.server_path(environ, "sock")
     listener = _listen(sock_path)
     pid_path = paths.server_path(environ, "pid")

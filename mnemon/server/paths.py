@@ -1,7 +1,7 @@
 """Where a user's server lives: one 0700 directory per uid, one socket per installation.
 
 The directory is ``$XDG_RUNTIME_DIR/mnemon-<uid>``, else ``$TMPDIR/mnemon-<uid>`` (else under
-``/tmp``). Inside it, each installation (interpreter, package directory and the environment read
+``/tmp``). Inside it, each installation (virtualenv and Python version, package directory and the environment read
 at import time by numba and Python) has its own ``server-<key>`` socket, lock and pid file, so two
 virtualenvs never fight over one server, while an upgrade in place (same key, new files) meets
 the old server and makes it exit (see ``fingerprint``). stdlib only: imported by every client call.
@@ -28,7 +28,9 @@ def runtime_dir(environ: dict[bytes, bytes]) -> bytes:
 
 
 def install_key(environ: dict[bytes, bytes]) -> str:
-    parts = [os.fsencode(sys.executable), os.fsencode(PACKAGE_DIR)]
+    # sys.prefix (the virtualenv) and the version, not sys.executable: python and python3 in one
+    # venv are the same interpreter and must share one server.
+    parts = [os.fsencode(sys.prefix), sys.version.encode(), os.fsencode(PACKAGE_DIR)]
     parts += sorted(k + b"=" + v for k, v in environ.items() if k.startswith(_IMPORT_TIME_PREFIXES))
     parts += [k + b"=" + environ.get(k, b"1") for k in _BLAS_THREADS]
     return "%08x" % zlib.crc32(b"\0".join(parts))

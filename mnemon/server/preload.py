@@ -31,9 +31,7 @@ def _kernels() -> None:
 
 
 def _store() -> None:
-    import apsw  # noqa: F401
-
-    import mnemon.store  # noqa: F401
+    import mnemon.store  # noqa: F401  (and apsw with it)
 
 
 def _command_tree() -> None:

@@ -5,7 +5,9 @@ as its 0, 1 and 2, its working directory, umask, environment and argv, rebuilds 
 ``sys.stdout`` and ``sys.stderr`` as a fresh interpreter would have built them for those
 descriptors (the client's encodings and error handlers, line buffering on a terminal), and runs
 ``mnemon.cli.run``: the very code of the in-process path, so output is byte for byte the same.
-It never returns: it ends with ``os._exit`` and the parent reports the status to the client.
+It never returns: it sends ``X<status>`` to the client itself (so the client need not wait for
+this large address space to be torn down and reaped) and ends with ``os._exit``; the parent
+reports a death by signal (``S<n>``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,15 @@ PR_SET_PDEATHSIG = 1
 GO_TIMEOUT = 10.0  # the client answers the acknowledgement at once; a vanished one must not pin us
 
 
+def _reset_signals() -> None:
+    """Drop the server's handlers at once: a worker that ran the parent's SIGTERM handler would
+    unlink the parent's socket. The worker gets what a fresh interpreter has."""
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
 def _die_with_parent() -> None:
     """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
     with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
@@ -32,7 +43,9 @@ def _die_with_parent() -> None:
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     except (OSError, AttributeError):
-        pass
+        return
+    if os.getppid() == 1:
+        os._exit(1)  # the server died before we asked: never run for a dead server
 
 
 def _stream(fd: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
@@ -68,10 +81,7 @@ def run(conn: socket.socket, request: protocol.Request, fds: list[int], *, close
         close_fds: list[int]) -> None:
     code = 1
     try:
-        signal.set_wakeup_fd(-1)
-        for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
-            signal.signal(sig, signal.SIG_DFL)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        _reset_signals()
         for other in close:
             other.close()
         for fd in close_fds:
@@ -82,7 +92,6 @@ def run(conn: socket.socket, request: protocol.Request, fds: list[int], *, close
             go = conn.recv(1)
         except OSError:
             go = b""
-        conn.close()
         if go != protocol.GO:
             os._exit(0)  # the client gave up before saying go: it runs the command itself
         _adopt(request, fds)
@@ -104,5 +113,60 @@ def run(conn: socket.socket, request: protocol.Request, fds: list[int], *, close
                 stream.flush()
             except (OSError, ValueError):
                 pass
+        try:
+            conn.settimeout(1.0)
+            conn.sendall(b"X%d\n" % code)
+        except OSError:
+            pass  # the client is gone, or the parent's report reaches it
     finally:
         os._exit(code)
+
+
+def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int]) -> None:
+    """The spare worker: wait for the parent to hand over a request (its bytes, then the client's
+    connection and stdio as four descriptors), then run it. EOF means "not needed": exit."""
+    code = 0
+    try:
+        _reset_signals()
+        for other in close:
+            other.close()
+        for fd in close_fds:
+            os.close(fd)
+        _die_with_parent()
+        try:
+            _, request, fds = receive(channel, 4)
+        except (OSError, ValueError, UnicodeDecodeError):
+            os._exit(0)
+        channel.close()
+        conn = socket.socket(fileno=fds[0])
+        run(conn, request, fds[1:], close=[], close_fds=[])
+    finally:
+        os._exit(code)
+
+
+def receive(conn: socket.socket, nfds: int) -> tuple[bytes, protocol.Request, list[int]]:
+    """Read one request (header and payload, as sent) and the ``nfds`` descriptors that came with it."""
+    data, fds, _, _ = socket.recv_fds(conn, 65536, nfds)
+    try:
+        if len(fds) != nfds:
+            raise ValueError(f"a request carries exactly {nfds} descriptors")
+        while len(data) < protocol.HEADER:
+            chunk = conn.recv(65536)
+            if not chunk:
+                raise ValueError("truncated request")
+            data += chunk
+        total = protocol.HEADER + protocol.payload_length(data[:protocol.HEADER])
+        chunks = [data]
+        have = len(data)
+        while have < total:
+            chunk = conn.recv(min(1 << 20, total - have))
+            if not chunk:
+                raise ValueError("truncated request")
+            chunks.append(chunk)
+            have += len(chunk)
+        raw = b"".join(chunks)[:total]
+        return raw, protocol.decode(raw[protocol.HEADER:]), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
