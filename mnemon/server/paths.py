@@ -2,7 +2,7 @@
 
 The directory is ``$XDG_RUNTIME_DIR/mnemon-<uid>``, else ``$TMPDIR/mnemon-<uid>`` (else under
 ``/tmp``). Inside it, each installation (virtualenv and Python version, package directory and the environment read
-at import time by numba and Python) has its own ``server-<key>`` socket, lock and pid file, so two
+at start-up by numba and Python) has its own ``server-<key>`` socket, lock and pid file, so two
 virtualenvs never fight over one server, while an upgrade in place (same key, new files) meets
 the old server and makes it exit (see ``fingerprint``). stdlib only: imported by every client call.
 """
@@ -13,9 +13,10 @@ import os
 import sys
 import zlib
 
-# Variables read once at import time by the preloaded libraries: a server started under other
-# values would not behave as a fresh process would, so they are part of the installation key.
-_IMPORT_TIME_PREFIXES = (b"NUMBA_", b"PYTHON")
+# Variables read once at start or import time by the interpreter and the preloaded libraries: a
+# server started under other values would not behave as a fresh process would, so they are part
+# of the installation key. (PYTHONPATH is not: which mnemon the client imported is PACKAGE_DIR.)
+_IMPORT_TIME_PREFIXES = (b"NUMBA_", b"PYTHONHASHSEED")
 # The BLAS pool sizes numpy reads at import; absent means 1 (config.limit_blas_threads).
 _BLAS_THREADS = (b"OPENBLAS_NUM_THREADS", b"OMP_NUM_THREADS", b"MKL_NUM_THREADS")
 
