@@ -92,11 +92,8 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
         os.umask(umask)
         request = protocol.encode(fingerprint(), cwd, umask, sys.getfilesystemencoding(), stdio, argv,
                                   [k + b"=" + v for k, v in environ.items()])
-        fd_bytes = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
         try:
-            sent = sock.sendmsg([request], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd_bytes)])
-            if sent < len(request):
-                sock.sendall(request[sent:])
+            sock.sendall(request)
             ack = _read_line(sock)
         except OSError:
             return None  # refused, reset or timed out: the worker (if any) sees us go and exits unrun
@@ -106,8 +103,11 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
         sock.settimeout(None)
         received: list[int] = []
         _forward_signals(worker, received)
+        # The descriptors travel with GO, to a worker that exists: sent with the request, they would
+        # sit in the queue of a server that never accepts, holding the caller's pipes open.
+        fd_bytes = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
         try:
-            sock.sendall(protocol.GO)
+            sock.sendmsg([protocol.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd_bytes)])
         except OSError:
             return None  # the worker never got GO, so it never ran
         # From here on the command is the worker's: never return None.

@@ -108,7 +108,7 @@ def wait_ready(environ: dict[bytes, bytes], timeout: float) -> ServerInfo | None
 
 def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> ServerInfo | None:
     """Ask the live server to exit (SIGTERM: it stops listening, lets running commands finish)
-    and wait until it has released its lock; return what was stopped, None when none ran."""
+    and wait until it has released its lock and is gone; return what was stopped, None when none ran."""
     found = info(environ)
     if found is None:
         return None
@@ -117,6 +117,16 @@ def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> ServerInfo | Non
     except ProcessLookupError:
         return found
     deadline = time.monotonic() + timeout
-    while held(environ) and time.monotonic() < deadline:
+    while (held(environ) or _exists(found.pid)) and time.monotonic() < deadline:
         time.sleep(0.02)
     return found
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

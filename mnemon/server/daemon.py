@@ -123,22 +123,21 @@ class Daemon:
         except OSError:
             return
         self.last_active = time.monotonic()
-        fds: list[int] = []
         try:
             conn.settimeout(ACCEPT_TIMEOUT)
             _, uid, _ = _PEERCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
             if uid != os.getuid():
                 raise ConnectionRefusedError(f"uid {uid} is not the server's")
-            raw, request, fds = worker.receive(conn, 3)
+            raw, request, _ = worker.receive(conn, 0)
             if request.fingerprint != self.fingerprint:
                 conn.sendall(b"Rstale server\n")
                 self.stop()
                 raise ConnectionAbortedError("stale")
-            pid = self.hand_to_spare(raw, conn, fds)
+            pid = self.hand_to_spare(raw, conn)
             if pid is None:  # no spare (it died): fork one for this request
                 pid = os.fork()
                 if pid == 0:
-                    worker.run(conn, request, fds, close=self.inherited(), close_fds=self.inherited_fds())
+                    worker.run(conn, request, close=self.inherited(), close_fds=self.inherited_fds())
             self.workers[pid] = conn
             try:
                 conn.sendall(b"A%d\n" % pid)
@@ -148,15 +147,13 @@ class Daemon:
         except (OSError, ValueError, UnicodeDecodeError):
             pass
         finally:
-            for fd in fds:
-                os.close(fd)
             if conn is not None:
                 conn.close()
         if not self.stopping and self.spare is None:
             self.fork_spare()
 
     # --- the spare worker -----------------------------------------------------------------------
-    # A worker forked ahead of time waits on a socket pair for its request: the fork and the
+    # A worker forked ahead of time waits on a socket pair for its request and connection: the fork and the
     # child's first page faults (a few ms for a parent this size) then fall between requests.
     def fork_spare(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -167,13 +164,13 @@ class Daemon:
         theirs.close()
         self.spare = (pid, ours)
 
-    def hand_to_spare(self, raw: bytes, conn: socket.socket, fds: list[int]) -> int | None:
+    def hand_to_spare(self, raw: bytes, conn: socket.socket) -> int | None:
         if self.spare is None:
             return None
         pid, channel = self.spare
         self.spare = None
         try:
-            socket.send_fds(channel, [raw], [conn.fileno(), *fds])
+            socket.send_fds(channel, [raw], [conn.fileno()])
             return pid
         except OSError:
             return None  # it died; the reaper collects it

@@ -1,16 +1,19 @@
 """The wire format between client and server (one Unix stream connection per command).
 
-1. client -> server, one ``sendmsg`` carrying the client's stdin, stdout and stderr descriptors
-   (SCM_RIGHTS): ``MAGIC``, a 4-byte big-endian payload length, then the payload: NUL-separated
-   byte fields (none of them can hold a NUL: argv, environment entries and paths are C strings)::
+1. client -> server: ``MAGIC``, a 4-byte big-endian payload length, then the payload:
+   NUL-separated byte fields (none of them can hold a NUL: argv, environment entries and paths
+   are C strings)::
 
        fingerprint, cwd, umask, fs encoding, 3 x (stdio encoding, errors), argc, argv..., env...
 
 2. server -> client: ``A<worker pid>\\n`` (acknowledged: a worker is forked and waits) or
    ``R<reason>\\n`` (refused: run in-process).
-3. client -> server: ``G`` (go). Only now does the worker run the command, so a client that gave
-   up waiting for the acknowledgement and ran the command in-process can never see it run twice:
-   its closed connection makes the waiting worker exit unrun.
+3. client -> worker: ``G`` (go), carrying the client's stdin, stdout and stderr descriptors
+   (SCM_RIGHTS). Only now does the worker run the command, so a client that gave up waiting for
+   the acknowledgement and ran the command in-process can never see it run twice: its closed
+   connection makes the waiting worker exit unrun. The descriptors go only to a worker that
+   exists: queued with the request at a server that never accepts, they would hold the caller's
+   pipes open after the client has exited.
 4. server -> client after the worker ended: ``X<exit status>\\n`` or ``S<signal number>\\n``.
 
 stdlib only (imported by every client call; no json, no struct).

@@ -77,8 +77,7 @@ def _adopt(request: protocol.Request, fds: list[int]) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
-def run(conn: socket.socket, request: protocol.Request, fds: list[int], *, close: list[socket.socket],
-        close_fds: list[int]) -> None:
+def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.socket], close_fds: list[int]) -> None:
     code = 1
     try:
         _reset_signals()
@@ -89,10 +88,10 @@ def run(conn: socket.socket, request: protocol.Request, fds: list[int], *, close
         _die_with_parent()
         conn.settimeout(GO_TIMEOUT)
         try:
-            go = conn.recv(1)
+            go, fds, _, _ = socket.recv_fds(conn, 1, 3)
         except OSError:
-            go = b""
-        if go != protocol.GO:
+            go, fds = b"", []
+        if go != protocol.GO or len(fds) != 3:
             os._exit(0)  # the client gave up before saying go: it runs the command itself
         _adopt(request, fds)
         argv = [a.decode(request.fs_encoding, "surrogateescape") for a in request.argv]
@@ -123,8 +122,8 @@ def run(conn: socket.socket, request: protocol.Request, fds: list[int], *, close
 
 
 def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int]) -> None:
-    """The spare worker: wait for the parent to hand over a request (its bytes, then the client's
-    connection and stdio as four descriptors), then run it. EOF means "not needed": exit."""
+    """The spare worker: wait for the parent to hand over a request (its bytes, and the client's
+    connection as a descriptor), then run it. EOF means "not needed": exit."""
     code = 0
     try:
         _reset_signals()
@@ -134,19 +133,21 @@ def wait_for_request(channel: socket.socket, *, close: list[socket.socket], clos
             os.close(fd)
         _die_with_parent()
         try:
-            _, request, fds = receive(channel, 4)
+            _, request, fds = receive(channel, 1)
         except (OSError, ValueError, UnicodeDecodeError):
             os._exit(0)
         channel.close()
-        conn = socket.socket(fileno=fds[0])
-        run(conn, request, fds[1:], close=[], close_fds=[])
+        run(socket.socket(fileno=fds[0]), request, close=[], close_fds=[])
     finally:
         os._exit(code)
 
 
 def receive(conn: socket.socket, nfds: int) -> tuple[bytes, protocol.Request, list[int]]:
     """Read one request (header and payload, as sent) and the ``nfds`` descriptors that came with it."""
-    data, fds, _, _ = socket.recv_fds(conn, 65536, nfds)
+    if nfds:
+        data, fds, _, _ = socket.recv_fds(conn, 65536, nfds)
+    else:
+        data, fds = conn.recv(65536), []
     try:
         if len(fds) != nfds:
             raise ValueError(f"a request carries exactly {nfds} descriptors")
