@@ -239,6 +239,6 @@ def test_served_help_imports_no_framework(tmp_path: Path) -> None:
                   if line.startswith("import time:")}
         assert "mnemon.client" in loaded
         assert sorted(m for m in loaded if m.split(".")[0] in ("typer", "numpy", "numba", "apsw", "httpx", "json")
-                      or m.startswith("mnemon.cli")) == []
+                      or m == "mnemon.cli" or m.startswith("mnemon.cli.")) == []
     finally:
         subprocess.run([sys.executable, "-m", "mnemon", "server", "stop"], env=env, capture_output=True, timeout=60)
