@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parent.parent
 SERVED = os.environ.get("MNEMON_TEST_SERVER") == "1"
 
 
-def stop_servers(runtime: Path) -> None:
-    """Stop every server whose pid file lies under ``runtime`` and wait for it to exit."""
+def stop_servers(runtime: Path, pid_files: set[Path] | None = None) -> None:
+    """Stop every server whose pid file lies under ``runtime`` (or the given ones) and wait for it to exit."""
     pids = []
-    for pid_file in runtime.glob("mnemon-*/server-*.pid"):
+    for pid_file in pid_files if pid_files is not None else runtime.glob("mnemon-*/server-*.pid"):
         try:
             pids.append(int(pid_file.read_text().split("\n")[0]))
         except (OSError, ValueError):
@@ -51,6 +51,8 @@ def server_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A private runtime directory for the session; in served mode, the session's server."""
     runtime = tmp_path_factory.mktemp("runtime")
     runtime.chmod(0o700)
+    default = Path(tempfile.gettempdir())  # where a test that dropped XDG_RUNTIME_DIR would start one
+    before = set(default.glob(f"mnemon-{os.getuid()}/server-*.pid"))
     saved = os.environ.get("XDG_RUNTIME_DIR")
     os.environ["XDG_RUNTIME_DIR"] = str(runtime)
     try:
@@ -63,6 +65,10 @@ def server_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield runtime
     finally:
         stop_servers(runtime)
+        leaked = set(default.glob(f"mnemon-{os.getuid()}/server-*.pid")) - before
+        if leaked:  # a test ran mnemon without the session's environment: stop what it started
+            stop_servers(default, leaked)
+            print(f"\nwarning: a test started a mnemon server outside the session's runtime dir: {leaked}")
         if saved is None:
             os.environ.pop("XDG_RUNTIME_DIR", None)
         else:
