@@ -164,7 +164,7 @@ def main() -> int:
         for n, data in stores.items():
             insight_id = any_id(data, env)
             for name, args_for in commands(insight_id):
-                with_dir = lambda i, f=args_for: ["--data-dir", str(data), *f(i)]  # noqa: E731
+                with_dir = lambda i, f=args_for, d=data: ["--data-dir", str(d), *f(i)]  # noqa: E731
                 ta, tb = pairs((python, served_env), (python, off_env), with_dir, opts.runs)
                 row = (f"| {n} | {name} | {statistics.median(ta):.1f} | {statistics.median(tb):.1f} | "
                        f"{fmt_ratio(ta, tb)} | {target(name, n)} |")

@@ -62,11 +62,15 @@ def _in_process(argv: list[str]) -> int:
 
 
 def _start_server(environ: dict[bytes, bytes]) -> None:
-    from mnemon.server import control
+    import _socket
 
+    if not hasattr(_socket, "AF_UNIX"):
+        return  # no Unix sockets here: everything runs in-process
     try:
+        from mnemon.server import control
+
         control.spawn(environ)
-    except OSError:
+    except (OSError, ImportError):
         pass  # the command still runs in-process; a later call tries again
 
 
@@ -79,6 +83,8 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
     from mnemon.server import paths, protocol
     from mnemon.server.fingerprint import fingerprint
 
+    if not all(hasattr(_socket, name) for name in ("AF_UNIX", "SCM_RIGHTS", "CMSG_LEN")):
+        return None  # no Unix sockets or descriptor passing here: everything runs in-process
     if not paths.private_dir_ok(paths.runtime_dir(environ)):
         return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)

@@ -25,7 +25,7 @@ import sys
 import time
 
 from mnemon import config
-from mnemon.server import control, paths, protocol, worker
+from mnemon.server import control, paths, worker
 from mnemon.server.fingerprint import fingerprint
 
 ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let one stall the loop
