@@ -17,6 +17,7 @@ import os
 import signal
 import socket
 import sys
+import time
 import traceback
 
 from mnemon.server import protocol
@@ -71,6 +72,7 @@ def _adopt(request: protocol.Request, fds: list[int]) -> None:
         env[name.decode(request.fs_encoding, "surrogateescape")] = value.decode(request.fs_encoding, "surrogateescape")
     os.environ.clear()
     os.environ.update(env)
+    time.tzset()  # the C library read TZ when the server started; local times follow the client's TZ
     streams = [_stream(fd, mode, encoding, errors)
                for fd, (mode, (encoding, errors)) in enumerate(zip(("rb", "wb", "wb"), request.stdio))]
     sys.stdin, sys.stdout, sys.stderr = streams
