@@ -18,7 +18,7 @@ from mnemon.cli import render
 from mnemon.errors import InputError
 
 server_app = typer.Typer(
-    help="The warm command server (MNEMON_SERVER=auto|off, MNEMON_SERVER_IDLE).", add_completion=False,
+    help="Start, stop or inspect the warm command server (MNEMON_SERVER, MNEMON_SERVER_IDLE).", add_completion=False,
     rich_markup_mode=None, no_args_is_help=True, context_settings={"help_option_names": ["-h", "--help"]},
 )
 
