@@ -161,6 +161,11 @@ def main() -> int:
             rule += "---:|---:|"
         print(head)
         print(rule)
+        # the floor under every served figure: a bare interpreter start (site and .pth files included)
+        ta, tb = pairs(([sys.executable, "-c", "pass"], env), ([sys.executable, "-c", "pass"], env), lambda i: [],
+                       opts.runs)
+        print(f"| - | python -c pass | {statistics.median(ta):.1f} | {statistics.median(tb):.1f} | "
+              f"{fmt_ratio(ta, tb)} | |")
         for n, data in stores.items():
             insight_id = any_id(data, env)
             for name, args_for in commands(insight_id):
