@@ -202,10 +202,11 @@ def run(argv: list[str]) -> int:
 
 
 def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[bytes, bytes], cwd: bytes) -> int | None:
+    """``MNEMON_SERVER=require``: start a server (after a stale one has exited) and use it."""
     from mnemon.server import control
+    from mnemon.server.fingerprint import fingerprint
 
-    control.spawn(environ)
-    if control.wait_ready(environ, REQUIRE_START_TIMEOUT) is None:
+    if control.wait_current(environ, fingerprint(), REQUIRE_START_TIMEOUT) is None:
         return None
     return serve(args, (0, 1, 2), stdio, environ, cwd)
 

@@ -106,6 +106,20 @@ def wait_ready(environ: dict[bytes, bytes], timeout: float) -> ServerInfo | None
     return None
 
 
+def wait_current(environ: dict[bytes, bytes], fingerprint: str, timeout: float) -> ServerInfo | None:
+    """Start a server if none holds the lock and wait until one of these files listens; a stale
+    one (other files) is let go first: it exits once its running commands end."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = info(environ)
+        if found is not None and found.fingerprint == fingerprint:
+            return found
+        if not held(environ):
+            spawn(environ)
+        time.sleep(0.02)
+    return None
+
+
 def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> ServerInfo | None:
     """Ask the live server to exit (SIGTERM: it stops listening, lets running commands finish)
     and wait until it has released its lock and is gone; return what was stopped, None when none ran."""
