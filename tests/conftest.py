@@ -46,6 +46,24 @@ def stop_servers(runtime: Path, pid_files: set[Path] | None = None) -> None:
             time.sleep(0.02)
 
 
+def stop_servers_below(base: Path) -> None:
+    """Catch-all: stop every ``mnemon.server`` process whose runtime directory lies under ``base``
+    (found through /proc), whatever its pid file says."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"mnemon.server" not in (proc / "cmdline").read_bytes():
+                continue
+            env = dict(e.split(b"=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
+        except OSError:
+            continue
+        if env.get(b"XDG_RUNTIME_DIR", b"").startswith(os.fsencode(base)):
+            pids.append(int(proc.name))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def server_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A private runtime directory for the session; in served mode, the session's server."""
@@ -65,6 +83,7 @@ def server_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield runtime
     finally:
         stop_servers(runtime)
+        stop_servers_below(tmp_path_factory.getbasetemp())
         leaked = set(default.glob(f"mnemon-{os.getuid()}/server-*.pid")) - before
         if leaked:  # a test ran mnemon without the session's environment: stop what it started
             stop_servers(default, leaked)

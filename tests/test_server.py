@@ -332,7 +332,8 @@ def test_kill_9_of_the_server_mid_command(tmp_path: Path) -> None:
         auto = _mnemon(runtime, "auto", ["--data-dir", str(data), "remember", content])
         assert auto.returncode == 0 and _count(data, content) == 1
         _sound(data)
-        assert _wait(lambda: json.loads(_mnemon(runtime, "off", ["server", "status"]).stdout)["running"], 120)
+        fresh = lambda: json.loads(_mnemon(runtime, "off", ["server", "status"]).stdout).get("pid")  # noqa: E731
+        assert _wait(lambda: fresh() not in (None, server), 120)  # a new server, not the killed one's pid file
     finally:
         stop_servers(runtime)
 

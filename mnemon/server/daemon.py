@@ -234,6 +234,11 @@ def main() -> int:
     lock = _take_lock(paths.server_path(environ, "lock"))
     if lock is None:
         return 0  # another server runs or starts for this installation
+    pid_path = paths.server_path(environ, "pid")
+    try:  # a killed server's: until ours is written, no one must take its pid for ours
+        os.unlink(pid_path)
+    except FileNotFoundError:
+        pass
     from mnemon.server import preload
 
     own = fingerprint()
@@ -244,7 +249,6 @@ def main() -> int:
     gc.freeze()
     sock_path = paths.server_path(environ, "sock")
     listener = _listen(sock_path)
-    pid_path = paths.server_path(environ, "pid")
     with open(pid_path + b".tmp", "w") as f:
         f.write(f"{os.getpid()}\n{own}\n{time.time():.3f}\n{idle}\n")
     os.replace(pid_path + b".tmp", pid_path)
