@@ -49,6 +49,7 @@ CAUSAL = ("because", "so that", "due to", "in order to")
 ENV_EXTRA = {
     "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9",  # closed port: embedding-free mode, as without Ollama
     "MNEMON_MAX_INSIGHTS": "1000000",  # measure the write path, not a prune of the 10k store on every call
+    "MNEMON_SERVER": "off",  # whole in-process start-up; bench/served.py measures the warm server
 }
 
 

@@ -69,6 +69,7 @@ def bench_size(n: int, out: Path, runs: int, embed_url: str | None) -> dict[str,
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
     env["MNEMON_MAX_INSIGHTS"] = "0"  # measure the store as built, no pruning
+    env.setdefault("MNEMON_SERVER", "off")  # whole in-process runs; bench/served.py measures the warm server
     env["MNEMON_EMBED_ENDPOINT"] = embed_url or "http://127.0.0.1:9"  # closed port: embedding-free
     tag = f"{n}{'-embed' if embed_url else ''}"
     draft_path = out / f"drafts-{n}.json"

@@ -110,6 +110,7 @@ def build_store(data_dir: Path, n: int, *, vectors: bool, edges_per_insight: flo
 def run_cli(data_dir: Path, args: list[str], endpoint: str) -> tuple[float, float]:
     """(wall ms, CPU ms of the child): on a shared, loaded machine CPU time is the steadier figure."""
     env = dict(os.environ)
+    env.setdefault("MNEMON_SERVER", "off")  # whole in-process runs; bench/served.py measures the warm server
     env.update({"MNEMON_EMBED_ENDPOINT": endpoint, "PYTHONPATH": str(ROOT)})
     env.pop("MNEMON_STORE", None)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)

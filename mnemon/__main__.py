@@ -1,7 +1,5 @@
-"""``python -m mnemon``: the same entry point as the ``mnemon`` console script."""
+"""``python -m mnemon``: the same entry point as the ``mnemon`` console script (``mnemon.client``)."""
 
-import sys
+from mnemon.client import main
 
-from mnemon.cli import main
-
-sys.exit(main())
+main()

@@ -235,3 +235,13 @@ HOST_DIR_VARIABLES = ("KIMI_CODE_HOME", "OPENCODE_CONFIG_DIR", "PI_CODING_AGENT_
 
 def host_dir_environment() -> dict[str, str]:
     return {name: os.environ[name] for name in HOST_DIR_VARIABLES if name in os.environ}
+
+
+def process_environment() -> dict[bytes, bytes]:
+    """This process's environment as bytes (the warm server's socket key and its child's env)."""
+    return dict(os.environb)
+
+
+def server_idle_text() -> str:
+    """``MNEMON_SERVER_IDLE`` as given (parsed by ``mnemon.server.daemon.idle_seconds``)."""
+    return os.environ.get("MNEMON_SERVER_IDLE", "")

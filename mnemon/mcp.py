@@ -3,8 +3,10 @@
 Newline-delimited JSON-RPC 2.0 on stdin/stdout: ``initialize``, ``notifications/initialized``,
 ``ping``, ``tools/list`` and ``tools/call``. The tools are the memory commands (remember, recall,
 search, show, link, related, forget, status). A call runs the very command the shell would run,
-in-process through ``mnemon.cli.main`` with the arguments placed after ``--`` or as ``--flag=value``
-(so no value can be mistaken for a flag), and returns its stdout as one text content item: same
+in-process through the CLI's runner (``mnemon.cli.run``, handed to :func:`serve` by the ``mcp``
+command, so this module never imports the CLI package) with an empty stdin and the arguments placed
+after ``--`` or as ``--flag=value`` (so no value can be mistaken for a flag), and returns its
+stdout as one text content item: same
 Engine method, same JSON, same ``Error: <msg>`` text (then ``isError: true``). Only ``remember`` is
 called on the Engine directly, because the CLI's ``remember -`` would read the protocol stream.
 Unknown methods and malformed requests are JSON-RPC errors. Nothing but protocol messages is ever
@@ -19,10 +21,14 @@ import io
 import json
 import sys
 from collections.abc import Callable
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from mnemon import __version__
-from mnemon.cli.state import GlobalOptions
+
+if TYPE_CHECKING:
+    from mnemon.cli.state import GlobalOptions
+
+Runner = Callable[..., int]  # mnemon.cli.run: (argv, *, stdin, stdout, stderr, options) -> exit status
 
 PROTOCOL_VERSIONS = ("2025-06-18", "2025-03-26", "2024-11-05")
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
@@ -166,9 +172,10 @@ def _remember(options: GlobalOptions, args: dict[str, Any]) -> str:
 class Server:
     """One MCP session; ``options`` are the global flags ``mnemon mcp serve`` was started with."""
 
-    def __init__(self, options: GlobalOptions, out: IO[str]) -> None:
+    def __init__(self, options: GlobalOptions, out: IO[str], run: Runner) -> None:
         self.options = options
         self.out = out
+        self.run = run
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self.initialize, "ping": lambda _: {}, "tools/list": self.list_tools,
             "tools/call": self.call_tool,
@@ -195,7 +202,6 @@ class Server:
 
     def run_command(self, tool: str, args: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool; return (text, is_error)."""
-        from mnemon.cli import main
         from mnemon.errors import MnemonError
 
         if tool == "remember":
@@ -205,8 +211,8 @@ class Server:
                 return f"Error: {exc}", True
         argv = _argv(tool, args)
         out, err = io.StringIO(), io.StringIO()
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = main(argv, options=dataclasses.replace(self.options))
+        no_input = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # never the protocol stream
+        code = self.run(argv, stdin=no_input, stdout=out, stderr=err, options=dataclasses.replace(self.options))
         if code != 0:
             lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("Error: ")]
             return (lines[-1] if lines else f"Error: {tool} failed"), True
@@ -289,7 +295,7 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
 
 
-def serve(options: GlobalOptions) -> None:
-    """Serve MCP on this process's stdin/stdout until stdin closes."""
+def serve(options: GlobalOptions, run: Runner) -> None:
+    """Serve MCP on this process's stdin/stdout until stdin closes; tools run through ``run``."""
     stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")
-    Server(options, sys.stdout).serve(stdin)
+    Server(options, sys.stdout, run).serve(stdin)

@@ -1,17 +1,97 @@
-"""Shared fixtures: a private data dir, a clean environment, and helpers to drive the real CLI."""
+"""Shared fixtures: a private data dir, a clean environment, and helpers to drive the real CLI.
+
+Warm server (issue 10): every test session gets a private runtime directory (``XDG_RUNTIME_DIR``),
+so no test ever meets or starts a server outside it, and every server started in it is stopped
+when the session ends. By default ``MNEMON_SERVER=off``. With ``MNEMON_TEST_SERVER=1`` one real
+server is started for the session and the CLI tests go through it: the ``cli`` fixture sends its
+commands over the socket (real descriptors, not captured streams) and ``run_process`` runs the
+client with ``MNEMON_SERVER=require`` (it fails instead of silently running in-process). A test
+that patches this process's code can only run in-process: mark it ``@pytest.mark.in_process``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
+import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
+SERVED = os.environ.get("MNEMON_TEST_SERVER") == "1"
+
+
+def stop_servers(runtime: Path, pid_files: set[Path] | None = None) -> None:
+    """Stop every server whose pid file lies under ``runtime`` (or the given ones) and wait for it to exit."""
+    pids = []
+    for pid_file in pid_files if pid_files is not None else runtime.glob("mnemon-*/server-*.pid"):
+        try:
+            pids.append(int(pid_file.read_text().split("\n")[0]))
+        except (OSError, ValueError):
+            continue
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    for pid in pids:
+        while time.monotonic() < deadline and Path(f"/proc/{pid}").exists():
+            time.sleep(0.02)
+
+
+def stop_servers_below(base: Path) -> None:
+    """Catch-all: stop every ``mnemon.server`` process whose runtime directory lies under ``base``
+    (found through /proc), whatever its pid file says."""
+    pids = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if b"mnemon.server" not in (proc / "cmdline").read_bytes():
+                continue
+            env = dict(e.split(b"=", 1) for e in (proc / "environ").read_bytes().split(b"\0") if b"=" in e)
+        except OSError:
+            continue
+        if env.get(b"XDG_RUNTIME_DIR", b"").startswith(os.fsencode(base)):
+            pids.append(int(proc.name))
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def server_runtime(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A private runtime directory for the session; in served mode, the session's server."""
+    runtime = tmp_path_factory.mktemp("runtime")
+    runtime.chmod(0o700)
+    default = Path(tempfile.gettempdir())  # where a test that dropped XDG_RUNTIME_DIR would start one
+    before = set(default.glob(f"mnemon-{os.getuid()}/server-*.pid"))
+    saved = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(runtime)
+    try:
+        if SERVED:
+            env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+            env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+            started = subprocess.run([sys.executable, "-m", "mnemon", "server", "start"], env=env,
+                                     capture_output=True, text=True, timeout=300)
+            assert started.returncode == 0, started.stderr
+        yield runtime
+    finally:
+        stop_servers(runtime)
+        stop_servers_below(tmp_path_factory.getbasetemp())
+        leaked = set(default.glob(f"mnemon-{os.getuid()}/server-*.pid")) - before
+        if leaked:  # a test ran mnemon without the session's environment: stop what it started
+            stop_servers(default, leaked)
+            print(f"\nwarning: a test started a mnemon server outside the session's runtime dir: {leaked}")
+        if saved is None:
+            os.environ.pop("XDG_RUNTIME_DIR", None)
+        else:
+            os.environ["XDG_RUNTIME_DIR"] = saved
 
 
 @pytest.fixture(autouse=True)
@@ -21,6 +101,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
         if name.startswith("MNEMON_"):
             monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setenv("MNEMON_SERVER", "require" if SERVED else "off")
 
 
 @pytest.fixture
@@ -40,17 +121,23 @@ class Result:
 
 
 class Cli:
-    """Run ``mnemon`` in-process through ``main(argv)`` with a given data dir (fast path)."""
+    """Run ``mnemon`` in-process through ``main(argv)`` with a given data dir (fast path); in
+    served mode (``MNEMON_TEST_SERVER=1``) through the session's server with real descriptors."""
 
-    def __init__(self, data_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    def __init__(self, data_dir: Path, capsys: pytest.CaptureFixture[str], served: bool = SERVED) -> None:
         self.data_dir = data_dir
         self.capsys = capsys
+        self.served = served
 
     def __call__(self, *args: str, stdin: bytes | None = None) -> Result:
+        argv = ["--data-dir", str(self.data_dir), *args]
+        # A NUL cannot be in a real process's argv (execve): such tests stay in-process.
+        if self.served and not any("\x00" in a for a in argv):
+            return served_call(argv, stdin=stdin)
         from mnemon.cli import main
 
         self.capsys.readouterr()
-        code = main(["--data-dir", str(self.data_dir), *args])
+        code = main(argv)
         captured = self.capsys.readouterr()
         return Result(code, captured.out, captured.err)
 
@@ -61,8 +148,24 @@ class Cli:
 
 
 @pytest.fixture
-def cli(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> Cli:
-    return Cli(data_dir, capsys)
+def cli(data_dir: Path, capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest) -> Cli:
+    return Cli(data_dir, capsys, served=SERVED and request.node.get_closest_marker("in_process") is None)
+
+
+def served_call(argv: list[str], *, stdin: bytes | None = None) -> Result:
+    """Run one command through the running server with files as its stdio; fails if not served."""
+    from mnemon import client
+
+    with tempfile.TemporaryFile() as inp, tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        inp.write(stdin or b"")
+        inp.seek(0)
+        stdio = [("utf-8", "strict"), ("utf-8", "strict"), ("utf-8", "backslashreplace")]
+        code = client.serve([os.fsencode(a) for a in argv], (inp.fileno(), out.fileno(), err.fileno()), stdio,
+                            dict(os.environb), os.getcwdb())
+        assert code is not None, "the session's mnemon server did not take the command"
+        out.seek(0)
+        err.seek(0)
+        return Result(code, out.read().decode("utf-8", "replace"), err.read().decode("utf-8", "replace"))
 
 
 def run_process(

@@ -100,6 +100,7 @@ def test_all_flags_words_joined_and_flags_interspersed(cli) -> None:
     assert out["effective_importance"] == 1  # base 1.0 for importance 5, printed as Go prints 1.0
 
 
+@pytest.mark.in_process  # patches this process
 def test_stdin_dash_reads_content_from_a_pipe(cli, monkeypatch) -> None:
     text = "line one of a piped memory\nline two <with> & markup — ünïcode"
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode("utf-8"))))

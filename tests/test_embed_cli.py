@@ -186,6 +186,7 @@ def test_embed_all_whole_process_plain_json(tmp_path: Path) -> None:
     assert res.json() == {"status": "backfill_complete", "succeeded": 3, "failed": 0, "model": "nomic-embed-text"}
 
 
+@pytest.mark.in_process  # patches this process
 def test_progress_bar_only_on_a_terminal(cli, server: EmbedServer, monkeypatch, capsys) -> None:
     import sys
 

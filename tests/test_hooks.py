@@ -32,6 +32,8 @@ def install(cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, target: str, *
 def run_hook(script: Path, payload: object = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """Run a hook the way a host does: from another directory, JSON on stdin, a minimal environment."""
     base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ["HOME"]}
+    # the session's warm-server settings (conftest): a hook must never start a server elsewhere
+    base.update({k: os.environ[k] for k in ("XDG_RUNTIME_DIR", "MNEMON_SERVER") if k in os.environ})
     stdin = json.dumps(payload if payload is not None else {"session_id": "s1"})
     return subprocess.run(
         [str(script)], input=stdin, capture_output=True, text=True, env={**base, **(env or {})}, cwd="/",

@@ -89,6 +89,7 @@ def test_writes_leave_the_base_alone_and_base_plus_delta_equals_a_fresh_build(cl
     assert answers(cli, data_dir) == answers_of_a_fresh_build(cli, data_dir)
 
 
+@pytest.mark.in_process  # patches this process
 def test_delta_is_merged_into_a_new_base_past_the_threshold(cli, data_dir: Path, monkeypatch) -> None:
     monkeypatch.setattr(hot, "MERGE_MIN_ROWS", 4)
     monkeypatch.setattr(hot, "MERGE_FRACTION", 0.0)

@@ -9,6 +9,7 @@ Imports under ``if TYPE_CHECKING:`` never run and are ignored; imports inside fu
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -133,6 +134,11 @@ def test_cli_imports_the_engine_lazily_and_no_heavy_module_at_all() -> None:
         assert hits(path, ("apsw", "httpx", "kernels", "numba")) == [], rel(path)
 
 
+# Besides config: the client forwards the whole environment to the server without importing config
+# (re, json, pathlib: milliseconds per call), and the worker replaces its environment by the client's.
+ENVIRONMENT_OUTSIDE_CONFIG = {"mnemon/client.py", "mnemon/server/worker.py"}
+
+
 def test_only_config_reads_the_environment() -> None:
     readers = []
     for path in modules("mnemon/**/*.py"):
@@ -141,7 +147,7 @@ def test_only_config_reads_the_environment() -> None:
             if isinstance(node, ast.Attribute) and node.attr in ("environ", "getenv", "environb"):
                 if isinstance(node.value, ast.Name) and node.value.id == "os":
                     readers.append(rel(path))
-    assert sorted(set(readers)) == ["mnemon/config.py"]
+    assert sorted(set(readers)) == sorted({"mnemon/config.py", *ENVIRONMENT_OUTSIDE_CONFIG})
 
 
 def test_kernels_package_is_this_repository() -> None:
@@ -161,3 +167,78 @@ def test_fast_commands_import_neither_numpy_nor_numba(args: list[str], tmp_path:
     assert loaded, "no -X importtime output"
     heavy = sorted(m for m in loaded if m.split(".")[0] in ("numpy", "numba", "kernels", "httpx"))
     assert heavy == []
+
+
+def _module_of(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_no_import_circle() -> None:
+    """No module reaches itself through imports, lazy ones included (issue 10 removed the last one,
+    cli -> cli.agent -> mcp -> cli). ``from pkg import sub`` is an edge to the submodule only, and a
+    submodule's import of its own package (``from mnemon.embed import EmbedError`` in embed.ollama:
+    names the package's ``__init__`` defines before it imports its submodules) is not counted."""
+    paths = {_module_of(p): p for p in [*modules("mnemon/**/*.py"), *modules("kernels/*.py")]}
+    graph: dict[str, set[str]] = {}
+    for name, path in paths.items():
+        edges = set()
+        for imp in imports_of(path):
+            if imp.module in paths and not name.startswith(imp.module + "."):
+                edges.add(imp.module)
+        # drop "pkg" when "pkg.sub" is also imported by the same from-import
+        graph[name] = {e for e in edges if not any(o.startswith(e + ".") for o in edges)} - {name}
+    state: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                circles.append([*stack[stack.index(nxt):], nxt])
+            elif nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for node in sorted(graph):
+        if node not in state:
+            visit(node)
+    assert circles == [], circles
+
+
+def test_client_imports_only_the_standard_library_and_its_protocol() -> None:
+    """The console script's module: no typer, numpy, apsw or mnemon.cli at all (issue 10)."""
+    allowed = {"mnemon.server.paths", "mnemon.server.protocol", "mnemon.server.fingerprint", "mnemon.server",
+               "mnemon.server.fingerprint.fingerprint", "mnemon.server.control", "mnemon.cli",
+               "mnemon.cli.main", "mnemon", "mnemon.__version__"}
+    for path in (MNEMON / "client.py", *[MNEMON / "server" / f"{m}.py" for m in ("paths", "protocol", "fingerprint")]):
+        found = {i.module for i in imports_of(path) if i.module.split(".")[0] in ("mnemon", "kernels")}
+        assert found <= allowed, rel(path)
+        assert hits(path, ("typer", "numpy", "numba", "apsw", "httpx", "json", "pathlib", "dataclasses")) == []
+    lazy_only = {i.module for i in imports_of(MNEMON / "client.py") if not i.top_level}
+    assert {"mnemon.cli", "mnemon.server.control"} <= lazy_only  # the fallback path only
+
+
+def test_served_help_imports_no_framework(tmp_path: Path) -> None:
+    """Through a server, ``mnemon --help`` imports the client and its protocol, nothing of the CLI."""
+    env = {**os.environ, "MNEMON_SERVER": "require", "XDG_RUNTIME_DIR": str(tmp_path), "PYTHONPATH": str(REPO)}
+    tmp_path.chmod(0o700)
+    try:
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "mnemon", "--help"], env=env,
+                              capture_output=True, text=True, cwd=REPO, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert proc.stdout.startswith("Usage: mnemon")
+        # the first call started the server; the second is served from the start
+        proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "mnemon", "--help"], env=env,
+                              capture_output=True, text=True, cwd=REPO, timeout=60)
+        assert proc.returncode == 0 and proc.stdout.startswith("Usage: mnemon")
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines()
+                  if line.startswith("import time:")}
+        assert "mnemon.client" in loaded
+        assert sorted(m for m in loaded if m.split(".")[0] in ("typer", "numpy", "numba", "apsw", "httpx", "json")
+                      or m == "mnemon.cli" or m.startswith("mnemon.cli.")) == []
+    finally:
+        subprocess.run([sys.executable, "-m", "mnemon", "server", "stop"], env=env, capture_output=True, timeout=60)

@@ -3,19 +3,26 @@
 ``main(argv)`` is the single place where a usage error or a ``MnemonError`` becomes
 ``Error: <msg>`` on stderr and exit status 1 (contract §3.1, Decision 9). Command modules import
 the engine lazily, so ``--help``, ``--version`` and ``store list`` never import numpy or numba.
+``run(argv, stdin=, stdout=, stderr=)`` is the one way to run a command in-process against given
+streams: the warm server's worker and the MCP server both use it (the MCP command receives it at
+registration, so ``mnemon.mcp`` never imports this package and no import circle exists).
+
+This package is not the console script's entry point: ``mnemon.client`` is (it hands the command
+to a warm server, or calls ``main`` here when none is used).
 """
 
 from __future__ import annotations
 
 import functools
 import sys
+from typing import TextIO
 
 import typer
 from typer._click import core as click_core
 from typer._click import exceptions as click_exceptions
 
 from mnemon import __version__, config
-from mnemon.cli import agent, bulk, doctor, embed, graph, maint, memory, retrieve, stores
+from mnemon.cli import agent, bulk, doctor, embed, graph, maint, memory, retrieve, server, stores
 from mnemon.cli.state import GlobalOptions, split_global
 from mnemon.errors import MnemonError
 
@@ -33,8 +40,23 @@ app = typer.Typer(
     no_args_is_help=True,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
-for module in (memory, graph, maint, stores, doctor, retrieve, embed, agent, bulk):
+
+
+def run(argv: list[str], *, stdin: TextIO, stdout: TextIO, stderr: TextIO,
+        options: GlobalOptions | None = None) -> int:
+    """Run one command in this process with ``sys.stdin/stdout/stderr`` bound to the given streams
+    for its duration; return its exit status. Exceptions that ``main`` does not map (a bug) propagate."""
+    saved = sys.stdin, sys.stdout, sys.stderr
+    sys.stdin, sys.stdout, sys.stderr = stdin, stdout, stderr
+    try:
+        return main(argv, options=options)
+    finally:
+        sys.stdin, sys.stdout, sys.stderr = saved
+
+
+for module in (memory, graph, maint, stores, doctor, retrieve, embed, bulk, server):
     module.register(app)
+agent.register(app, run)
 
 
 def _usage_message(exc: click_exceptions.UsageError) -> str:

@@ -9,6 +9,7 @@ commands, so ``--help`` stays free of numpy and numba.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Optional
 
@@ -17,6 +18,8 @@ import typer
 from mnemon.cli import render
 from mnemon.cli.state import open_engine
 from mnemon.errors import InputError
+
+Runner = Callable[..., int]  # mnemon.cli.run: (argv, *, stdin, stdout, stderr, options) -> exit status
 
 _TARGET_HELP = "host to set up (repeatable or comma-separated; default: every detected host); one of " \
     "claude-code, codex, cursor, openclaw, nanobot, pi, hermes, zcode, minimax-code, trae, qoder, qoderwork, " \
@@ -126,28 +129,31 @@ def viz(
     print(f"written to {output}", file=sys.stderr)
 
 
-mcp_app = typer.Typer(
-    help="Model Context Protocol server over stdio.", add_completion=False, rich_markup_mode=None,
-    invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]},
-)
+def _mcp_app(run: Runner) -> typer.Typer:
+    """The ``mcp`` group; ``run`` is the CLI's in-process runner (``mnemon.cli.run``), handed down
+    at registration so that neither this module nor ``mnemon.mcp`` imports the CLI package."""
+    mcp_app = typer.Typer(
+        help="Model Context Protocol server over stdio.", add_completion=False, rich_markup_mode=None,
+        invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]},
+    )
+
+    @mcp_app.callback()
+    def mcp(ctx: typer.Context) -> None:
+        """Serve MCP over stdio (bare `mnemon mcp` is the same as `mnemon mcp serve`)."""
+        if ctx.invoked_subcommand is None:
+            serve(ctx)
+
+    @mcp_app.command("serve")
+    def serve(ctx: typer.Context) -> None:
+        """Serve the memory tools to an MCP host over stdin/stdout (newline-delimited JSON-RPC)."""
+        from mnemon import mcp as server
+
+        server.serve(ctx.obj, run)
+
+    return mcp_app
 
 
-@mcp_app.callback()
-def mcp(ctx: typer.Context) -> None:
-    """Serve MCP over stdio (bare `mnemon mcp` is the same as `mnemon mcp serve`)."""
-    if ctx.invoked_subcommand is None:
-        serve(ctx)
-
-
-@mcp_app.command("serve")
-def serve(ctx: typer.Context) -> None:
-    """Serve the memory tools to an MCP host over stdin/stdout (newline-delimited JSON-RPC)."""
-    from mnemon import mcp as server
-
-    server.serve(ctx.obj)
-
-
-def register(app: typer.Typer) -> None:
+def register(app: typer.Typer, run: Runner) -> None:
     app.command("setup")(setup)
     app.command("viz")(viz)
-    app.add_typer(mcp_app, name="mcp")
+    app.add_typer(_mcp_app(run), name="mcp")

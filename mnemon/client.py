@@ -1,0 +1,215 @@
+"""The ``mnemon`` entry point: hand the command to the user's warm server, else run it here.
+
+Imports only the standard library, and few of its modules (``_socket``, not ``socket``; no json,
+no pathlib): a served ``mnemon --help`` is this module, one connection and the worker's run. The
+client sends argv as bytes, its environment, working directory, umask and stdio encodings, and
+passes its stdin, stdout and stderr descriptors (SCM_RIGHTS); it exits with the worker's status
+and forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the worker. See ``mnemon.server.protocol``.
+
+``MNEMON_SERVER``: ``auto`` (default) uses a server and starts one in the background when none
+answers (that call runs in-process); ``off`` never uses or starts one; ``require`` (tests and
+benchmarks) starts one and waits for it, and fails instead of running in-process.
+
+Fail open, never twice: no server, a refused or stale one, or no acknowledgement within
+``ACK_TIMEOUT``: the command runs in-process. Once the server has acknowledged, the command
+belongs to the worker; if it dies the client exits 1 with ``Error: mnemon server worker died
+(signal N)`` and never runs the command again (a write could happen twice).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ACK_TIMEOUT = 2.0
+REQUIRE_START_TIMEOUT = 120.0
+IN_PROCESS = ("mcp", "server")  # long-lived stdio, and the server's own controls
+_GLOBAL_VALUE_FLAGS = ("--data-dir", "--store", "--embed-model")
+_FORWARDED = (2, 15, 1, 3)  # SIGINT, SIGTERM, SIGHUP, SIGQUIT (numbers: no signal/enum import)
+
+
+def command_word(argv: list[str]) -> str | None:
+    """The subcommand, skipping global flags the way ``cli.state.split_global`` does."""
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg == "--":
+            return None
+        if arg in _GLOBAL_VALUE_FLAGS:
+            i += 2
+            continue
+        if not arg.startswith("-"):
+            return arg
+        i += 1
+    return None
+
+
+def _read_line(sock: object) -> bytes:
+    """One reply line without its newline; b"" at EOF before a whole line (the sender died)."""
+    data = b""
+    while b"\n" not in data:
+        chunk = sock.recv(64)  # type: ignore[attr-defined]
+        if not chunk:
+            return b""
+        data += chunk
+    return data[:data.index(b"\n")]
+
+
+def _in_process(argv: list[str]) -> int:
+    from mnemon.cli import main
+
+    return main(argv)
+
+
+def _start_server(environ: dict[bytes, bytes]) -> None:
+    import _socket
+
+    if not hasattr(_socket, "AF_UNIX"):
+        return  # no Unix sockets here: everything runs in-process
+    try:
+        from mnemon.server import control
+
+        control.spawn(environ)
+    except (OSError, ImportError):
+        pass  # the command still runs in-process; a later call tries again
+
+
+def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, str]],
+          environ: dict[bytes, bytes], cwd: bytes) -> int | None:
+    """Run ``argv`` through the server: its exit status, or None when no server took it
+    (nothing has run; the caller runs it in-process)."""
+    import _socket
+
+    from mnemon.server import paths, protocol
+    from mnemon.server.fingerprint import fingerprint
+
+    if not all(hasattr(_socket, name) for name in ("AF_UNIX", "SCM_RIGHTS", "CMSG_LEN")):
+        return None  # no Unix sockets or descriptor passing here: everything runs in-process
+    if not paths.private_dir_ok(paths.runtime_dir(environ)):
+        return None
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    try:
+        sock.settimeout(ACK_TIMEOUT)
+        try:
+            sock.connect(paths.server_path(environ, "sock"))
+        except OSError:
+            return None
+        umask = os.umask(0o022)
+        os.umask(umask)
+        request = protocol.encode(fingerprint(), cwd, umask, sys.getfilesystemencoding(), stdio, argv,
+                                  [k + b"=" + v for k, v in environ.items()])
+        try:
+            sock.sendall(request)
+            ack = _read_line(sock)
+        except OSError:
+            return None  # refused, reset or timed out: the worker (if any) sees us go and exits unrun
+        if not ack.startswith(b"A"):
+            return None  # R: stale or refusing; it exits by itself
+        worker = int(ack[1:])
+        sock.settimeout(None)
+        received: list[int] = []
+        _forward_signals(worker, received)
+        # The descriptors travel with GO, to a worker that exists: sent with the request, they would
+        # sit in the queue of a server that never accepts, holding the caller's pipes open.
+        fd_bytes = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+        try:
+            sock.sendmsg([protocol.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd_bytes)])
+        except OSError:
+            return None  # the worker never got GO, so it never ran
+        # From here on the command is the worker's: never return None.
+        try:
+            status = _read_line(sock)
+        except OSError:
+            status = b""
+    finally:
+        sock.close()
+    if status.startswith(b"X"):
+        return int(status[1:])
+    if status.startswith(b"S"):
+        sig = int(status[1:])
+        if sig in received:
+            _die_by(sig)  # the user's own signal: end the way an in-process run would have
+        _error(f"mnemon server worker died (signal {sig})")
+    else:
+        _error("mnemon server died before the command finished")
+    return 1
+
+
+def _forward_signals(pid: int, received: list[int]) -> None:
+    import _signal
+
+    def forward(sig: int, _frame: object) -> None:
+        received.append(sig)
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+
+    for sig in _FORWARDED:
+        _signal.signal(sig, forward)
+
+
+def _die_by(sig: int) -> None:
+    import _signal
+
+    sys.stdout.flush()
+    _signal.signal(sig, _signal.SIG_DFL)
+    os.kill(os.getpid(), sig)
+
+
+def _error(message: str) -> None:
+    try:
+        sys.stderr.write(f"Error: {message}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _stdio() -> list[tuple[str, str]] | None:
+    streams = (sys.stdin, sys.stdout, sys.stderr)
+    if any(s is None for s in streams):
+        return None  # a closed descriptor: only the in-process run behaves as before
+    return [(s.encoding, s.errors or "strict") for s in streams]  # type: ignore[union-attr]
+
+
+def run(argv: list[str]) -> int:
+    """Run one command line (``sys.argv[1:]``) as the ``mnemon`` program; return its exit status."""
+    mode = os.environ.get("MNEMON_SERVER", "auto")
+    if mode == "off" or command_word(argv) in IN_PROCESS:
+        return _in_process(argv)
+    environ = dict(os.environb)
+    stdio = _stdio()
+    try:
+        cwd = os.getcwdb()
+    except OSError:
+        cwd = None  # a deleted working directory: in-process reports it as before
+    if stdio is not None and cwd is not None:
+        args = [os.fsencode(a) for a in argv]
+        try:
+            code = serve(args, (0, 1, 2), stdio, environ, cwd)
+            if code is None and mode == "require":
+                code = _require(args, stdio, environ, cwd)
+        except KeyboardInterrupt:
+            _error("interrupted")
+            return 130
+        if code is not None:
+            return code
+    if mode == "require":
+        _error("no mnemon server could take the command (MNEMON_SERVER=require)")
+        return 1
+    _start_server(environ)
+    return _in_process(argv)
+
+
+def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[bytes, bytes], cwd: bytes) -> int | None:
+    """``MNEMON_SERVER=require``: start a server (after a stale one has exited) and use it."""
+    from mnemon.server import control
+    from mnemon.server.fingerprint import fingerprint
+
+    if control.wait_current(environ, fingerprint(), REQUIRE_START_TIMEOUT) is None:
+        return None
+    return serve(args, (0, 1, 2), stdio, environ, cwd)
+
+
+def main() -> None:
+    sys.exit(run(sys.argv[1:]))

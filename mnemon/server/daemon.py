@@ -1,0 +1,265 @@
+"""The server process: take the lock, warm up, listen, fork one worker per request, exit when idle.
+
+Single-threaded on purpose: ``fork`` copies only the calling thread, so the parent never runs a
+thread that a worker could inherit mid-operation. The loop waits on the listening socket and on a
+self-pipe that SIGCHLD and SIGTERM write to (``signal.set_wakeup_fd``); each finished worker's
+status goes to its client (``X<code>`` or ``S<signal>``). A request whose fingerprint is not the
+server's is refused and the server stops: it was started from other files (an upgrade).
+
+Stopping (SIGTERM, ``mnemon server stop``, a stale fingerprint, or ``MNEMON_SERVER_IDLE`` with no
+request): the socket is unlinked at once, so new clients run in-process or start a fresh server,
+and the server exits when its running workers have ended.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import gc
+import os
+import selectors
+import signal
+import socket
+import struct
+import sys
+import time
+
+from mnemon import config
+from mnemon.server import control, paths, worker
+from mnemon.server.fingerprint import fingerprint
+
+ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let one stall the loop
+_PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
+
+
+class Daemon:
+    def __init__(self, listener: socket.socket, sock_path: bytes, idle: float, own_fingerprint: str,
+                 lock_fd: int) -> None:
+        self.listener = listener
+        self.lock_fd = lock_fd
+        self.sock_path = sock_path
+        self.sock_inode = os.stat(sock_path).st_ino
+        self.idle = idle
+        self.fingerprint = own_fingerprint
+        self.workers: dict[int, socket.socket] = {}
+        self.spare: tuple[int, socket.socket] | None = None
+        self.stopping = False
+        self.last_active = time.monotonic()
+        self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # --- loop ---------------------------------------------------------------------------------
+    def run(self) -> None:
+        signal.set_wakeup_fd(self.wake_w)
+        signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler (not SIG_IGN) so children stay reapable
+        signal.signal(signal.SIGTERM, lambda *_: self.stop())
+        signal.signal(signal.SIGINT, lambda *_: self.stop())
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+        sel = selectors.DefaultSelector()
+        sel.register(self.listener, selectors.EVENT_READ)
+        sel.register(self.wake_r, selectors.EVENT_READ)
+        self.fork_spare()
+        while True:
+            self.reap()
+            if self.stopping and not self.workers:
+                return
+            timeout = None
+            if not self.workers and not self.stopping:
+                timeout = self.last_active + self.idle - time.monotonic()
+                if timeout <= 0:
+                    self.stop()
+                    return
+            for key, _ in sel.select(timeout):
+                if key.fileobj is self.listener and not self.stopping:
+                    self.accept()
+                elif key.fileobj == self.wake_r:
+                    try:
+                        os.read(self.wake_r, 4096)
+                    except BlockingIOError:
+                        pass
+            if self.stopping and self.listener.fileno() != -1:
+                sel.unregister(self.listener)
+                self.listener.close()
+
+    def stop(self) -> None:
+        """Stop listening now; the loop exits once the running workers have ended."""
+        if self.stopping:
+            return
+        self.stopping = True
+        self.drop_spare()
+        try:  # unlink only our own socket: a newer server may have bound the path since
+            if os.stat(self.sock_path).st_ino == self.sock_inode:
+                os.unlink(self.sock_path)
+        except OSError:
+            pass
+
+    def reap(self) -> None:
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                return
+            if pid == 0:
+                return
+            conn = self.workers.pop(pid, None)
+            if conn is None:
+                if self.spare is not None and self.spare[0] == pid:
+                    self.drop_spare()  # killed while waiting; the next request forks anew
+                continue
+            if os.WIFSIGNALED(status):
+                reply = b"S%d\n" % os.WTERMSIG(status)
+            else:
+                reply = b"X%d\n" % os.waitstatus_to_exitcode(status)
+            try:
+                conn.sendall(reply)
+            except OSError:
+                pass  # the client is gone (killed); nothing to tell
+            conn.close()
+            self.last_active = time.monotonic()
+
+    # --- one request ----------------------------------------------------------------------------
+    def accept(self) -> None:
+        try:
+            conn, _ = self.listener.accept()
+        except OSError:
+            return
+        self.last_active = time.monotonic()
+        try:
+            conn.settimeout(ACCEPT_TIMEOUT)
+            _, uid, _ = _PEERCRED.unpack(conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+            if uid != os.getuid():
+                raise ConnectionRefusedError(f"uid {uid} is not the server's")
+            raw, request, _ = worker.receive(conn, 0)
+            if request.fingerprint != self.fingerprint:
+                conn.sendall(b"Rstale server\n")
+                self.stop()
+                raise ConnectionAbortedError("stale")
+            pid = self.hand_to_spare(raw, conn)
+            if pid is None:  # no spare (it died): fork one for this request
+                pid = os.fork()
+                if pid == 0:
+                    worker.run(conn, request, close=self.inherited(), close_fds=self.inherited_fds())
+            self.workers[pid] = conn
+            try:
+                conn.sendall(b"A%d\n" % pid)
+            except OSError:
+                pass  # client gone: the worker sees EOF instead of GO and exits unrun
+            conn = None  # type: ignore[assignment]
+        except (OSError, ValueError, UnicodeDecodeError):
+            pass
+        finally:
+            if conn is not None:
+                conn.close()
+        if not self.stopping and self.spare is None:
+            self.fork_spare()
+
+    # --- the spare worker -----------------------------------------------------------------------
+    # A worker forked ahead of time waits on a socket pair for its request and connection: the fork and the
+    # child's first page faults (a few ms for a parent this size) then fall between requests.
+    def fork_spare(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds())
+        theirs.close()
+        self.spare = (pid, ours)
+
+    def hand_to_spare(self, raw: bytes, conn: socket.socket) -> int | None:
+        if self.spare is None:
+            return None
+        pid, channel = self.spare
+        self.spare = None
+        try:
+            socket.send_fds(channel, [raw], [conn.fileno()])
+            return pid
+        except OSError:
+            return None  # it died; the reaper collects it
+        finally:
+            channel.close()
+
+    def drop_spare(self) -> None:
+        if self.spare is not None:
+            self.spare[1].close()  # EOF: the spare exits unrun
+            self.spare = None
+
+    def inherited(self) -> list[socket.socket]:
+        """Sockets a new child must close: the listener, running workers' connections, the spare's channel."""
+        return [self.listener, *self.workers.values(), *([self.spare[1]] if self.spare else [])]
+
+    def inherited_fds(self) -> list[int]:
+        return [self.wake_r, self.wake_w, self.lock_fd]
+
+
+def _take_lock(path: bytes) -> int | None:
+    """The installation's lock, or None when another server holds it. Retried briefly because a
+    client's liveness probe holds a shared lock for a few microseconds."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    for _ in range(20):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                raise
+        time.sleep(0.01)
+    os.close(fd)
+    return None
+
+
+def _listen(path: bytes) -> socket.socket:
+    try:
+        os.unlink(path)  # a dead server's socket; we hold the lock, so no live server owns it
+    except FileNotFoundError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        listener.bind(path)
+    finally:
+        os.umask(old)
+    listener.listen(64)
+    return listener
+
+
+def main() -> int:
+    environ = config.process_environment()
+    directory = paths.runtime_dir(environ)
+    if not paths.ensure_private_dir(directory):
+        print(f"mnemon server: {os.fsdecode(directory)} is not a private directory", file=sys.stderr)
+        return 1
+    try:
+        idle = control.idle_seconds(config.server_idle_text())
+    except ValueError:
+        idle = control.DEFAULT_IDLE_SECONDS
+    lock = _take_lock(paths.server_path(environ, "lock"))
+    if lock is None:
+        return 0  # another server runs or starts for this installation
+    pid_path = paths.server_path(environ, "pid")
+    try:  # a killed server's: until ours is written, no one must take its pid for ours
+        os.unlink(pid_path)
+    except FileNotFoundError:
+        pass
+    from mnemon.server import preload
+
+    own = fingerprint()
+    preload.warm()
+    # Everything loaded so far lives as long as the server: move it out of the collector's reach,
+    # so a worker's garbage collection never walks (and copies, page by page) the parent's heap.
+    gc.collect()
+    gc.freeze()
+    sock_path = paths.server_path(environ, "sock")
+    listener = _listen(sock_path)
+    with open(pid_path + b".tmp", "w") as f:
+        f.write(f"{os.getpid()}\n{own}\n{time.time():.3f}\n{idle}\n")
+    os.replace(pid_path + b".tmp", pid_path)
+    daemon = Daemon(listener, sock_path, idle, own, lock)
+    try:
+        daemon.run()
+    finally:
+        daemon.stop()
+        try:
+            os.unlink(pid_path)
+        except OSError:
+            pass
+        os.close(lock)
+    return 0

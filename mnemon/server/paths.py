@@ -1,0 +1,63 @@
+"""Where a user's server lives: one 0700 directory per uid, one socket per installation.
+
+The directory is ``$XDG_RUNTIME_DIR/mnemon-<uid>``, else ``$TMPDIR/mnemon-<uid>`` (else under
+``/tmp``). Inside it, each installation (virtualenv and Python version, package directory and the environment read
+at start-up by numba and Python) has its own ``server-<key>`` socket, lock and pid file, so two
+virtualenvs never fight over one server, while an upgrade in place (same key, new files) meets
+the old server and makes it exit (see ``fingerprint``). stdlib only: imported by every client call.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import zlib
+
+# Variables read once at start or import time by the interpreter and the preloaded libraries: a
+# server started under other values would not behave as a fresh process would, so they are part
+# of the installation key. (PYTHONPATH is not: which mnemon the client imported is PACKAGE_DIR.)
+_IMPORT_TIME_PREFIXES = (b"NUMBA_", b"PYTHONHASHSEED")
+# The BLAS pool sizes numpy reads at import; absent means 1 (config.limit_blas_threads).
+_BLAS_THREADS = (b"OPENBLAS_NUM_THREADS", b"OMP_NUM_THREADS", b"MKL_NUM_THREADS")
+
+PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def runtime_dir(environ: dict[bytes, bytes]) -> bytes:
+    base = environ.get(b"XDG_RUNTIME_DIR") or environ.get(b"TMPDIR") or b"/tmp"
+    return os.path.join(base, b"mnemon-%d" % os.getuid())
+
+
+def install_key(environ: dict[bytes, bytes]) -> str:
+    # sys.prefix (the virtualenv) and the version, not sys.executable: python and python3 in one
+    # venv are the same interpreter and must share one server.
+    parts = [os.fsencode(sys.prefix), sys.version.encode(), os.fsencode(PACKAGE_DIR)]
+    parts += sorted(k + b"=" + v for k, v in environ.items() if k.startswith(_IMPORT_TIME_PREFIXES))
+    parts += [k + b"=" + environ.get(k, b"1") for k in _BLAS_THREADS]
+    return "%08x" % zlib.crc32(b"\0".join(parts))
+
+
+def server_path(environ: dict[bytes, bytes], suffix: str) -> bytes:
+    """``<runtime dir>/server-<key>.<suffix>`` for suffix ``sock``, ``lock`` or ``pid``."""
+    return os.path.join(runtime_dir(environ), b"server-%s.%s" % (install_key(environ).encode(), suffix.encode()))
+
+
+def private_dir_ok(path: bytes) -> bool:
+    """True when ``path`` is a real directory owned by us that no one else may enter: a socket in
+    any other directory could be someone else's, who would then receive our stdio and env."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
+
+
+def ensure_private_dir(path: bytes) -> bool:
+    """Create the runtime directory 0700 if missing; True when it is safe to use."""
+    try:
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return False
+    return private_dir_ok(path)

@@ -1,0 +1,77 @@
+"""The server's warm-up: every step a worker should find already done, in ONE list.
+
+Each warmer runs once in the parent before it listens; workers inherit the result through
+``fork`` (imported modules, loaded machine code, built tables). A feature that has its own
+start-up cost adds its warmer to ``WARMERS`` (for example an in-process embedding model). A warmer
+must leave no open store, file or thread behind: a worker must never inherit a connection or a
+derived index that could be stale by the time it runs (the hot index's own freshness checks then
+run in every worker, as in a fresh process).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import shutil
+import tempfile
+from collections.abc import Callable
+
+
+def _numpy() -> None:
+    from mnemon import config
+
+    config.limit_blas_threads()  # as main() does before numpy loads
+    import numpy  # noqa: F401
+
+
+def _kernels() -> None:
+    import kernels
+
+    kernels.warmup()  # loads each compiled kernel's cached machine code (or compiles it once)
+
+
+def _store() -> None:
+    import mnemon.store  # noqa: F401  (and apsw with it)
+
+
+def _command_tree() -> None:
+    from mnemon import cli
+
+    cli._command()  # typer builds the click tree from every signature (~15 ms per process otherwise)
+
+
+def _engine_and_embedder() -> None:
+    import mnemon.embed  # noqa: F401
+    import mnemon.engine  # noqa: F401
+
+
+def _exercise() -> None:
+    """Run the everyday commands once on a throwaway store: this imports what the commands import
+    lazily and fills the dispatch caches of every code path they take. No embedding server is
+    asked (a closed port), and the store is deleted afterwards."""
+    from mnemon import cli
+    from mnemon.cli.state import GlobalOptions
+
+    scratch = tempfile.mkdtemp(prefix="mnemon-warm-")
+    env = {"MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9", "HOME": scratch}
+    commands = [
+        ["remember", "Chose SQLite because the store must stay one file", "--cat", "decision"],
+        ["remember", "SQLite WAL mode lets readers run during writes", "--no-diff"],
+        ["recall", "why SQLite"], ["search", "SQLite"], ["status"], ["--help"], ["remember", "--help"],
+    ]
+    sink = io.StringIO()
+    try:
+        for argv in commands:
+            options = GlobalOptions(data_dir=scratch, environ=env)
+            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
+                cli.main(argv, options=options)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+WARMERS: list[Callable[[], None]] = [_numpy, _kernels, _store, _command_tree, _engine_and_embedder, _exercise]
+
+
+def warm() -> None:
+    for warmer in WARMERS:
+        warmer()

@@ -1,0 +1,75 @@
+"""The wire format between client and server (one Unix stream connection per command).
+
+1. client -> server: ``MAGIC``, a 4-byte big-endian payload length, then the payload:
+   NUL-separated byte fields (none of them can hold a NUL: argv, environment entries and paths
+   are C strings)::
+
+       fingerprint, cwd, umask, fs encoding, 3 x (stdio encoding, errors), argc, argv..., env...
+
+2. server -> client: ``A<worker pid>\\n`` (acknowledged: a worker is forked and waits) or
+   ``R<reason>\\n`` (refused: run in-process).
+3. client -> worker: ``G`` (go), carrying the client's stdin, stdout and stderr descriptors
+   (SCM_RIGHTS). Only now does the worker run the command, so a client that gave up waiting for
+   the acknowledgement and ran the command in-process can never see it run twice: its closed
+   connection makes the waiting worker exit unrun. The descriptors go only to a worker that
+   exists: queued with the request at a server that never accepts, they would hold the caller's
+   pipes open after the client has exited.
+4. server -> client after the worker ended: ``X<exit status>\\n`` or ``S<signal number>\\n``.
+
+stdlib only (imported by every client call; no json, no struct).
+"""
+
+from __future__ import annotations
+
+MAGIC = b"MNEMON1\0"
+HEADER = len(MAGIC) + 4
+MAX_PAYLOAD = 8 << 20  # argv + environment; Linux caps both together far below this
+GO = b"G"
+
+
+class Request:
+    """One decoded request (a plain class: dataclasses would cost the client milliseconds)."""
+
+    __slots__ = ("fingerprint", "cwd", "umask", "fs_encoding", "stdio", "argv", "env")
+
+    def __init__(self, fingerprint: str, cwd: bytes, umask: int, fs_encoding: str,
+                 stdio: list[tuple[str, str]], argv: list[bytes], env: list[bytes]) -> None:
+        self.fingerprint = fingerprint
+        self.cwd = cwd
+        self.umask = umask
+        self.fs_encoding = fs_encoding
+        self.stdio = stdio  # (encoding, errors) of stdin, stdout, stderr
+        self.argv = argv
+        self.env = env  # b"NAME=value"
+
+
+def encode(fingerprint: str, cwd: bytes, umask: int, fs_encoding: str, stdio: list[tuple[str, str]],
+           argv: list[bytes], env: list[bytes]) -> bytes:
+    fields = [fingerprint.encode(), cwd, b"%d" % umask, fs_encoding.encode()]
+    for encoding, errors in stdio:
+        fields += [encoding.encode(), errors.encode()]
+    fields.append(b"%d" % len(argv))
+    payload = b"\0".join(fields + argv + env)
+    return MAGIC + len(payload).to_bytes(4, "big") + payload
+
+
+def payload_length(header: bytes) -> int:
+    """Length announced by a request header; ValueError for anything that is not one."""
+    if len(header) != HEADER or not header.startswith(MAGIC):
+        raise ValueError("not a mnemon request")
+    length = int.from_bytes(header[len(MAGIC):], "big")
+    if length > MAX_PAYLOAD:
+        raise ValueError("request too large")
+    return length
+
+
+def decode(payload: bytes) -> Request:
+    fields = payload.split(b"\0")
+    if len(fields) < 11:
+        raise ValueError("truncated request")
+    argc = int(fields[10])
+    argv, env = fields[11:11 + argc], [e for e in fields[11 + argc:] if e]
+    if len(argv) != argc:
+        raise ValueError("truncated request")
+    stdio = [(fields[i].decode(), fields[i + 1].decode()) for i in (4, 6, 8)]
+    return Request(fields[0].decode(), fields[1], int(fields[2]), fields[3].decode(), stdio, argv, env)

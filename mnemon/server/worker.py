@@ -1,0 +1,175 @@
+"""What a forked worker does with one request: become the client's process, then run the CLI.
+
+The worker waits for the client's ``G`` (see ``protocol``), then takes the client's descriptors
+as its 0, 1 and 2, its working directory, umask, environment and argv, rebuilds ``sys.stdin``,
+``sys.stdout`` and ``sys.stderr`` as a fresh interpreter would have built them for those
+descriptors (the client's encodings and error handlers, line buffering on a terminal), and runs
+``mnemon.cli.run``: the very code of the in-process path, so output is byte for byte the same.
+It never returns: it sends ``X<status>`` to the client itself (so the client need not wait for
+this large address space to be torn down and reaped) and ends with ``os._exit``; the parent
+reports a death by signal (``S<n>``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+
+from mnemon.server import protocol
+
+PR_SET_PDEATHSIG = 1
+GO_TIMEOUT = 10.0  # the client answers the acknowledgement at once; a vanished one must not pin us
+
+
+def _reset_signals() -> None:
+    """Drop the server's handlers at once: a worker that ran the parent's SIGTERM handler would
+    unlink the parent's socket. The worker gets what a fresh interpreter has."""
+    signal.set_wakeup_fd(-1)
+    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
+    with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:
+        os._exit(1)  # the server died before we asked: never run for a dead server
+
+
+def _stream(fd: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
+    """A text stream on ``fd`` built the way CPython builds sys.std* at start-up (create_stdio)."""
+    raw = io.FileIO(fd, mode, closefd=False)
+    interactive = raw.isatty()
+    buffered: io.BufferedIOBase = io.BufferedReader(raw) if mode == "rb" else io.BufferedWriter(raw)
+    stream = io.TextIOWrapper(buffered, encoding=encoding, errors=errors, newline="\n",
+                              line_buffering=interactive or fd == 2, write_through=False)
+    stream.mode = mode[0]  # type: ignore[misc]  # as CPython sets it ("r" / "w")
+    return stream
+
+
+def _adopt(request: protocol.Request, fds: list[int]) -> None:
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target, inheritable=True)
+        os.close(fd)
+    os.chdir(request.cwd)
+    os.umask(request.umask)
+    env = {}
+    for entry in request.env:
+        name, _, value = entry.partition(b"=")
+        env[name.decode(request.fs_encoding, "surrogateescape")] = value.decode(request.fs_encoding, "surrogateescape")
+    os.environ.clear()
+    os.environ.update(env)
+    time.tzset()  # the C library read TZ when the server started; local times follow the client's TZ
+    streams = [_stream(fd, mode, encoding, errors)
+               for fd, (mode, (encoding, errors)) in enumerate(zip(("rb", "wb", "wb"), request.stdio))]
+    sys.stdin, sys.stdout, sys.stderr = streams
+    sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
+
+
+def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.socket], close_fds: list[int]) -> None:
+    code = 1
+    try:
+        _reset_signals()
+        for other in close:
+            other.close()
+        for fd in close_fds:
+            os.close(fd)
+        _die_with_parent()
+        conn.settimeout(GO_TIMEOUT)
+        try:
+            go, fds, _, _ = socket.recv_fds(conn, 1, 3)
+        except OSError:
+            go, fds = b"", []
+        if go != protocol.GO or len(fds) != 3:
+            os._exit(0)  # the client gave up before saying go: it runs the command itself
+        _adopt(request, fds)
+        argv = [a.decode(request.fs_encoding, "surrogateescape") for a in request.argv]
+        sys.argv = ["mnemon", *argv]
+        from mnemon.cli import run as run_command
+
+        try:
+            code = run_command(argv, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        except KeyboardInterrupt:
+            code = 130
+        except BaseException:
+            traceback.print_exc()  # what an uncaught exception prints in-process, then status 1
+            code = 1
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError):
+                pass
+        try:
+            conn.settimeout(1.0)
+            conn.sendall(b"X%d\n" % code)
+        except OSError:
+            pass  # the client is gone, or the parent's report reaches it
+    finally:
+        os._exit(code)
+
+
+def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int]) -> None:
+    """The spare worker: wait for the parent to hand over a request (its bytes, and the client's
+    connection as a descriptor), then run it. EOF means "not needed": exit."""
+    code = 0
+    try:
+        _reset_signals()
+        for other in close:
+            other.close()
+        for fd in close_fds:
+            os.close(fd)
+        _die_with_parent()
+        try:
+            _, request, fds = receive(channel, 1)
+        except (OSError, ValueError, UnicodeDecodeError):
+            os._exit(0)
+        channel.close()
+        run(socket.socket(fileno=fds[0]), request, close=[], close_fds=[])
+    finally:
+        os._exit(code)
+
+
+def receive(conn: socket.socket, nfds: int) -> tuple[bytes, protocol.Request, list[int]]:
+    """Read one request (header and payload, as sent) and the ``nfds`` descriptors that came with it."""
+    if nfds:
+        data, fds, _, _ = socket.recv_fds(conn, 65536, nfds)
+    else:
+        data, fds = conn.recv(65536), []
+    try:
+        if len(fds) != nfds:
+            raise ValueError(f"a request carries exactly {nfds} descriptors")
+        while len(data) < protocol.HEADER:
+            chunk = conn.recv(65536)
+            if not chunk:
+                raise ValueError("truncated request")
+            data += chunk
+        total = protocol.HEADER + protocol.payload_length(data[:protocol.HEADER])
+        chunks = [data]
+        have = len(data)
+        while have < total:
+            chunk = conn.recv(min(1 << 20, total - have))
+            if not chunk:
+                raise ValueError("truncated request")
+            chunks.append(chunk)
+            have += len(chunk)
+        raw = b"".join(chunks)[:total]
+        return raw, protocol.decode(raw[protocol.HEADER:]), fds
+    except BaseException:
+        for fd in fds:
+            os.close(fd)
+        raise
