@@ -17,6 +17,7 @@ from mnemon.config import Settings
 from mnemon.drafts import parse_draft
 from mnemon.engine import Engine, bulk, prepare
 from mnemon.store import edges, insights
+from mnemon.store.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -176,7 +177,7 @@ def test_a_go_store_loses_the_redundant_insight_indexes_on_open_and_reopens_as_c
         conn.close()
     assert not names & REDUNDANT_INSIGHT_INDEXES
     assert "idx_insights_prune_stored" in names
-    assert schema == "5"
+    assert schema == str(SCHEMA_VERSION)
 
 
 def test_parallel_preparation_writes_what_in_process_preparation_writes(tmp_path, monkeypatch):

@@ -3,11 +3,11 @@
 Checks (each ``{name, ok, detail}``): SQLite ``integrity_check`` and ``foreign_key_check``; edges
 pointing at missing or soft-deleted insights; half-written or out-of-contract insight rows;
 embedding blobs that are mis-sized, non-finite or of a minority dimension; oplog sanity; the
-``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
+status counters against a real count (``mnemon.store.counts``); the ``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
 derived files 0600); and the derived index files beside the database (asked whether they are
 readable and current when the index module exists, otherwise "not present").
 
-``repair`` removes dangling edges in one write transaction, deletes every derived file (the next
+``repair`` removes dangling edges in one write transaction, recounts counters that disagree, deletes every derived file (the next
 command rebuilds it from SQLite, which stays the truth), tightens permissions, and then checks
 again. It never touches insight rows: a failing ``integrity_check`` needs a backup, not a guess.
 The SQL lives in ``mnemon.store.check``; this module never prints.
@@ -23,7 +23,7 @@ from typing import Any
 
 from mnemon.engine.core import EngineBase
 from mnemon.errors import NotFoundError, StoreError
-from mnemon.store import check
+from mnemon.store import check, counts
 from mnemon.store.connection import DIR_MODE, FILE_MODE
 from mnemon.store.layout import SIDE_SUFFIXES
 from mnemon.store.schema import SCHEMA_VERSION
@@ -93,6 +93,7 @@ class DoctorMixin(EngineBase):
         out.append(_entry("insights", [f"{i}: incomplete or out-of-contract row" for i in check.bad_insights(conn)]))
         out.append(_entry("embeddings", check.bad_embeddings(conn, self.store.embedding_format)))
         out.append(_entry("oplog", check.oplog_problems(conn)))
+        out.append(_entry("counters", counts.problems(conn)))
         out.append(_entry("permissions", self._permission_problems(db_path)))
         out.append(self._index_check(db_path))
         out.append(self._vector_index_check(db_path))
@@ -172,6 +173,10 @@ class DoctorMixin(EngineBase):
                 removed = check.remove_dangling_edges(tx)
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
+            if counts.problems(conn):
+                with self.store.transaction("doctor --repair") as tx:
+                    counts.install(tx)  # recreates a dropped trigger and recounts every counter
+                done.append("recounted the status counters")
         for path in derived_files(db_path):
             if path.name.endswith(".lock"):
                 continue  # a flock target another process may hold: deleting it would split the lock

@@ -119,6 +119,11 @@ def active_count(conn: apsw.Connection) -> int:
 
 
 def edge_count(conn: apsw.Connection) -> int:
+    """The number of edge rows: the trigger-kept counter (O(1)), or COUNT(*) on a store without one."""
+    from mnemon.store import counts
+
+    if counts.available(conn):
+        return counts.edge_count(conn)
     return int(conn.execute(_SQL_EDGE_COUNT).fetchone()[0])
 
 
