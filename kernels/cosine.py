@@ -203,3 +203,49 @@ def cosine_topk_numpy(
         eligible &= mask
     rows = _topk_numpy(scores, k, tie_rank, eligible)
     return rows, scores[rows]
+
+
+# --- blocked all-pairs candidates (bulk import) ---------------------------------------------
+#
+# BLAS products are the only way to compare a block of new vectors with every stored one at
+# memory speed, but a GEMM rounds each dot product differently depending on the block shapes, so
+# its values cannot decide ties or become edge weights. The bulk import therefore uses
+# :func:`cosine_block` only to find candidates (everything within ``EXACT_MARGIN`` of the floor or
+# of the k-th best), and recomputes each candidate's cosine with :func:`exact_cosine`, which depends
+# on the two vectors alone: the same pair gives the same bits whatever the blocking.
+
+EXACT_MARGIN = 1e-9  # far above a 768-term GEMM's rounding error on unit vectors (about 1e-13)
+
+
+def cosine_block(
+    vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64], units: npt.NDArray[np.float64]
+) -> npt.NDArray[np.float64]:
+    """Approximate cosines (rows, queries) of raw ``vectors`` (norms given) with unit ``units``.
+
+    One BLAS product of a (rows, d) block with a (queries, d) block; rows of norm 0 score 0.
+    Memory: rows x queries float64, so callers bound both block sizes.
+    """
+    if vectors.ndim != 2 or units.ndim != 2 or vectors.shape[1] != units.shape[1]:
+        raise ValueError(f"cosine_block: shapes {vectors.shape} and {units.shape} do not match")
+    dots = vectors @ units.T
+    scale = np.zeros(len(norms), dtype=np.float64)
+    np.divide(1.0, norms, out=scale, where=norms > 0.0)
+    dots *= scale[:, None]
+    return dots
+
+
+def exact_unit(vector: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``vector`` scaled to length 1 with a correctly rounded norm (zero stays zero); reproducible."""
+    norm = math.sqrt(math.fsum((vector * vector).tolist()))
+    if norm == 0.0:
+        return np.zeros_like(vector, dtype=np.float64)
+    return np.ascontiguousarray(vector / norm, dtype=np.float64)
+
+
+def exact_cosine(unit_a: npt.NDArray[np.float64], unit_b: npt.NDArray[np.float64]) -> float:
+    """Cosine of two :func:`exact_unit` vectors: a correctly rounded sum of the products.
+
+    Depends on the two vectors only (not on any blocking, alignment or thread count), so equal
+    vectors give bit-equal cosines and ties are real ties.
+    """
+    return math.fsum((unit_a * unit_b).tolist())
