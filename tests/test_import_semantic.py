@@ -168,10 +168,14 @@ def test_block_products_never_hold_more_than_a_block(monkeypatch):
     monkeypatch.setattr(kernels, "cosine_block", spy)
     rng = np.random.default_rng(3)
     vectors = [rng.standard_normal(DIM) for _ in range(1000)]
-    vectors[10] = vectors[3].copy()
+    for copy in (10, 600, 700, 701):  # exact copies across query blocks: ties decided by id
+        vectors[copy] = vectors[3] * (1 + copy)  # scaled: the same direction, cosine exactly 1
     finder = semantic.ChunkNeighbours(None, vectors, DIM, "float64")
+    found = {}
+    for k in range(1000):
+        found[k] = finder.matches(k)
+        finder.stored(k, f"id{999 - k:04d}")  # ids descend, so id order is not insertion order
     assert shapes
     assert max(r * q for r, q in shapes) <= semantic.QUERY_BLOCK * semantic.ROW_BLOCK
-    for k in range(11):
-        finder.stored(k, f"id{k:04d}")
-    assert finder.matches(10)[0] == ("id0003", 1.0)
+    assert found[10] == [("id0996", 1.0)]
+    assert found[701] == [("id0299", 1.0), ("id0399", 1.0), ("id0989", 1.0)]

@@ -4,12 +4,15 @@ Each imported item with a vector links to the (at most ``SEMANTIC_AUTO_TOP``) ea
 with cosine ≥ ``SEMANTIC_AUTO_COSINE``, ties by id, exactly as importing the items one by one
 would. Comparing every item with every earlier vector one at a time is quadratic in Python
 calls and, done as one product per chunk, quadratic in memory. :class:`ChunkNeighbours` instead
-compares a chunk of new vectors with the store's vector index (memory-mapped, never copied) and
-with the chunk itself in blocks of ``QUERY_BLOCK`` x ``ROW_BLOCK`` through
-``kernels.cosine_block``, so the extra memory is bounded by the block sizes plus the chunk's own
-vectors. Block products only *find* candidates (within ``kernels.EXACT_MARGIN`` of the floor and
-of the k-th best); every candidate's cosine is then recomputed by ``kernels.exact_cosine``, which
-depends on the two vectors alone, so edges, weights and tie-breaks never depend on the blocking.
+compares the chunk's new vectors, ``QUERY_BLOCK`` at a time as the import reaches them, with the
+store's vector index (memory-mapped, never copied) and with the chunk's items already stored, in
+products of ``QUERY_BLOCK`` x ``ROW_BLOCK`` through ``kernels.cosine_block``; an item's earlier
+neighbours inside its own query block are compared when the item is reached. So the extra memory
+is bounded by the block sizes plus the chunk's own vectors. Block products only *find*
+candidates: those within ``kernels.EXACT_MARGIN`` of the floor and of the running k-th best (all
+of them already stored, so a row below the k-th best can never make the top k). Every
+candidate's cosine is then recomputed by ``kernels.exact_cosine``, which depends on the two
+vectors alone, so edges, weights and tie-breaks never depend on the blocking.
 
 Vectors are taken as the store will hold them (through the blob format, so a float32 Go store
 compares rounded vectors within a chunk as it does across chunks).
@@ -17,7 +20,8 @@ compares rounded vectors within a chunk as it does across chunks).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from mnemon.records import SEMANTIC_AUTO_COSINE, SEMANTIC_AUTO_TOP
 from mnemon.store import blob
@@ -37,8 +41,8 @@ class ChunkNeighbours:
 
     ``index`` is the vector index, current for the committed store before the chunk (None when
     the store has no vectors yet); ``vectors`` the chunk's vectors in draft order (None where
-    the item has none). Call :meth:`stored` as each item's vector joins the store, and
-    :meth:`matches` for an item before that.
+    the item has none). Items are visited in order: call :meth:`matches` for an item, then
+    :meth:`stored` once its vector joins the store (never for a skipped or failed item).
     """
 
     def __init__(self, index: VectorIndex | None, vectors: list[NDArray[np.float64] | None], dim: int, fmt: str) -> None:
@@ -46,7 +50,7 @@ class ChunkNeighbours:
 
         import kernels
 
-        self.index = index
+        self.index = index if index is not None and index.rows else None
         n = len(vectors)
         self.units = np.zeros((n, dim), dtype=np.float64)
         self.valid = np.zeros(n, dtype=np.bool_)
@@ -57,11 +61,11 @@ class ChunkNeighbours:
             if held is not None:
                 self.units[k] = kernels.exact_unit(held)
                 self.valid[k] = True
+        self.units32 = self.units.astype(np.float32)
         self.ids: list[str | None] = [None] * n  # set once the item's vector is stored
-        self._store: dict[int, tuple[NDArray[np.int64], NDArray[np.float64]]] = {}
-        self._chunk: dict[int, NDArray[np.int64]] = {}
+        self._block = -1  # the query block whose candidates are in _found
+        self._found: dict[int, tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}  # offset -> (refs, is_store_row)
         self._row_units: dict[int, NDArray[np.float64]] = {}
-        self._find_candidates()
 
     def has_vector(self, offset: int) -> bool:
         return bool(self.valid[offset])
@@ -73,24 +77,32 @@ class ChunkNeighbours:
 
     def matches(self, offset: int) -> list[tuple[str, float]]:
         """Earlier vectors with cosine ≥ 0.80 to the item at ``offset``: best first, ties by id, top 3."""
+        import numpy as np
+
         import kernels
 
         if not self.valid[offset]:
             return []
+        block = offset // QUERY_BLOCK
+        if block != self._block:
+            self._find_block(block)
         unit = self.units[offset]
         hits: list[tuple[str, float]] = []
-        rows, _ = self._store.get(offset, (None, None))
-        if rows is not None and self.index is not None:
-            for row in rows.tolist():
-                cosine = kernels.exact_cosine(unit, self._row_unit(row))
-                if cosine >= SEMANTIC_AUTO_COSINE:
-                    hits.append((self.index.id_at(row), cosine))
-        earlier = self._chunk.get(offset)
-        for other in [] if earlier is None else earlier.tolist():
-            other_id = self.ids[other]
-            if other_id is None:
-                continue  # skipped as a duplicate, failed, or not written: not among the earlier vectors
-            cosine = kernels.exact_cosine(unit, self.units[other])
+        refs, is_row = self._found.get(offset, (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.bool_)))
+        same_block = [j for j in range(block * QUERY_BLOCK, offset) if self.ids[j] is not None]
+        if same_block:  # earlier items of this query block: stored or not was unknown at _find_block
+            near = self.units32[same_block] @ self.units32[offset]
+            keep = near >= SEMANTIC_AUTO_COSINE - kernels.EXACT_MARGIN
+            refs = np.concatenate([refs, np.array(same_block, dtype=np.int64)[keep]])
+            is_row = np.concatenate([is_row, np.zeros(int(keep.sum()), dtype=np.bool_)])
+        for ref, row in zip(refs.tolist(), is_row.tolist()):
+            if row:
+                assert self.index is not None
+                other_id, other = self.index.id_at(ref), self._row_unit(ref)
+            else:
+                other_id, other = self.ids[ref], self.units[ref]
+            assert other_id is not None
+            cosine = kernels.exact_cosine(unit, other)
             if cosine >= SEMANTIC_AUTO_COSINE:
                 hits.append((other_id, cosine))
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
@@ -108,66 +120,68 @@ class ChunkNeighbours:
             self._row_units[row] = unit
         return unit
 
-    def _find_candidates(self) -> None:
+    def _find_block(self, block: int) -> None:
+        """Candidates of one query block among the stored rows and the chunk's items stored before it."""
         import numpy as np
 
-        queries = np.flatnonzero(self.valid)
-        for start in range(0, len(queries), QUERY_BLOCK):
-            block = queries[start : start + QUERY_BLOCK]
-            self._store_candidates(block)
-            self._chunk_candidates(block)
+        import kernels
 
-    def _store_candidates(self, block: NDArray[np.int64]) -> None:
-        """Candidates among the stored rows, pruned to the floor and the k-th best (they all count)."""
+        self._block, self._found, self._row_units = block, {}, {}
+        lo = block * QUERY_BLOCK
+        queries = lo + np.flatnonzero(self.valid[lo : lo + QUERY_BLOCK])
+        if not len(queries):
+            return
+        units = self.units32[queries]
+        k, margin = SEMANTIC_AUTO_TOP, kernels.EXACT_MARGIN
+        best = np.full((len(queries), k), -np.inf, dtype=np.float32)  # running k best per query
+        refs: list[NDArray[np.int64]] = []
+        cols: list[NDArray[np.int64]] = []
+        vals: list[NDArray[np.float32]] = []
+        rows_flag: list[NDArray[np.bool_]] = []
+        for is_row, base, scores in self._score_blocks(units, lo):
+            if len(scores) > k:
+                top = -np.partition(-scores, k - 1, axis=0)[:k]
+            else:
+                top = scores
+            merged = np.concatenate([best, top.T], axis=1)
+            best = -np.partition(-merged, k - 1, axis=1)[:, :k]
+            cut = np.maximum(SEMANTIC_AUTO_COSINE - margin, best[:, k - 1] - 2 * margin)
+            r, c = np.nonzero(scores >= cut[None, :])
+            refs.append(base[r])
+            cols.append(c)
+            vals.append(scores[r, c])
+            rows_flag.append(np.full(len(r), is_row, dtype=np.bool_))
+        if not refs:
+            return
+        ref, col, val, flag = (np.concatenate(x) for x in (refs, cols, vals, rows_flag))
+        cut = np.maximum(SEMANTIC_AUTO_COSINE - margin, best[:, k - 1] - 2 * margin)
+        keep = val >= cut[col]  # the final k-th best: earlier blocks kept rows a later one beat
+        ref, col, flag = ref[keep], col[keep], flag[keep]
+        if not len(col):
+            return
+        order = np.argsort(col, kind="stable")
+        ref, col, flag = ref[order], col[order], flag[order]
+        starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+        ends = np.r_[starts[1:], len(col)]
+        for s, e in zip(starts.tolist(), ends.tolist()):
+            self._found[int(queries[col[s]])] = (ref[s:e].astype(np.int64), flag[s:e])
+
+    def _score_blocks(self, units: NDArray[np.float32], lo: int) -> Iterator[tuple[bool, NDArray[np.int64], Any]]:
+        """(is_store_row, refs, approximate cosines (rows, queries)) per block of earlier vectors."""
         import numpy as np
 
         import kernels
 
         index = self.index
-        if index is None or not index.rows:
-            return
-        floor = SEMANTIC_AUTO_COSINE - kernels.EXACT_MARGIN
-        units = self.units[block]
-        found: dict[int, list[tuple[NDArray[np.int64], NDArray[np.float64]]]] = {}
-        vectors, norms, active = index.vectors, index.norms, index.active
-        for lo in range(0, index.rows, ROW_BLOCK):
-            hi = min(lo + ROW_BLOCK, index.rows)
-            scores = kernels.cosine_block(vectors[lo:hi], norms[lo:hi], units)
-            scores[~active[lo:hi]] = -np.inf
-            rows, cols = np.nonzero(scores >= floor)
-            for col in np.unique(cols).tolist():
-                pick = cols == col
-                found.setdefault(col, []).append((rows[pick] + lo, scores[rows[pick], col]))
-        for col, parts in found.items():
-            rows = np.concatenate([p[0] for p in parts])
-            approx = np.concatenate([p[1] for p in parts])
-            if len(rows) > SEMANTIC_AUTO_TOP:
-                # Rows below the k-th best by more than the rounding margin can never make the top k.
-                kth = np.partition(approx, len(approx) - SEMANTIC_AUTO_TOP)[len(approx) - SEMANTIC_AUTO_TOP]
-                keep = approx >= kth - 2 * kernels.EXACT_MARGIN
-                rows, approx = rows[keep], approx[keep]
-            self._store[int(block[col])] = (rows.astype(np.int64), approx)
-
-    def _chunk_candidates(self, block: NDArray[np.int64]) -> None:
-        """Candidates among the chunk's earlier items (whether each counts is known only later)."""
-        import numpy as np
-
-        import kernels
-
-        floor = SEMANTIC_AUTO_COSINE - kernels.EXACT_MARGIN
-        last = int(block[-1])
-        earlier = np.flatnonzero(self.valid[:last])
-        if not len(earlier):
-            return
-        units = self.units[block]
+        if index is not None:
+            vectors, norms, active = index.vectors, index.norms, index.active
+            for start in range(0, index.rows, ROW_BLOCK):
+                stop = min(start + ROW_BLOCK, index.rows)
+                scores = kernels.cosine_block(vectors[start:stop], norms[start:stop], units)
+                scores[~active[start:stop]] = -np.inf
+                yield True, np.arange(start, stop, dtype=np.int64), scores
+        earlier = np.array([j for j in range(lo) if self.ids[j] is not None], dtype=np.int64)
         ones = np.ones(ROW_BLOCK, dtype=np.float64)
-        found: dict[int, list[NDArray[np.int64]]] = {}
-        for lo in range(0, len(earlier), ROW_BLOCK):
-            rows = earlier[lo : lo + ROW_BLOCK]
-            scores = kernels.cosine_block(self.units[rows], ones[: len(rows)], units)
-            scores[rows[:, None] >= block[None, :]] = -np.inf  # only items before the query
-            hit_rows, cols = np.nonzero(scores >= floor)
-            for col in np.unique(cols).tolist():
-                found.setdefault(col, []).append(rows[hit_rows[cols == col]])
-        for col, parts in found.items():
-            self._chunk[int(block[col])] = np.concatenate(parts).astype(np.int64)
+        for start in range(0, len(earlier), ROW_BLOCK):
+            part = earlier[start : start + ROW_BLOCK]
+            yield False, part, kernels.cosine_block(self.units32[part], ones[: len(part)], units)
