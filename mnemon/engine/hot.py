@@ -16,7 +16,7 @@ is built or caught up in memory and nothing is written.
 Base and delta (writes cost O(delta), not O(store)): the big file ``<db>.hot`` is a *base*
 with sorted vocabulary, postings, id/created ranks and the edge CSR. A catch-up never re-sorts
 or rewrites it: new rows, their new terms (appended unsorted after the sorted vocabulary) and
-new edge rows are kept as a small tail segment, persisted on their own in ``<db>.hot.delta``
+new edge rows are kept as a small tail segment, persisted on their own in ``<db>.index/hot.delta``
 (tied to the base's build id). Scoring combines the two: a query's posting lists are the base
 list plus the matching delta entries (BM25's df, N and avgdl are computed over the combined,
 scoped rows, so every answer equals a fresh build's); ranks are updated by merging the few new

@@ -1,17 +1,18 @@
-"""VectorIndex: the derived float64 vector matrix beside the database, and the embedding SQL.
+"""VectorIndex: the derived float64 vector matrix of a store, and the embedding SQL.
 
 Contract §2.5 and Decision 3; architecture "the hot index" and §6. SQLite is the truth: every
 vector lives in ``insights.embedding`` (float64 blobs in our stores, float32 in Go stores, read via
 ``blob``). This module keeps a contiguous float64 copy of the *active* embedded rows, memory-mapped
-beside the database so a query scans one matrix instead of decoding every blob:
+in the store's derived folder (``mnemon.store.derived``) so a query scans one matrix instead of
+decoding every blob:
 
-    mnemon.db.vec          float64 (capacity, dim)   the vectors, row-major, C-contiguous
-    mnemon.db.vec.norms    float64 (capacity,)       Euclidean norm of each row
-    mnemon.db.vec.ids      S<w>    (capacity,)       row -> insight id (UTF-8, NUL padded)
-    mnemon.db.vec.rowids   int64   (capacity,)       row -> SQLite rowid (a hint, see below)
-    mnemon.db.vec.active   uint8   (capacity,)       1 while the row's insight is active
-    mnemon.db.vec.json     the header: dim, model, blob format, rows, capacity and the fingerprint
-    mnemon.db.vec.lock     flock target serialising processes that update the files
+    mnemon.db.index/vec          float64 (capacity, dim)   the vectors, row-major, C-contiguous
+    mnemon.db.index/vec.norms    float64 (capacity,)       Euclidean norm of each row
+    mnemon.db.index/vec.ids      S<w>    (capacity,)       row -> insight id (UTF-8, NUL padded)
+    mnemon.db.index/vec.rowids   int64   (capacity,)       row -> SQLite rowid (a hint, see below)
+    mnemon.db.index/vec.active   uint8   (capacity,)       1 while the row's insight is active
+    mnemon.db.index/vec.json     the header: dim, model, blob format, rows, capacity and the fingerprint
+    mnemon.db.index/vec.lock     flock target serialising processes that update the files
 
 Rows are keyed by the insight UUID; the rowid is only used to find deletions cheaply (a covering
 partial index lists active rowids) and is checked against the id at the tail, because VACUUM may
@@ -46,8 +47,9 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from mnemon.store import blob
-from mnemon.store.connection import FILE_MODE
+from mnemon.store import blob, derived
+from mnemon.errors import StoreError
+from mnemon.store.connection import FILE_MODE, ensure_private_dir
 from mnemon.store.schema import generation
 
 if TYPE_CHECKING:
@@ -233,7 +235,7 @@ class VectorIndex:
     """
 
     def __init__(self, base: Path, *, readonly: bool, dim: int, model: str, fmt: str) -> None:
-        self.base = base  # <db path>.vec
+        self.base = base  # <db path>.index/vec
         self.readonly = readonly
         self.persisted = False  # True when the arrays are memory maps of the files
         self.header = Header(INDEX_VERSION, dim, model, fmt, MIN_ID_WIDTH, 0, 0, -1, -1, -1, "", -1)
@@ -295,7 +297,7 @@ class VectorIndex:
         cls, conn: apsw.Connection, db_path: Path, *, readonly: bool, dim: int, model: str, fmt: str
     ) -> VectorIndex:
         """Load the index beside ``db_path`` and bring it up to date with ``conn`` (see module doc)."""
-        index = cls(Path(str(db_path) + ".vec"), readonly=readonly, dim=dim, model=model, fmt=fmt)
+        index = cls(derived.path(db_path, "vec"), readonly=readonly, dim=dim, model=model, fmt=fmt)
         index.sync(conn)
         return index
 
@@ -345,8 +347,10 @@ class VectorIndex:
             mode = fcntl.LOCK_SH
         else:
             try:
+                if not lock_path.parent.is_dir():
+                    ensure_private_dir(lock_path.parent)  # the folder was deleted to force a rebuild
                 fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-            except OSError:
+            except (OSError, StoreError):
                 self.readonly = True  # an unwritable directory: serve from memory
                 yield
                 return
@@ -582,8 +586,8 @@ class VectorIndex:
 
 
 def remove_files(db_path: Path) -> None:
-    """Delete the index files beside ``db_path`` (they are rebuilt on the next open)."""
-    base = str(db_path) + ".vec"
+    """Delete the index files of the store at ``db_path`` (they are rebuilt on the next open)."""
+    base = str(derived.path(db_path, "vec"))
     for suffix in (*_SUFFIXES, ".json", ".lock"):
         try:
             os.unlink(base + suffix)
