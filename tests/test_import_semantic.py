@@ -166,6 +166,8 @@ def test_block_products_never_hold_more_than_a_block(monkeypatch):
         return out
 
     monkeypatch.setattr(kernels, "cosine_block", spy)
+    monkeypatch.setattr(semantic, "QUERY_BLOCK", 256)  # four query blocks over the 1000 items
+    monkeypatch.setattr(semantic, "ROW_BLOCK", 128)
     rng = np.random.default_rng(3)
     vectors = [rng.standard_normal(DIM) for _ in range(1000)]
     for copy in (10, 600, 700, 701):  # exact copies across query blocks: ties decided by id

@@ -32,8 +32,8 @@ if TYPE_CHECKING:
 
     from mnemon.store.vectors import VectorIndex
 
-QUERY_BLOCK = 256  # new vectors per block product
-ROW_BLOCK = 8192  # stored rows per block product: QUERY_BLOCK x ROW_BLOCK float64 = 16 MiB
+QUERY_BLOCK = 1024  # new vectors per block product (each stored row block is read once per block)
+ROW_BLOCK = 8192  # stored rows per block product: QUERY_BLOCK x ROW_BLOCK float32 = 32 MiB
 
 
 class ChunkNeighbours:
@@ -66,6 +66,7 @@ class ChunkNeighbours:
         self._block = -1  # the query block whose candidates are in _found
         self._found: dict[int, tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}  # offset -> (refs, is_store_row)
         self._row_units: dict[int, NDArray[np.float64]] = {}
+        self._in_block: dict[int, list[int]] = {}  # offset -> earlier offsets of its block above the floor
 
     def has_vector(self, offset: int) -> bool:
         return bool(self.valid[offset])
@@ -89,12 +90,10 @@ class ChunkNeighbours:
         unit = self.units[offset]
         hits: list[tuple[str, float]] = []
         refs, is_row = self._found.get(offset, (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.bool_)))
-        same_block = [j for j in range(block * QUERY_BLOCK, offset) if self.ids[j] is not None]
-        if same_block:  # earlier items of this query block: stored or not was unknown at _find_block
-            near = self.units32[same_block] @ self.units32[offset]
-            keep = near >= SEMANTIC_AUTO_COSINE - kernels.EXACT_MARGIN
-            refs = np.concatenate([refs, np.array(same_block, dtype=np.int64)[keep]])
-            is_row = np.concatenate([is_row, np.zeros(int(keep.sum()), dtype=np.bool_)])
+        same_block = [j for j in self._in_block.get(offset, ()) if self.ids[j] is not None]
+        if same_block:  # earlier items of this query block: whether they were stored is known only now
+            refs = np.concatenate([refs, np.array(same_block, dtype=np.int64)])
+            is_row = np.concatenate([is_row, np.zeros(len(same_block), dtype=np.bool_)])
         for ref, row in zip(refs.tolist(), is_row.tolist()):
             if row:
                 assert self.index is not None
@@ -126,41 +125,29 @@ class ChunkNeighbours:
 
         import kernels
 
-        self._block, self._found, self._row_units = block, {}, {}
+        self._block, self._found, self._row_units, self._in_block = block, {}, {}, {}
         lo = block * QUERY_BLOCK
         queries = lo + np.flatnonzero(self.valid[lo : lo + QUERY_BLOCK])
         if not len(queries):
             return
         units = self.units32[queries]
-        k, margin = SEMANTIC_AUTO_TOP, kernels.EXACT_MARGIN
-        best = np.full((len(queries), k), -np.inf, dtype=np.float32)  # running k best per query
-        refs: list[NDArray[np.int64]] = []
-        cols: list[NDArray[np.int64]] = []
-        vals: list[NDArray[np.float32]] = []
-        rows_flag: list[NDArray[np.bool_]] = []
+        floor = SEMANTIC_AUTO_COSINE - kernels.EXACT_MARGIN
+        # Earlier items of the same block, above the floor, unpruned (some may be skipped later).
+        inside = units @ units.T
+        inside[np.tril_indices(len(queries))] = -np.inf  # keep pairs (earlier j, later k) only
+        for j, k in zip(*(x.tolist() for x in np.nonzero(inside >= floor))):
+            self._in_block.setdefault(int(queries[k]), []).append(int(queries[j]))
+        del inside
+        kept: tuple[Any, ...] | None = None
         for is_row, base, scores in self._score_blocks(units, lo):
-            if len(scores) > k:
-                top = -np.partition(-scores, k - 1, axis=0)[:k]
-            else:
-                top = scores
-            merged = np.concatenate([best, top.T], axis=1)
-            best = -np.partition(-merged, k - 1, axis=1)[:, :k]
-            cut = np.maximum(SEMANTIC_AUTO_COSINE - margin, best[:, k - 1] - 2 * margin)
-            r, c = np.nonzero(scores >= cut[None, :])
-            refs.append(base[r])
-            cols.append(c)
-            vals.append(scores[r, c])
-            rows_flag.append(np.full(len(r), is_row, dtype=np.bool_))
-        if not refs:
+            r, c = np.nonzero(scores >= floor)  # one comparison pass; hits above the floor are few
+            part = (base[r], c, scores[r, c], np.full(len(r), is_row, dtype=np.bool_))
+            kept = part if kept is None else tuple(np.concatenate([x, y]) for x, y in zip(kept, part))
+            if len(kept[0]) > 8 * SEMANTIC_AUTO_TOP * len(queries):
+                kept = _prune(*kept)
+        if kept is None or not len(kept[0]):
             return
-        ref, col, val, flag = (np.concatenate(x) for x in (refs, cols, vals, rows_flag))
-        cut = np.maximum(SEMANTIC_AUTO_COSINE - margin, best[:, k - 1] - 2 * margin)
-        keep = val >= cut[col]  # the final k-th best: earlier blocks kept rows a later one beat
-        ref, col, flag = ref[keep], col[keep], flag[keep]
-        if not len(col):
-            return
-        order = np.argsort(col, kind="stable")
-        ref, col, flag = ref[order], col[order], flag[order]
+        ref, col, _, flag = _prune(*kept)  # sorted by query, best first
         starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
         ends = np.r_[starts[1:], len(col)]
         for s, e in zip(starts.tolist(), ends.tolist()):
@@ -185,3 +172,26 @@ class ChunkNeighbours:
         for start in range(0, len(earlier), ROW_BLOCK):
             part = earlier[start : start + ROW_BLOCK]
             yield False, part, kernels.cosine_block(self.units32[part], ones[: len(part)], units)
+
+
+def _prune(ref: Any, col: Any, val: Any, flag: Any) -> tuple[Any, Any, Any, Any]:
+    """Keep, per query (``col``), the candidates within twice the margin of its k-th best.
+
+    Every candidate here is already stored, so one more than the margin below the k-th best can
+    never make the top k (its exact cosine is below the k others' exact cosines). Sorted by query,
+    then approximate cosine descending.
+    """
+    import numpy as np
+
+    import kernels
+
+    order = np.lexsort((-val, col))
+    ref, col, val, flag = ref[order], col[order], val[order], flag[order]
+    starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
+    group = np.cumsum(np.r_[False, col[1:] != col[:-1]])
+    rank = np.arange(len(col)) - starts[group]
+    kth = np.full(len(starts), -np.inf, dtype=np.float64)
+    at_k = rank == SEMANTIC_AUTO_TOP - 1
+    kth[group[at_k]] = val[at_k]
+    keep = val >= kth[group] - 2 * kernels.EXACT_MARGIN
+    return ref[keep], col[keep], val[keep], flag[keep]
