@@ -64,9 +64,10 @@ class ChunkNeighbours:
         self.units32 = self.units.astype(np.float32)
         self.ids: list[str | None] = [None] * n  # set once the item's vector is stored
         self._block = -1  # the query block whose candidates are in _found
-        self._found: dict[int, tuple[NDArray[np.int64], NDArray[np.bool_]]] = {}  # offset -> (refs, is_store_row)
+        # offset -> (refs, approximate cosines, is_store_row): pruned candidates, all already stored
+        self._found: dict[int, tuple[NDArray[np.int64], NDArray[np.float32], NDArray[np.bool_]]] = {}
         self._row_units: dict[int, NDArray[np.float64]] = {}
-        self._in_block: dict[int, list[int]] = {}  # offset -> earlier offsets of its block above the floor
+        self._in_block: dict[int, list[tuple[int, float]]] = {}  # offset -> earlier (offset, approx) of its block
 
     def has_vector(self, offset: int) -> bool:
         return bool(self.valid[offset])
@@ -89,11 +90,15 @@ class ChunkNeighbours:
             self._find_block(block)
         unit = self.units[offset]
         hits: list[tuple[str, float]] = []
-        refs, is_row = self._found.get(offset, (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.bool_)))
-        same_block = [j for j in self._in_block.get(offset, ()) if self.ids[j] is not None]
+        empty = (np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32), np.empty(0, dtype=np.bool_))
+        refs, approx, is_row = self._found.get(offset, empty)
+        same_block = [(j, v) for j, v in self._in_block.get(offset, ()) if self.ids[j] is not None]
         if same_block:  # earlier items of this query block: whether they were stored is known only now
-            refs = np.concatenate([refs, np.array(same_block, dtype=np.int64)])
+            refs = np.concatenate([refs, np.array([j for j, _ in same_block], dtype=np.int64)])
+            approx = np.concatenate([approx, np.array([v for _, v in same_block], dtype=np.float32)])
             is_row = np.concatenate([is_row, np.zeros(len(same_block), dtype=np.bool_)])
+            # All of them count now: prune to the k-th best again before the exact cosines.
+            refs, _, approx, is_row = _prune(refs, np.zeros(len(refs), dtype=np.int64), approx, is_row)
         for ref, row in zip(refs.tolist(), is_row.tolist()):
             if row:
                 assert self.index is not None
@@ -135,8 +140,9 @@ class ChunkNeighbours:
         # Earlier items of the same block, above the floor, unpruned (some may be skipped later).
         inside = units @ units.T
         inside[np.tril_indices(len(queries))] = -np.inf  # keep pairs (earlier j, later k) only
-        for j, k in zip(*(x.tolist() for x in np.nonzero(inside >= floor))):
-            self._in_block.setdefault(int(queries[k]), []).append(int(queries[j]))
+        rows, cols = np.nonzero(inside >= floor)
+        for j, k, v in zip(rows.tolist(), cols.tolist(), inside[rows, cols].tolist()):
+            self._in_block.setdefault(int(queries[k]), []).append((int(queries[j]), v))
         del inside
         kept: tuple[Any, ...] | None = None
         for is_row, base, scores in self._score_blocks(units, lo):
@@ -147,11 +153,11 @@ class ChunkNeighbours:
                 kept = _prune(*kept)
         if kept is None or not len(kept[0]):
             return
-        ref, col, _, flag = _prune(*kept)  # sorted by query, best first
+        ref, col, val, flag = _prune(*kept)  # sorted by query, best first
         starts = np.flatnonzero(np.r_[True, col[1:] != col[:-1]])
         ends = np.r_[starts[1:], len(col)]
         for s, e in zip(starts.tolist(), ends.tolist()):
-            self._found[int(queries[col[s]])] = (ref[s:e].astype(np.int64), flag[s:e])
+            self._found[int(queries[col[s]])] = (ref[s:e].astype(np.int64), val[s:e], flag[s:e])
 
     def _score_blocks(self, units: NDArray[np.float32], lo: int) -> Iterator[tuple[bool, NDArray[np.int64], Any]]:
         """(is_store_row, refs, approximate cosines (rows, queries)) per block of earlier vectors."""
