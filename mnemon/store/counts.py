@@ -107,6 +107,11 @@ def edge_count(conn: apsw.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+def active_count(conn: apsw.Connection) -> int:
+    """Active insights: the sum of the category counters (a handful of rows)."""
+    return sum(by_category(conn).values())
+
+
 def deleted_count(conn: apsw.Connection) -> int:
     row = conn.execute(_SQL_GET, ("deleted",)).fetchone()
     return int(row[0]) if row else 0

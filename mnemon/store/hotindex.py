@@ -117,6 +117,11 @@ def _has_meta(conn: apsw.Connection) -> bool:
 
 
 def active_count(conn: apsw.Connection) -> int:
+    """Active insights: the trigger-kept counters (O(1)), or COUNT(*) on a store without them."""
+    from mnemon.store import counts
+
+    if counts.available(conn):
+        return counts.active_count(conn)
     return int(conn.execute(_SQL_ACTIVE).fetchone()[0])
 
 
