@@ -43,7 +43,7 @@ _SQL_GENERATION = "SELECT value FROM mnemon_meta WHERE key = 'generation'"
 _SQL_ROWS_SINCE = (
     "SELECT rowid, id, content, tags, entities, category, source, importance, created_at, "
     "embedding IS NOT NULL FROM insights "
-    "WHERE rowid > ? AND deleted_at IS NULL ORDER BY rowid"
+    "WHERE rowid > ? AND +deleted_at IS NULL ORDER BY rowid"  # "+": the rowid range, not a partial index
 )
 _SQL_DELETED_SINCE = "SELECT id FROM insights WHERE deleted_at IS NOT NULL AND deleted_at >= ?"
 # The backbone flag is computed in SQL so the metadata JSON of millions of edges is never parsed

@@ -71,9 +71,11 @@ _SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_MAX_ROWID = "SELECT rowid, id FROM insights ORDER BY rowid DESC LIMIT 1"
 _SQL_ID_AT = "SELECT id FROM insights WHERE rowid = ?"
 _SQL_ACTIVE_ROWIDS = "SELECT rowid FROM insights WHERE deleted_at IS NULL"
-_SQL_ACTIVE_COUNT_AFTER = "SELECT COUNT(*) FROM insights WHERE rowid > ? AND deleted_at IS NULL"
+_SQL_ACTIVE_COUNT_AFTER = "SELECT COUNT(*) FROM insights WHERE rowid > ? AND +deleted_at IS NULL"  # rowid range
 _SQL_ACTIVE_VECTORS_AFTER = (
-    "SELECT rowid, id, embedding FROM insights WHERE rowid > ? AND deleted_at IS NULL AND embedding IS NOT NULL "
+    # "+deleted_at": without it the planner walks a partial index on deleted_at (every active row)
+    # instead of the rowid range, which made each catch-up O(store).
+    "SELECT rowid, id, embedding FROM insights WHERE rowid > ? AND +deleted_at IS NULL AND embedding IS NOT NULL "
     "ORDER BY rowid"
 )
 _SQL_SET_EMBEDDING = "UPDATE insights SET embedding = ? WHERE id = ?"
