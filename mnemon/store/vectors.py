@@ -84,6 +84,7 @@ _SQL_LACKING = (
     "SELECT id, content FROM insights WHERE deleted_at IS NULL AND embedding IS NULL "
     "ORDER BY importance DESC, created_at DESC, id ASC"
 )
+_SQL_HAS_EMBEDDING = "SELECT 1 FROM insights WHERE id = ? AND embedding IS NOT NULL"
 _SQL_EMBEDDED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
 _SQL_IS_ACTIVE = "SELECT 1 FROM insights WHERE id = ? AND deleted_at IS NULL"
 _SQL_ROWID_OF = "SELECT rowid FROM insights WHERE id = ?"
@@ -137,6 +138,10 @@ def bump_epoch(conn: apsw.Connection) -> None:
 
 def set_embedding(conn: apsw.Connection, insight_id: str, vector: NDArray[np.float64], fmt: str) -> None:
     conn.execute(_SQL_SET_EMBEDDING, (blob.encode(vector, fmt), insight_id))
+
+
+def has_embedding(conn: apsw.Connection, insight_id: str) -> bool:
+    return conn.execute(_SQL_HAS_EMBEDDING, (insight_id,)).fetchone() is not None
 
 
 def clear_embeddings(conn: apsw.Connection) -> None:
@@ -312,12 +317,15 @@ class VectorIndex:
         index.sync(conn)
         return index
 
-    def sync(self, conn: apsw.Connection, added: Iterable[tuple[str, NDArray[np.float64]]] = ()) -> None:
+    def sync(
+        self, conn: apsw.Connection, added: Iterable[tuple[str, NDArray[np.float64]]] = (), *, fresh: bool = False
+    ) -> None:
         """Make the index current for ``conn``'s committed state.
 
         ``added`` optionally names (id, vector) pairs the caller just committed for *existing*
         rows (``embed``): when the index was current right before that write, they are applied as
-        a delta instead of a rebuild.
+        a delta instead of a rebuild. ``fresh``: none of them had a vector before that write, so
+        no indexed row is replaced (saves an O(rows) id comparison per batch of ``embed --all``).
         """
         fp = fingerprint(conn)
         with self._locked():
@@ -338,7 +346,7 @@ class VectorIndex:
             if not self._tail_matches(conn):
                 self._rebuild(conn, fp)
                 return
-            self._catch_up(conn, fp, delta)
+            self._catch_up(conn, fp, delta, fresh)
 
     # -- internals: files --
 
@@ -519,8 +527,8 @@ class VectorIndex:
 
     # -- internals: content --
 
-    def _append(self, rows: list[tuple[int, str, NDArray[np.float64]]]) -> None:
-        """Append (rowid, id, vector) rows, deactivating older rows of the same ids."""
+    def _append(self, rows: list[tuple[int, str, NDArray[np.float64]]], *, replaces: bool = True) -> None:
+        """Append (rowid, id, vector) rows; with ``replaces``, deactivate older rows of the same ids."""
         import numpy as np
 
         if not rows:
@@ -528,7 +536,7 @@ class VectorIndex:
         width = max(len(r[1].encode("utf-8")) for r in rows)
         self._grow(self.rows + len(rows), width)
         replaced = {r[1] for r in rows}
-        if self.rows:
+        if self.rows and replaces:
             old = np.isin(self._ids[: self.rows], np.array([i.encode("utf-8") for i in replaced]))
             self._active[: self.rows][old] = 0
         start = self.rows
@@ -562,16 +570,19 @@ class VectorIndex:
         self._id_pos = None
 
     def _catch_up(
-        self, conn: apsw.Connection, fp: Fingerprint, delta: list[tuple[str, NDArray[np.float64]]]
+        self, conn: apsw.Connection, fp: Fingerprint, delta: list[tuple[str, NDArray[np.float64]]], fresh: bool
     ) -> None:
         self._detach()
+        # Rows past the old max(rowid) are new insights: no indexed row holds their ids.
         new_rows = self._decoded(conn.execute(_SQL_ACTIVE_VECTORS_AFTER, (self.header.max_rowid,)))
+        changed = []
         for insight_id, vector in delta:
             rowid = rowid_of(conn, insight_id)
             if rowid is not None and vector.shape[0] == self.header.dim:
-                new_rows.append((rowid, insight_id, vector))
+                changed.append((rowid, insight_id, vector))
         known = self.header.fingerprint()
-        self._append(new_rows)
+        self._append(new_rows, replaces=False)
+        self._append(changed, replaces=not fresh)
         # Rows leave only by deletion (nothing is undeleted), so when the active count grew by
         # exactly the active rows inserted since, no indexed row was deleted: skip the O(n) pass
         # over every active rowid that masking needs (it made each write O(store) at 1M rows).
