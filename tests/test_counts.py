@@ -25,14 +25,19 @@ def _slow_status(conn: apsw.Connection) -> dict[str, object]:
     return {
         "total": conn.execute("SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL").fetchone()[0],
         "deleted": conn.execute("SELECT COUNT(*) FROM insights WHERE deleted_at IS NOT NULL").fetchone()[0],
-        "by_category": dict(conn.execute(
-            "SELECT category, COUNT(*) FROM insights WHERE deleted_at IS NULL GROUP BY category ORDER BY category"
-        ).fetchall()),  # fmt: skip
+        "by_category": dict(
+            conn.execute(
+                "SELECT category, COUNT(*) FROM insights WHERE deleted_at IS NULL GROUP BY category ORDER BY category"
+            ).fetchall()
+        ),  # fmt: skip
         "edges": conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0],
-        "top": [tuple(r) for r in conn.execute(
-            "SELECT j.value, COUNT(DISTINCT i.id) AS n FROM insights i, json_each(i.entities) j "
-            "WHERE i.deleted_at IS NULL AND j.type = 'text' GROUP BY j.value ORDER BY n DESC, j.value LIMIT 10"
-        )],  # fmt: skip
+        "top": [
+            tuple(r)
+            for r in conn.execute(
+                "SELECT j.value, COUNT(DISTINCT i.id) AS n FROM insights i, json_each(i.entities) j "
+                "WHERE i.deleted_at IS NULL AND j.type = 'text' GROUP BY j.value ORDER BY n DESC, j.value LIMIT 10"
+            )
+        ],  # fmt: skip
     }
 
 
@@ -62,17 +67,23 @@ def test_counters_stay_exact_through_every_kind_of_write(cli, data_dir: Path) ->
     conn = apsw.Connection(str(_db(data_dir)))
     try:  # a foreign writer (the Go program) with plain SQL, recursive_triggers off
         conn.execute("PRAGMA foreign_keys = ON")
-        conn.execute("INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
-                     "SELECT source_id, target_id, edge_type, 0.3, metadata, created_at FROM edges LIMIT 5")
-        conn.execute("INSERT OR IGNORE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
-                     "SELECT source_id, target_id, edge_type, 0.3, metadata, created_at FROM edges LIMIT 5")
+        conn.execute(
+            "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+            "SELECT source_id, target_id, edge_type, 0.3, metadata, created_at FROM edges LIMIT 5"
+        )
+        conn.execute(
+            "INSERT OR IGNORE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+            "SELECT source_id, target_id, edge_type, 0.3, metadata, created_at FROM edges LIMIT 5"
+        )
         conn.execute("DELETE FROM edges WHERE rowid IN (SELECT rowid FROM edges LIMIT 3)")
         conn.execute("UPDATE insights SET category = 'preference' WHERE id = ?", (ids[1],))
-        conn.execute("UPDATE insights SET entities = '[\"Redis\",\"Zig\"]' WHERE id = ?", (ids[2],))
+        conn.execute('UPDATE insights SET entities = \'["Redis","Zig"]\' WHERE id = ?', (ids[2],))
         conn.execute("DELETE FROM insights WHERE id = ?", (ids[4],))  # hard delete: edges cascade
         try:
-            conn.execute("INSERT INTO edges (source_id, target_id, edge_type, created_at) VALUES (?, 'nope', 'entity', 'x')",
-                         (ids[0],))
+            conn.execute(
+                "INSERT INTO edges (source_id, target_id, edge_type, created_at) VALUES (?, 'nope', 'entity', 'x')",
+                (ids[0],),
+            )
         except apsw.ConstraintError:
             pass  # a failing statement rolls back its trigger's count too
     finally:
@@ -128,7 +139,9 @@ def test_go_store_gets_counters_once_and_readonly_never_migrates(tmp_path: Path,
     store = Store.open(db, readonly=False, now=NOW)
     try:
         assert counts.available(store.conn)
-        assert store.conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema'").fetchone()[0] == str(SCHEMA_VERSION)
+        assert store.conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema'").fetchone()[0] == str(
+            SCHEMA_VERSION
+        )
     finally:
         store.close()
     conn = apsw.Connection(f"file:{db}?mode=ro", flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI)

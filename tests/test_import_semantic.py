@@ -50,8 +50,10 @@ def _texts(n: int, seed: int = 5) -> list[str]:
 
 @pytest.fixture(scope="module")
 def draft_text() -> str:
-    items = [{"content": t, "source": "user", "created_at": f"2026-05-01T00:{k // 60 % 60:02d}:{k % 60:02d}Z"}
-             for k, t in enumerate(_texts(N))]
+    items = [
+        {"content": t, "source": "user", "created_at": f"2026-05-01T00:{k // 60 % 60:02d}:{k % 60:02d}Z"}
+        for k, t in enumerate(_texts(N))
+    ]
     return json.dumps({"schema_version": "1", "insights": items})
 
 
@@ -83,7 +85,9 @@ def _semantic_edges(data_dir: Path) -> Counter[tuple[object, ...]]:
     try:
         return Counter(
             (s, t, w, m)
-            for s, t, w, m in conn.execute("SELECT source_id, target_id, weight, metadata FROM edges WHERE edge_type = 'semantic'")
+            for s, t, w, m in conn.execute(
+                "SELECT source_id, target_id, weight, metadata FROM edges WHERE edge_type = 'semantic'"
+            )
         )
     finally:
         conn.close()
@@ -94,7 +98,10 @@ def _oracle(data_dir: Path) -> tuple[set[tuple[str, str, float]], int]:
     (math.fsum of unit vectors), >= 0.80, best 3, ties by id. Also counts ties decided by id."""
     conn = _db(data_dir)
     try:
-        rows = [(str(i), blob.decode(b, "float64")) for i, b in conn.execute("SELECT id, embedding FROM insights ORDER BY rowid")]
+        rows = [
+            (str(i), blob.decode(b, "float64"))
+            for i, b in conn.execute("SELECT id, embedding FROM insights ORDER BY rowid")
+        ]
     finally:
         conn.close()
     units = []
@@ -132,7 +139,10 @@ def test_blocked_import_semantic_edges_equal_one_by_one_and_the_oracle(tmp_path,
 
     conn = _db(tmp_path / "blocked")
     try:
-        got = {(str(s), str(t), float(w)) for s, t, w in conn.execute("SELECT source_id, target_id, weight FROM edges WHERE edge_type = 'semantic'")}
+        got = {
+            (str(s), str(t), float(w))
+            for s, t, w in conn.execute("SELECT source_id, target_id, weight FROM edges WHERE edge_type = 'semantic'")
+        }
     finally:
         conn.close()
     expected, tie_cuts = _oracle(tmp_path / "blocked")

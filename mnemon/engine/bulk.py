@@ -42,12 +42,10 @@ from mnemon.records import (
     CAUSAL_MIN_OVERLAP,
     ENTITY_EDGE_CAP,
     ENTITY_EDGE_NEIGHBOURS,
-    SEMANTIC_AUTO_COSINE,
-    SEMANTIC_AUTO_TOP,
     Edge,
     Insight,
 )
-from mnemon.store import blob, connection, edges, insights, oplog
+from mnemon.store import connection, edges, insights, oplog
 from mnemon.text import token_overlap, tokenize
 
 if TYPE_CHECKING:

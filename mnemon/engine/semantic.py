@@ -45,7 +45,9 @@ class ChunkNeighbours:
     :meth:`stored` once its vector joins the store (never for a skipped or failed item).
     """
 
-    def __init__(self, index: VectorIndex | None, vectors: list[NDArray[np.float64] | None], dim: int, fmt: str) -> None:
+    def __init__(
+        self, index: VectorIndex | None, vectors: list[NDArray[np.float64] | None], dim: int, fmt: str
+    ) -> None:
         import numpy as np
 
         import kernels

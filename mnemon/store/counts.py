@@ -70,7 +70,9 @@ _SQL_REAL = (
 _SQL_REAL_ENTITIES = "SELECT entity, COUNT(*) FROM insight_entities GROUP BY entity"
 _SQL_HAS = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('mnemon_counts', 'entity_counts')"
 _SQL_GET = "SELECT n FROM mnemon_counts WHERE key = ?"
-_SQL_CATEGORIES = f"SELECT substr(key, {len(CATEGORY_PREFIX) + 1}), n FROM mnemon_counts WHERE key >= ? AND key < ? AND n != 0"
+_SQL_CATEGORIES = (
+    f"SELECT substr(key, {len(CATEGORY_PREFIX) + 1}), n FROM mnemon_counts WHERE key >= ? AND key < ? AND n != 0"
+)
 _SQL_ALL = "SELECT key, n FROM mnemon_counts WHERE n != 0"
 _SQL_ALL_ENTITIES = "SELECT entity, n FROM entity_counts"
 _SQL_TOP = "SELECT entity, n FROM entity_counts WHERE n > 0 ORDER BY n DESC, entity ASC LIMIT ?"
