@@ -18,22 +18,35 @@ import numpy as np
 
 from kernels._jit import numba_loaded
 from kernels.beam import VIA_ANCHOR, VIA_NONE, beam_search, beam_search_numpy
-from kernels.cosine import cosine_scores, cosine_scores_numpy, cosine_topk, cosine_topk_numpy
+from kernels.cosine import (
+    EXACT_MARGIN,
+    cosine_block,
+    cosine_scores,
+    cosine_scores_numpy,
+    cosine_topk,
+    cosine_topk_numpy,
+    exact_cosine,
+    exact_unit,
+)
 from kernels.fusion import normalize_max, rrf, rrf_numpy
 from kernels.overlap import bm25_scores, bm25_scores_numpy, overlap_counts, overlap_counts_numpy
 from kernels.topk import topk, topk_numpy
 
 __all__ = [
+    "EXACT_MARGIN",
     "VIA_ANCHOR",
     "VIA_NONE",
     "beam_search",
     "beam_search_numpy",
     "bm25_scores",
     "bm25_scores_numpy",
+    "cosine_block",
     "cosine_scores",
     "cosine_scores_numpy",
     "cosine_topk",
     "cosine_topk_numpy",
+    "exact_cosine",
+    "exact_unit",
     "normalize_max",
     "numba_loaded",
     "overlap_counts",

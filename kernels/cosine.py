@@ -203,3 +203,52 @@ def cosine_topk_numpy(
         eligible &= mask
     rows = _topk_numpy(scores, k, tie_rank, eligible)
     return rows, scores[rows]
+
+
+# --- blocked all-pairs candidates (bulk import) ---------------------------------------------
+#
+# BLAS products are the only way to compare a block of new vectors with every stored one at
+# memory speed, but a GEMM rounds each dot product differently depending on the block shapes, so
+# (and, here, float32) values cannot decide ties or become edge weights. The bulk import therefore uses
+# :func:`cosine_block` only to find candidates (everything within ``EXACT_MARGIN`` of the floor or
+# of the k-th best), and recomputes each candidate's cosine with :func:`exact_cosine`, which depends
+# on the two vectors alone: the same pair gives the same bits whatever the blocking.
+
+# The candidate pass runs in float32 (half the memory traffic and twice the BLAS rate of float64);
+# a 768-term float32 dot product of unit vectors is off by at most about 5e-5, so candidates are
+# kept within this margin of every cut and then recomputed exactly.
+EXACT_MARGIN = 2e-4
+
+
+def cosine_block(
+    vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64], units: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]:
+    """Approximate cosines (rows, queries) of raw ``vectors`` (norms given) with unit ``units``.
+
+    One float32 BLAS product of a (rows, d) block with a (queries, d) block; rows of norm 0 score
+    0. Memory: rows x queries float32 plus a float32 copy of the rows, so callers bound both.
+    """
+    if vectors.ndim != 2 or units.ndim != 2 or vectors.shape[1] != units.shape[1]:
+        raise ValueError(f"cosine_block: shapes {vectors.shape} and {units.shape} do not match")
+    dots = vectors.astype(np.float32) @ np.asarray(units, dtype=np.float32).T
+    scale = np.zeros(len(norms), dtype=np.float64)
+    np.divide(1.0, norms, out=scale, where=norms > 0.0)
+    dots *= scale.astype(np.float32)[:, None]
+    return dots
+
+
+def exact_unit(vector: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """``vector`` scaled to length 1 with a correctly rounded norm (zero stays zero); reproducible."""
+    norm = math.sqrt(math.fsum((vector * vector).tolist()))
+    if norm == 0.0:
+        return np.zeros_like(vector, dtype=np.float64)
+    return np.ascontiguousarray(vector / norm, dtype=np.float64)
+
+
+def exact_cosine(unit_a: npt.NDArray[np.float64], unit_b: npt.NDArray[np.float64]) -> float:
+    """Cosine of two :func:`exact_unit` vectors: a correctly rounded sum of the products.
+
+    Depends on the two vectors only (not on any blocking, alignment or thread count), so equal
+    vectors give bit-equal cosines and ties are real ties.
+    """
+    return math.fsum((unit_a * unit_b).tolist())

@@ -120,7 +120,7 @@ def test_index_update_lost_after_commit(tmp_path: Path, cut: str) -> None:
         with Engine(settings) as engine:
             engine.remember("rust qdrant search", no_diff=True)
             engine.vector_scores(HashEmbedder(DIM).embed("x"))
-        header = data_dir / "data" / "default" / "mnemon.db.vec.json"
+        header = data_dir / "data" / "default" / "mnemon.db.index" / "vec.json"
         saved = header.read_bytes()
         with Engine(settings) as engine:
             engine.remember("python memory agent", no_diff=True)
@@ -128,7 +128,7 @@ def test_index_update_lost_after_commit(tmp_path: Path, cut: str) -> None:
         if cut == "before_header":
             header.write_bytes(saved)  # data rows appended, header never replaced
         else:
-            matrix = data_dir / "data" / "default" / "mnemon.db.vec"
+            matrix = data_dir / "data" / "default" / "mnemon.db.index" / "vec"
             with open(matrix, "r+b") as fh:  # garbage past the committed rows
                 fh.seek(DIM * 8 * 3)
                 fh.write(os.urandom(DIM * 8))

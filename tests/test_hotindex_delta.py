@@ -25,8 +25,9 @@ def delta_file(data_dir: Path) -> Path:
 
 
 def files(data_dir: Path) -> dict[str, bytes]:
+    """The store folder's files and the derived folder's (``mnemon.db.index/...``), by relative name."""
     folder = db_file(data_dir).parent
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
 
 
 def base_identity(data_dir: Path) -> str:
@@ -186,7 +187,7 @@ def test_edge_deleted_out_of_sight_is_caught_by_the_edge_reader(cli, data_dir: P
 def test_show_does_not_touch_the_index_or_import_numpy(cli, data_dir: Path) -> None:
     a = cli.ok("remember", "Otters have the densest fur")["id"]
     cli.ok("recall", "otter")
-    before = {k: v for k, v in files(data_dir).items() if ".hot" in k}
+    before = {k: v for k, v in files(data_dir).items() if "/hot" in k}
     code = (
         "import sys; from mnemon.cli import main; "
         f"rc = main(['--data-dir', {str(data_dir)!r}, 'show', {a!r}]); "
@@ -195,4 +196,4 @@ def test_show_does_not_touch_the_index_or_import_numpy(cli, data_dir: Path) -> N
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, env=env, timeout=60)
     assert proc.returncode == 0, proc.stderr.decode()
-    assert {k: v for k, v in files(data_dir).items() if ".hot" in k} == before
+    assert {k: v for k, v in files(data_dir).items() if "/hot" in k} == before

@@ -17,6 +17,7 @@ from mnemon.config import Settings
 from mnemon.drafts import parse_draft
 from mnemon.engine import Engine, bulk, prepare
 from mnemon.store import edges, insights
+from mnemon.store.schema import SCHEMA_VERSION
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -176,7 +177,7 @@ def test_a_go_store_loses_the_redundant_insight_indexes_on_open_and_reopens_as_c
         conn.close()
     assert not names & REDUNDANT_INSIGHT_INDEXES
     assert "idx_insights_prune_stored" in names
-    assert schema == "5"
+    assert schema == str(SCHEMA_VERSION)
 
 
 def test_parallel_preparation_writes_what_in_process_preparation_writes(tmp_path, monkeypatch):
@@ -291,3 +292,22 @@ def test_a_failing_row_fails_only_its_item_whatever_the_batching(tmp_path, monke
     strip = lambda r: {k: v for k, v in r.items() if k != "results"}  # noqa: E731
     assert strip(single) == strip(batched)
     assert _state(tmp_path / "single") == _state(tmp_path / "batched")
+
+
+@pytest.mark.parametrize("name", ["vectors_after", "active_after", "hot_rows_since", "hot_edges_since"])
+def test_catch_up_reads_walk_the_rowid_range(tmp_path, name):
+    """What a write's index catch-up reads must be the rows after a rowid, never every active row
+    (the planner preferred a partial index on deleted_at: each catch-up was O(store), issue 13)."""
+    from mnemon.store import hotindex, vectors
+
+    sql = {
+        "vectors_after": vectors._SQL_ACTIVE_VECTORS_AFTER, "active_after": vectors._SQL_ACTIVE_COUNT_AFTER,
+        "hot_rows_since": hotindex._SQL_ROWS_SINCE, "hot_edges_since": hotindex._SQL_EDGES_SINCE,
+    }[name]  # fmt: skip
+    _import(tmp_path, json.dumps(generate_draft(200, seed=3)))
+    conn = apsw.Connection(str(tmp_path / "data" / "default" / "mnemon.db"))
+    try:
+        plan = [str(r[3]) for r in conn.execute("EXPLAIN QUERY PLAN " + sql, (150,))]
+    finally:
+        conn.close()
+    assert plan[0].startswith("SEARCH") and "INTEGER PRIMARY KEY (rowid>?)" in plan[0], plan

@@ -316,7 +316,7 @@ def test_readonly_recall_changes_no_byte_even_with_a_stale_index(tcli: TimedCli,
     a = tcli.remember("Readonly snapshots serve the GUI")
     tcli.ok("recall", "snapshots")  # the index file exists now
     b = tcli.remember("A newer memory about snapshots")  # index caught up by remember...
-    hot = Path(str(db_file(data_dir)) + ".hot")
+    hot = db_file(data_dir).with_name("mnemon.db.index") / "hot"
     hot.unlink()  # ...and then lost: a read-only reader must rebuild in memory
     before = snapshot(data_dir)
     out = tcli.ok("--readonly", "recall", "snapshots", "--verbose")

@@ -121,7 +121,8 @@ def test_loose_permissions_are_reported_and_repaired(cli, data_dir, populated) -
 
 def test_repair_deletes_derived_files(cli, data_dir, populated) -> None:
     db = _db(data_dir)
-    junk = Path(str(db) + ".hot")
+    junk = db.with_name("mnemon.db.index") / "hot"
+    junk.parent.mkdir(mode=0o700, exist_ok=True)
     junk.write_bytes(b"not an index at all")
     leftover = db.parent / ".mnemon.db.hot.1234.tmp"
     leftover.write_bytes(b"half")
@@ -147,7 +148,7 @@ def test_vector_index_damage_is_named_and_rebuilt(cli, data_dir, monkeypatch) ->
         for i in range(3):
             cli.ok("remember", f"vector memory {i} about kernels")
         first = [h["id"] for h in cli.ok("recall", "vector memory kernels")["results"]]
-        header = Path(str(_db(data_dir)) + ".vec.json")
+        header = _db(data_dir).with_name("mnemon.db.index") / "vec.json"
         assert header.exists()
         report = cli("doctor").json()
         assert report["ok"] and "current" in {c["name"]: c["detail"] for c in report["checks"]}["vector_index"]

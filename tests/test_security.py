@@ -45,11 +45,12 @@ def test_directories_0700_and_files_0600_under_umask_0(cli, data_dir, open_umask
         assert cli.ok("recall", "Python memory")
         assert cli("embed", "--all").code == 0
     cli.ok("link", ids[0], ids[1])
-    for folder in (data_dir, data_dir / "data", data_dir / "data" / "default"):
+    index = data_dir / "data" / "default" / "mnemon.db.index"  # the derived-file folder
+    for folder in (data_dir, data_dir / "data", data_dir / "data" / "default", index):
         assert _mode(folder) == 0o700, folder
-    files = [p for p in (data_dir / "data" / "default").iterdir()]
+    files = [p for p in (data_dir / "data" / "default").rglob("*") if p.is_file()]
     assert _db(data_dir) in files
-    assert len(files) > 1, "expected derived index files beside the database"
+    assert len(files) > 1, "expected derived index files in mnemon.db.index/"
     for path in files:
         assert _mode(path) == 0o600, path
 
@@ -125,11 +126,14 @@ def test_symlinked_store_directory_is_refused(readonly: bool, cli, data_dir, tmp
     elsewhere = tmp_path / "elsewhere"
     os.rename(data_dir / "data" / "default", elsewhere)
     os.symlink(elsewhere, data_dir / "data" / "default")
-    before = {p.name: p.read_bytes() for p in elsewhere.iterdir()}
+    def snapshot() -> dict[str, bytes]:  # the database and the derived folder's files
+        return {str(p.relative_to(elsewhere)): p.read_bytes() for p in elsewhere.rglob("*") if p.is_file()}
+
+    before = snapshot()
     argv = ["status"] + (["--readonly"] if readonly else [])
     res = cli(*argv)
     assert res.code == 1 and res.err.startswith("Error: ") and "symlink" in res.err, res.err
-    assert {p.name: p.read_bytes() for p in elsewhere.iterdir()} == before
+    assert snapshot() == before
 
 
 @pytest.mark.parametrize("readonly", [False, True])

@@ -55,7 +55,7 @@ def settings(data_dir: Path, url: str, *, readonly: bool = False, max_insights: 
 
 
 def index_files(data_dir: Path) -> list[Path]:
-    return sorted((data_dir / "data" / "default").glob("mnemon.db.vec*"))
+    return sorted((data_dir / "data" / "default" / "mnemon.db.index").glob("vec*"))
 
 
 def fresh_scores(data_dir: Path, url: str, query: np.ndarray) -> dict[str, float]:
@@ -183,7 +183,7 @@ def test_damaged_or_missing_index_equals_rebuild(endpoint: str, data_dir: Path, 
         engine.forget(engine.vector_search(HashEmbedder(DIM).embed(TEXTS[2]), 1)[0][0])
     query = HashEmbedder(DIM).embed("Rust storage search")
     store_dir = data_dir / "data" / "default"
-    header = store_dir / "mnemon.db.vec.json"
+    header = store_dir / "mnemon.db.index" / "vec.json"
     reference = fresh_scores(data_dir, endpoint, query)
     assert len(reference) == len(TEXTS) - 1
     if damage == "delete":
@@ -196,7 +196,7 @@ def test_damaged_or_missing_index_equals_rebuild(endpoint: str, data_dir: Path, 
         raw.update(generation=0, active_count=1, max_rowid=1)  # claims an older state
         header.write_text(json.dumps(raw))
     else:
-        os.truncate(store_dir / "mnemon.db.vec", 100)
+        os.truncate(store_dir / "mnemon.db.index" / "vec", 100)
     with Engine(settings(data_dir, endpoint)) as engine:
         assert scores_of(engine, query) == pytest.approx(reference, abs=1e-12)
 
@@ -225,7 +225,7 @@ def test_readonly_uses_a_current_index_and_catches_up_in_memory(endpoint: str, d
         first = engine.remember(TEXTS[0], no_diff=True)["id"]
         engine.vector_scores(HashEmbedder(DIM).embed("x"))  # index written at this state
     # a write whose index update never happened (as after a crash): the header is now stale
-    header = data_dir / "data" / "default" / "mnemon.db.vec.json"
+    header = data_dir / "data" / "default" / "mnemon.db.index" / "vec.json"
     saved = header.read_bytes()
     with Engine(settings(data_dir, endpoint)) as engine:
         second = engine.remember(TEXTS[1], no_diff=True)["id"]

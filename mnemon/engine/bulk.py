@@ -32,6 +32,7 @@ from mnemon import linking
 from mnemon.drafts import Draft, DraftInsight
 from mnemon.engine import graph, prepare
 from mnemon.engine.core import format_ts
+from mnemon.engine.semantic import ChunkNeighbours
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
 from mnemon.engine.upkeep import effective_importance as upkeep_ei
 from mnemon.engine.write import WriteMixin
@@ -41,12 +42,10 @@ from mnemon.records import (
     CAUSAL_MIN_OVERLAP,
     ENTITY_EDGE_CAP,
     ENTITY_EDGE_NEIGHBOURS,
-    SEMANTIC_AUTO_COSINE,
-    SEMANTIC_AUTO_TOP,
     Edge,
     Insight,
 )
-from mnemon.store import blob, connection, edges, insights, oplog
+from mnemon.store import connection, edges, insights, oplog
 from mnemon.text import token_overlap, tokenize
 
 if TYPE_CHECKING:
@@ -100,9 +99,6 @@ class _ImportState:
     # entity → its newest active insights as (created_at, order, id), newest last (§4.5 look-up)
     by_entity: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     order: int = 0
-    vec_ids: list[str] = field(default_factory=list)
-    matrix: Any = None  # float64 (capacity, dim) unit rows; zero rows for zero vectors
-    dim: int = 0
     generation: int = -1
     # While a chunk defers its inserts: entity → its insights of this chunk not yet written, for
     # entities never looked up (a first look-up merges them with what the store has).
@@ -163,44 +159,6 @@ class _ImportState:
         bisect.insort(rows, row, key=lambda r: (r.created_at, r.order))
         if len(rows) > CAUSAL_LOOKBACK:
             del rows[0]
-
-    def load_vectors(self, conn: apsw.Connection, dim: int, fmt: str) -> None:
-        import numpy as np
-
-        self.dim = dim
-        ids: list[str] = []
-        rows: list[NDArray[np.float64]] = []
-        for insight_id, raw in insights.active_embeddings(conn):
-            vec = blob.decode(raw, fmt)
-            if vec is not None and vec.shape == (dim,):
-                ids.append(insight_id)
-                rows.append(vec)
-        self.vec_ids = ids
-        self.matrix = np.zeros((max(len(ids) * 2, 1024), dim), dtype=np.float64)
-        if rows:
-            self.matrix[: len(ids)] = _unit_rows(np.vstack(rows))
-
-    def truncate_vectors(self, n: int) -> None:
-        del self.vec_ids[n:]
-
-    def add_vector(self, insight_id: str, unit: NDArray[np.float64]) -> None:
-        import numpy as np
-
-        n = len(self.vec_ids)
-        if n == self.matrix.shape[0]:
-            grown = np.zeros((n * 2, self.dim), dtype=np.float64)
-            grown[:n] = self.matrix
-            self.matrix = grown
-        self.matrix[n] = unit
-        self.vec_ids.append(insight_id)
-
-
-def _unit_rows(matrix: NDArray[np.float64]) -> NDArray[np.float64]:
-    import numpy as np
-
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(norms > 0, matrix / norms, 0.0)
 
 
 class _Ids:
@@ -280,15 +238,10 @@ class ImportMixin(WriteMixin):
                 size = max(size, min(IMPORT_BATCH_MAX, (stored + start) // IMPORT_BATCH_GROWTH))
             chunk = draft.insights[start : start + size]
             vectors = self._embed_chunk(embedder, [item.content for item in chunk])
-            if embedder is not None and state.matrix is None:
-                dim = next((v.shape[0] for v in vectors if v is not None), 0)
-                if dim:
-                    state.load_vectors(store.conn, dim, store.embedding_format)
             # Foreign keys are checked set-based before the chunk's edges are written (_checked).
             with connection.foreign_keys_unchecked(store.conn), store.transaction("import") as conn:
                 if store.generation() != state.generation:
                     state.reset(conn)  # first batch, or another process wrote since our last commit
-                mark = len(state.vec_ids)
                 try:
                     with conn:  # a savepoint: the chunk's rows are written at once
                         out = self._import_chunk(
@@ -298,7 +251,6 @@ class ImportMixin(WriteMixin):
                     # A row failed (never seen in practice): redo the chunk one savepoint per item,
                     # so only the failing items become errors, from state as the store has it.
                     state.reset(conn)
-                    state.truncate_vectors(mark)
                     out = self._import_chunk(
                         conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, defer=False
                     )
@@ -343,7 +295,7 @@ class ImportMixin(WriteMixin):
         ``defer``: each item in its own savepoint, written as it goes).
         """
         out = _ChunkOut()
-        scores = self._chunk_scores(state, vectors)
+        neighbours = self._chunk_neighbours(conn, vectors)
         # Exact duplicates (Decision 5): one look-up for the chunk, then the chunk's own adds.
         seen = {} if no_diff else insights.exact_duplicates(conn, [item.content for item in chunk])
         # Edge rows as edges.upsert_rows binds them (graph.semantic_edges' Edge records converted).
@@ -375,7 +327,7 @@ class ImportMixin(WriteMixin):
             prep = prepared.get(start + offset)
             if defer:
                 self._import_one(
-                    conn, state, new, item.entities, prep, vector, scores, offset, now, stamp, item_edges, write=False
+                    conn, state, new, item.entities, prep, vector, neighbours, offset, now, stamp, item_edges, write=False
                 )
                 rows.append(insights.insert_row(new, stamp))
                 if vector is not None:
@@ -384,13 +336,16 @@ class ImportMixin(WriteMixin):
                 try:
                     with conn:  # a savepoint: one failing item never takes the batch down
                         self._import_one(
-                            conn, state, new, item.entities, prep, vector, scores, offset, now, stamp, item_edges, write=True
+                            conn, state, new, item.entities, prep, vector, neighbours, offset, now, stamp, item_edges,
+                            write=True,
                         )
                 except apsw.Error as exc:
                     result.update(action="error", error=str(exc))
                     out.ids.append(None)
                     out.counts["errors"] += 1
                     continue
+            if neighbours is not None:
+                neighbours.stored(offset, new.id)  # later items of the chunk may link to it
             log.append(("import", new.id, new.content, stamp))
             # Every key of an item's edges names the item itself: keys never repeat across items.
             chunk_edges.update(item_edges.deferred or {})
@@ -423,19 +378,23 @@ class ImportMixin(WriteMixin):
                 out.extend(self.embed_for_write(text) for text in part)
         return out
 
-    def _chunk_scores(self, state: _ImportState, vectors: list[NDArray[np.float64] | None]) -> Any:
-        """Cosines of the chunk's vectors against the matrix as it stood before the chunk (one pass)."""
-        if state.matrix is None or not any(v is not None for v in vectors):
-            return None
-        import numpy as np
+    def _chunk_neighbours(self, conn: apsw.Connection, vectors: list[NDArray[np.float64] | None]) -> ChunkNeighbours | None:
+        """The semantic-neighbour finder for a chunk (inside its transaction), or None without vectors.
 
-        queries = np.zeros((len(vectors), state.dim), dtype=np.float64)
-        for row, vec in enumerate(vectors):
-            if vec is not None and vec.shape == (state.dim,):
-                queries[row] = vec
-        queries = _unit_rows(queries)
-        before = len(state.vec_ids)
-        return before, queries, state.matrix[:before] @ queries.T
+        Vectors of another model or length than the store's are never stored, so they find no
+        neighbours either; the first vectors of a store without any fix its dimension (write_vector).
+        """
+        first = next((v for v in vectors if v is not None), None)
+        embedder = self._embedder
+        if first is None or embedder is None:
+            return None
+        dim = int(first.shape[0])
+        if self.vector_mismatch(embedder.model, dim) is not None:
+            return None
+        index = self.vector_index()
+        if index is not None:
+            index.sync(conn)  # current for what this transaction sees (another process may have written)
+        return ChunkNeighbours(index, vectors, dim, self.store.embedding_format)
 
     def _import_one(
         self,
@@ -445,7 +404,7 @@ class ImportMixin(WriteMixin):
         provided: list[str],
         prep: prepare.Prepared,
         vector: NDArray[np.float64] | None,
-        scores: Any,
+        neighbours: ChunkNeighbours | None,
         offset: int,
         now: datetime,
         stamp: str,
@@ -471,17 +430,12 @@ class ImportMixin(WriteMixin):
                 self._store_vector(conn, new.id, vector)
         _entity_edges(state, conn, new, stamp, counts.deferred)
         self._causal_from_recent(new, tokens, causal, flags, recent, stamp, counts)
-        unit = None
-        if scores is not None and vector is not None and vector.shape == (state.dim,):
-            unit = scores[1][offset]
-            matches = self._semantic_matches(state, scores, offset, unit)
-            graph.semantic_edges(conn, new, now, counts, matches)
+        if neighbours is not None and neighbours.has_vector(offset):
+            graph.semantic_edges(conn, new, now, counts, neighbours.matches(offset))
         state.known.update(new.entities)
         state.order += 1
         state.add_recent(new.source, _Recent(new.created_at, state.order, new.id, new.content, tokens, causal, flags))
         state.add_entities(new, state.order)
-        if unit is not None:
-            state.add_vector(new.id, unit)
 
     def _causal_from_recent(
         self,
@@ -510,19 +464,6 @@ class ImportMixin(WriteMixin):
                 counts.deferred[(prev.id, new.id, "causal")] = (prev.id, new.id, "causal", overlap, meta, stamp)
             else:
                 counts.deferred[(new.id, prev.id, "causal")] = (new.id, prev.id, "causal", overlap, meta, stamp)
-
-    def _semantic_matches(
-        self, state: _ImportState, scores: Any, offset: int, unit: NDArray[np.float64]
-    ) -> list[tuple[str, float]]:
-        """cosine ≥ 0.80, top 3, ties by id (§4.7), against every vector stored before this item."""
-        before, _, against_store = scores
-        cosines = list(zip(state.vec_ids[:before], against_store[:, offset].tolist()))
-        if len(state.vec_ids) > before:  # items of this chunk stored before this one
-            later = state.matrix[before : len(state.vec_ids)] @ unit
-            cosines.extend(zip(state.vec_ids[before:], later.tolist()))
-        hits = [(i, c) for i, c in cosines if c >= SEMANTIC_AUTO_COSINE]
-        hits.sort(key=lambda h: (-h[1], h[0]))
-        return hits[:SEMANTIC_AUTO_TOP]
 
     def _finalize_import(
         self, draft: Draft, ids: list[str | None], added: list[str], sources: list[str], now: datetime

@@ -3,11 +3,11 @@
 Checks (each ``{name, ok, detail}``): SQLite ``integrity_check`` and ``foreign_key_check``; edges
 pointing at missing or soft-deleted insights; half-written or out-of-contract insight rows;
 embedding blobs that are mis-sized, non-finite or of a minority dimension; oplog sanity; the
-``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
-derived files 0600); and the derived index files beside the database (asked whether they are
+status counters against a real count (``mnemon.store.counts``); the ``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
+derived files 0600, the derived folder 0700); and the derived index files in ``<db>.index/`` (asked whether they are
 readable and current when the index module exists, otherwise "not present").
 
-``repair`` removes dangling edges in one write transaction, deletes every derived file (the next
+``repair`` removes dangling edges in one write transaction, recounts counters that disagree, deletes every derived file (the next
 command rebuilds it from SQLite, which stays the truth), tightens permissions, and then checks
 again. It never touches insight rows: a failing ``integrity_check`` needs a backup, not a guess.
 The SQL lives in ``mnemon.store.check``; this module never prints.
@@ -23,7 +23,7 @@ from typing import Any
 
 from mnemon.engine.core import EngineBase
 from mnemon.errors import NotFoundError, StoreError
-from mnemon.store import check
+from mnemon.store import check, counts, derived
 from mnemon.store.connection import DIR_MODE, FILE_MODE
 from mnemon.store.layout import SIDE_SUFFIXES
 from mnemon.store.schema import SCHEMA_VERSION
@@ -33,16 +33,12 @@ _SQLITE_SUFFIXES = (*SIDE_SUFFIXES, "-journal")
 
 
 def derived_files(db_path: Path) -> list[Path]:
-    """Files beside the database that are rebuildable caches: ``<db>.<suffix>`` and leftover temp files."""
-    folder = db_path.parent
-    if not folder.is_dir():
-        return []
-    prefix = db_path.name + "."
-    tmp_prefix = "." + db_path.name + "."
-    return sorted(
-        p for p in folder.iterdir()
-        if p.is_file() and (p.name.startswith(prefix) or (p.name.startswith(tmp_prefix) and p.name.endswith(".tmp")))
-    )  # fmt: skip
+    """Rebuildable files: everything in the store's derived folder, plus old-layout leftovers."""
+    inside: list[Path] = []
+    index_folder = derived.folder(db_path)
+    if index_folder.is_dir():
+        inside = [p for p in index_folder.iterdir() if p.is_file()]
+    return sorted([*inside, *derived.legacy_files(db_path)])
 
 
 def _entry(name: str, problems: list[str], ok_detail: str = "ok") -> dict[str, Any]:
@@ -93,6 +89,7 @@ class DoctorMixin(EngineBase):
         out.append(_entry("insights", [f"{i}: incomplete or out-of-contract row" for i in check.bad_insights(conn)]))
         out.append(_entry("embeddings", check.bad_embeddings(conn, self.store.embedding_format)))
         out.append(_entry("oplog", check.oplog_problems(conn)))
+        out.append(_entry("counters", counts.problems(conn)))
         out.append(_entry("permissions", self._permission_problems(db_path)))
         out.append(self._index_check(db_path))
         out.append(self._vector_index_check(db_path))
@@ -100,10 +97,13 @@ class DoctorMixin(EngineBase):
 
     def _permission_problems(self, db_path: Path) -> list[str]:
         problems = []
-        folder = db_path.parent
-        mode = stat.S_IMODE(folder.stat().st_mode)
-        if mode & ~DIR_MODE:
-            problems.append(f"{folder}: mode {mode:o}, expected {DIR_MODE:o}")
+        for folder in (db_path.parent, derived.folder(db_path)):
+            try:
+                mode = stat.S_IMODE(folder.stat().st_mode)
+            except FileNotFoundError:
+                continue  # no derived folder yet
+            if mode & ~DIR_MODE:
+                problems.append(f"{folder}: mode {mode:o}, expected {DIR_MODE:o}")
         files = [db_path, *(Path(str(db_path) + s) for s in _SQLITE_SUFFIXES), *derived_files(db_path)]
         for path in files:
             try:
@@ -143,12 +143,12 @@ class DoctorMixin(EngineBase):
         return _entry("derived_index", [], f"{path.name} stale (caught up or rebuilt on the next read)")
 
     def _vector_index_check(self, db_path: Path) -> dict[str, Any]:
-        """Ask the vector-index module whether ``<db>.vec.json`` describes the database."""
+        """Ask the vector-index module whether ``<db>.index/vec.json`` describes the database."""
         try:
             from mnemon.store import vectors
         except ImportError:
             return _entry("vector_index", [], "not present")
-        header_path = Path(str(db_path) + ".vec.json")
+        header_path = derived.path(db_path, "vec.json")
         if not header_path.exists():
             return _entry("vector_index", [], "not present (built on the next vector search)")
         try:
@@ -172,6 +172,10 @@ class DoctorMixin(EngineBase):
                 removed = check.remove_dangling_edges(tx)
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
+            if counts.problems(conn):
+                with self.store.transaction("doctor --repair") as tx:
+                    counts.install(tx)  # recreates a dropped trigger and recounts every counter
+                done.append("recounted the status counters")
         for path in derived_files(db_path):
             if path.name.endswith(".lock"):
                 continue  # a flock target another process may hold: deleting it would split the lock
@@ -180,7 +184,10 @@ class DoctorMixin(EngineBase):
                 done.append(f"deleted derived file {path.name} (rebuilt on the next call)")
             except FileNotFoundError:
                 pass
-        targets = [(db_path.parent, DIR_MODE), *((Path(str(db_path) + s), FILE_MODE) for s in ("", *_SQLITE_SUFFIXES))]
+        targets = [
+            (db_path.parent, DIR_MODE), (derived.folder(db_path), DIR_MODE),
+            *((Path(str(db_path) + s), FILE_MODE) for s in ("", *_SQLITE_SUFFIXES)),
+        ]  # fmt: skip
         for path, wanted in targets:
             try:
                 if stat.S_IMODE(path.stat().st_mode) & ~wanted:

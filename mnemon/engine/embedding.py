@@ -124,12 +124,16 @@ class EmbedMixin(VectorMixin):
         self.after_write()
         return {"status": "backfill_complete", "succeeded": succeeded, "failed": failed, "model": embedder.model}
 
-    def _track(self, stored: list[tuple[str, NDArray[np.float64]]]) -> None:
-        """Bring the vector index along with the batch just committed (a delta, not a rebuild)."""
+    def _track(self, stored: list[tuple[str, NDArray[np.float64]]], *, fresh: bool = False) -> None:
+        """Bring the vector index along with the batch just committed (a delta, not a rebuild).
+
+        ``fresh``: none of the rows had a vector before the write, so none replaces an indexed row.
+        """
         if self._vector_index is None:
             self.vector_index()  # the first open derives every row, this batch included
         else:
             self._pending_vectors = stored
+            self._pending_fresh = fresh
         self.after_write()
 
     def _any_content(self) -> str | None:
@@ -146,15 +150,17 @@ class EmbedMixin(VectorMixin):
         except EmbedderError:
             vectors = [self._embed_single(embedder, content) for _, content in batch]  # isolate the bad one
         stored: list[tuple[str, NDArray[np.float64]]] = []
+        fresh = True  # every row still lacked a vector when written (another process may have embedded one)
         with self.store.transaction("embed") as conn:
             for (insight_id, _), vector in zip(batch, vectors):
                 if vector is None or insights.get(conn, insight_id) is None:
                     continue
+                fresh = fresh and not vector_store.has_embedding(conn, insight_id)
                 if self.write_vector(conn, insight_id, vector, embedder):
                     stored.append((insight_id, vector))
             if stored:
                 vector_store.bump_epoch(conn)
-        self._track(stored)
+        self._track(stored, fresh=fresh)
         return len(stored)
 
     @staticmethod

@@ -16,13 +16,14 @@ is built or caught up in memory and nothing is written.
 Base and delta (writes cost O(delta), not O(store)): the big file ``<db>.hot`` is a *base*
 with sorted vocabulary, postings, id/created ranks and the edge CSR. A catch-up never re-sorts
 or rewrites it: new rows, their new terms (appended unsorted after the sorted vocabulary) and
-new edge rows are kept as a small tail segment, persisted on their own in ``<db>.hot.delta``
+new edge rows are kept as a small tail segment, persisted on their own in ``<db>.index/hot.delta``
 (tied to the base's build id). Scoring combines the two: a query's posting lists are the base
 list plus the matching delta entries (BM25's df, N and avgdl are computed over the combined,
 scoped rows, so every answer equals a fresh build's); ranks are updated by merging the few new
 ids; the edge CSR is extended in place. The base is re-persisted (merged) only when the delta
-passes :func:`merge_threshold` rows. The O(E) edge-count check (the guard against an edge row
-deleted behind our back) runs only when an edge reader needs the graph, not on the write path.
+passes :func:`merge_threshold` rows. The edge-count check (the guard against an edge row deleted
+or replaced behind our back) compares with the trigger-kept counter (``mnemon.store.counts``, one
+row read; COUNT(*) only on an old store opened --readonly); it runs when an edge reader needs the graph.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class HotIndex:
         self.build_id = ""  # the base this index extends (a fresh build is its own base)
         self.delta_id = ""  # "" while the index is exactly its base
         self.edge_count_db = 0
-        self.edges_verified = True  # edge_count_db was checked against COUNT(*) at self.fp
+        self.edges_verified = True  # edge_count_db was checked against the store's edge count at self.fp
         self.edges_reloaded = False  # the edge list no longer extends the base's: only a merge persists it
         self.any_vector = False  # some row carried an embedding blob when it was indexed
         self.ids: list[str] = []
@@ -657,7 +658,11 @@ class HotIndex:
             self._parts[name] = []
         self._edges_derived_m = -1
         self.edges_reloaded = True
-        self.edge_count_db = self._append_edges(list(hotindex.edges_since(conn, 0)))
+        self._append_edges(list(hotindex.edges_since(conn, 0)))
+        # The reference is the store's edge count as the guard reads it (the counter when kept), so
+        # a counter off by a constant (a foreign writer without the triggers) reloads once, not on
+        # every read; doctor reports such a counter and --repair recounts it.
+        self.edge_count_db = hotindex.edge_count(conn)
         self.edges_verified = True
 
     @classmethod
@@ -698,8 +703,8 @@ class HotIndex:
         """Apply what changed since ``self.fp``; rebuild what cannot be reconciled.
 
         New rows, deletions and new edge rows are applied by rowid/``deleted_at`` in O(delta).
-        The edge-count check that catches an edge row deleted or replaced out of sight is O(E):
-        it is left to :meth:`verify_edges`, which edge readers (recall) call.
+        The edge-count check that catches an edge row deleted or replaced out of sight is left
+        to :meth:`verify_edges`, which edge readers (recall) call.
         """
         import numpy as np
 
@@ -735,7 +740,7 @@ class HotIndex:
         return self
 
     def verify_edges(self, conn: apsw.Connection) -> None:
-        """Check the edge rows we track against COUNT(*) (O(E)); reload them on a mismatch."""
+        """Check the edge rows we track against the store's edge counter (O(1)); reload them on a mismatch."""
         if not self.edges_verified:
             if self.edge_count_db != hotindex.edge_count(conn):
                 self._reload_edges(conn)  # a replaced or deleted edge row we cannot see by rowid
@@ -886,7 +891,7 @@ def cached(conn: apsw.Connection) -> HotIndex | None:
 def index_for(conn: apsw.Connection, db_path: Path, *, readonly: bool, edges: bool = True) -> HotIndex:
     """Return the index for ``conn``, current for the committed database state.
 
-    ``edges=False`` (the write-path scans) skips the O(E) edge-count check; recall needs it.
+    ``edges=False`` (the write-path scans) skips the edge-count check; recall needs it.
     """
     index = open_index(conn, db_path, readonly=readonly, cached=_OPEN.get(conn), edges=edges)
     _OPEN[conn] = index

@@ -74,7 +74,7 @@ class RetrieveMixin(EngineBase):
         from mnemon.engine import hot
 
         # Only an index this process already holds is caught up (O(delta): the new rows, their
-        # edges, and a small ``.hot.delta`` write); other processes catch up from the fingerprint.
+        # edges, and a small ``hot.delta`` write); other processes catch up from the fingerprint.
         # An access-only write (show) leaves the index alone and never imports numpy.
         if hot.cached(store.conn) is not None:
             hot.index_for(store.conn, store.path, readonly=False, edges=False)

@@ -57,6 +57,7 @@ class VectorMixin(EngineBase):
 
     _vector_index: VectorIndex | None = None
     _pending_vectors: list[tuple[str, NDArray[np.float64]]] | None = None
+    _pending_fresh = False  # the pending vectors' rows had none before (embed --all)
     _vector_warned = False
 
     # --- the store's vector space -------------------------------------------------------------
@@ -140,6 +141,7 @@ class VectorMixin(EngineBase):
         """Catch the index up with the write just committed (if this process has it open)."""
         super().after_write()
         pending, self._pending_vectors = self._pending_vectors or [], None
+        fresh, self._pending_fresh = self._pending_fresh, False
         index = self._vector_index
         if index is None:
             return  # the next process that needs vectors catches up from the fingerprint
@@ -147,7 +149,7 @@ class VectorMixin(EngineBase):
         if dim != index.dim or (model or "") != index.header.model:
             self._vector_index = None  # the store's vector space changed (embed --all)
             return
-        index.sync(self.store.conn, pending)
+        index.sync(self.store.conn, pending, fresh=fresh)
 
     # --- search -------------------------------------------------------------------------------
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import apsw
 
 from mnemon.errors import ReadonlyModeError, StoreError
-from mnemon.store import connection, edges, insights, oplog, schema
+from mnemon.store import connection, derived, edges, insights, oplog, schema
 from mnemon.store.tx import translate, write_tx
 
 __all__ = ["Store", "edges", "insights", "oplog"]
@@ -38,6 +38,10 @@ class Store:
         try:
             if not schema.is_current(conn):
                 schema.migrate(conn, now)
+            try:
+                derived.move_legacy(path)  # old layout: derived files beside the database (silent)
+            except (OSError, StoreError):
+                pass  # derived files only: left where they are, rebuilt in the folder when needed
         except apsw.Error as exc:
             conn.close()
             raise translate(exc) from exc

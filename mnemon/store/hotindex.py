@@ -1,9 +1,10 @@
 """The hot index on disk and the SQL that keeps it current (architecture: the hot index).
 
-Owns the file format of the derived index beside the database (``<db>.hot``: one file, a JSON
+Owns the file format of the derived index in the store's derived folder (``<db>.index/hot``, see
+``mnemon.store.derived``: one file, a JSON
 header plus 64-byte aligned raw arrays, memory-mapped on read, replaced atomically by rename,
-mode 0600), the small delta segment beside it (``<db>.hot.delta``: what changed since that base, so a
-write never rewrites the base), the small stamp file (``<db>.hot.stamp``) that lets a process which only bumped
+mode 0600), the small delta segment beside it (``hot.delta``: what changed since that base, so a
+write never rewrites the base), the small stamp file (``hot.stamp``) that lets a process which only bumped
 access counts mark the unchanged index current for the new generation, and the queries that
 tell what changed since a snapshot (new rows by rowid, deletions by ``deleted_at``, new edge rows
 by rowid, counts). It knows nothing about tokens or scores: the engine tokenises and hands in
@@ -24,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 
 import apsw
 
-from mnemon.store.connection import FILE_MODE
+from mnemon.store import derived
+from mnemon.store.connection import FILE_MODE, ensure_private_dir
 
 if TYPE_CHECKING:
     import numpy as np
@@ -41,7 +43,7 @@ _SQL_GENERATION = "SELECT value FROM mnemon_meta WHERE key = 'generation'"
 _SQL_ROWS_SINCE = (
     "SELECT rowid, id, content, tags, entities, category, source, importance, created_at, "
     "embedding IS NOT NULL FROM insights "
-    "WHERE rowid > ? AND deleted_at IS NULL ORDER BY rowid"
+    "WHERE rowid > ? AND +deleted_at IS NULL ORDER BY rowid"  # "+": the rowid range, not a partial index
 )
 _SQL_DELETED_SINCE = "SELECT id FROM insights WHERE deleted_at IS NOT NULL AND deleted_at >= ?"
 # The backbone flag is computed in SQL so the metadata JSON of millions of edges is never parsed
@@ -115,10 +117,20 @@ def _has_meta(conn: apsw.Connection) -> bool:
 
 
 def active_count(conn: apsw.Connection) -> int:
+    """Active insights: the trigger-kept counters (O(1)), or COUNT(*) on a store without them."""
+    from mnemon.store import counts
+
+    if counts.available(conn):
+        return counts.active_count(conn)
     return int(conn.execute(_SQL_ACTIVE).fetchone()[0])
 
 
 def edge_count(conn: apsw.Connection) -> int:
+    """The number of edge rows: the trigger-kept counter (O(1)), or COUNT(*) on a store without one."""
+    from mnemon.store import counts
+
+    if counts.available(conn):
+        return counts.edge_count(conn)
     return int(conn.execute(_SQL_EDGE_COUNT).fetchone()[0])
 
 
@@ -142,14 +154,16 @@ def edges_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
 
 
 def index_path(db_path: Path) -> Path:
-    return Path(str(db_path) + ".hot")
+    return derived.path(db_path, "hot")
 
 
 def stamp_path(db_path: Path) -> Path:
-    return Path(str(db_path) + ".hot.stamp")
+    return derived.path(db_path, "hot.stamp")
 
 
 def _write_atomic(path: Path, chunks: list[bytes | memoryview]) -> None:
+    if not path.parent.is_dir():
+        ensure_private_dir(path.parent)  # the folder was deleted (the documented way to rebuild)
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     fd = os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, FILE_MODE)
     try:
@@ -166,11 +180,11 @@ def _write_atomic(path: Path, chunks: list[bytes | memoryview]) -> None:
 
 
 def delta_path(db_path: Path) -> Path:
-    return Path(str(db_path) + ".hot.delta")
+    return derived.path(db_path, "hot.delta")
 
 
 def write_delta(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> None:
-    """Write the small delta segment (``<db>.hot.delta``, same format) atomically."""
+    """Write the small delta segment (``hot.delta``, same format) atomically."""
     write_index(db_path, header, arrays, path=delta_path(db_path))
 
 
@@ -212,7 +226,7 @@ def write_index(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
 def read_index(db_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
     """Map ``<db>.hot`` read-only; None if missing, truncated or foreign (then the caller rebuilds).
 
-    A delta segment written for this base (``<db>.hot.delta``, same build id) comes along: its
+    A delta segment written for this base (``hot.delta``, same build id) comes along: its
     arrays prefixed ``x_``, its header under ``delta``; the header's fingerprint and build id are
     then those of base + delta (``build+delta``), the base's own under ``base_header``.
     """

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import apsw
 
+from mnemon.store import counts
 from mnemon.store.tx import write_tx
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6  # 6: exact counters (mnemon.store.counts)
 
 _SQL_CREATE_INSIGHTS = """
 CREATE TABLE IF NOT EXISTS insights (
@@ -217,6 +218,7 @@ def migrate(conn: apsw.Connection, now: str) -> None:
             conn.execute(_SQL_ENTITY_BACKFILL)
         for statement in _SQL_ENTITY_TRIGGERS:
             conn.execute(statement)
+        counts.install(conn)  # before the legacy clean-up below, whose update the triggers then follow
         conn.execute(_SQL_CREATE_META)
         for statement in _SQL_DROP_OLD_INDEXES:
             conn.execute(statement)
@@ -226,7 +228,7 @@ def migrate(conn: apsw.Connection, now: str) -> None:
         conn.execute(
             "UPDATE insights SET deleted_at = ?, updated_at = ? WHERE category = 'narrative' AND deleted_at IS NULL",
             (now, now),
-        )
+        )  # the count triggers are in place: the counters follow this update
         conn.execute("INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES ('generation', '0')")
         conn.execute("INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES ('embedding_format', ?)", (fmt,))
         conn.execute(

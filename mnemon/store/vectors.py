@@ -1,17 +1,18 @@
-"""VectorIndex: the derived float64 vector matrix beside the database, and the embedding SQL.
+"""VectorIndex: the derived float64 vector matrix of a store, and the embedding SQL.
 
 Contract §2.5 and Decision 3; architecture "the hot index" and §6. SQLite is the truth: every
 vector lives in ``insights.embedding`` (float64 blobs in our stores, float32 in Go stores, read via
 ``blob``). This module keeps a contiguous float64 copy of the *active* embedded rows, memory-mapped
-beside the database so a query scans one matrix instead of decoding every blob:
+in the store's derived folder (``mnemon.store.derived``) so a query scans one matrix instead of
+decoding every blob:
 
-    mnemon.db.vec          float64 (capacity, dim)   the vectors, row-major, C-contiguous
-    mnemon.db.vec.norms    float64 (capacity,)       Euclidean norm of each row
-    mnemon.db.vec.ids      S<w>    (capacity,)       row -> insight id (UTF-8, NUL padded)
-    mnemon.db.vec.rowids   int64   (capacity,)       row -> SQLite rowid (a hint, see below)
-    mnemon.db.vec.active   uint8   (capacity,)       1 while the row's insight is active
-    mnemon.db.vec.json     the header: dim, model, blob format, rows, capacity and the fingerprint
-    mnemon.db.vec.lock     flock target serialising processes that update the files
+    mnemon.db.index/vec          float64 (capacity, dim)   the vectors, row-major, C-contiguous
+    mnemon.db.index/vec.norms    float64 (capacity,)       Euclidean norm of each row
+    mnemon.db.index/vec.ids      S<w>    (capacity,)       row -> insight id (UTF-8, NUL padded)
+    mnemon.db.index/vec.rowids   int64   (capacity,)       row -> SQLite rowid (a hint, see below)
+    mnemon.db.index/vec.active   uint8   (capacity,)       1 while the row's insight is active
+    mnemon.db.index/vec.json     the header: dim, model, blob format, rows, capacity and the fingerprint
+    mnemon.db.index/vec.lock     flock target serialising processes that update the files
 
 Rows are keyed by the insight UUID; the rowid is only used to find deletions cheaply (a covering
 partial index lists active rowids) and is checked against the id at the tail, because VACUUM may
@@ -46,8 +47,9 @@ from typing import TYPE_CHECKING
 
 import apsw
 
-from mnemon.store import blob
-from mnemon.store.connection import FILE_MODE
+from mnemon.store import blob, derived
+from mnemon.errors import StoreError
+from mnemon.store.connection import FILE_MODE, ensure_private_dir
 from mnemon.store.schema import generation
 
 if TYPE_CHECKING:
@@ -69,8 +71,11 @@ _SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_MAX_ROWID = "SELECT rowid, id FROM insights ORDER BY rowid DESC LIMIT 1"
 _SQL_ID_AT = "SELECT id FROM insights WHERE rowid = ?"
 _SQL_ACTIVE_ROWIDS = "SELECT rowid FROM insights WHERE deleted_at IS NULL"
+_SQL_ACTIVE_COUNT_AFTER = "SELECT COUNT(*) FROM insights WHERE rowid > ? AND +deleted_at IS NULL"  # rowid range
 _SQL_ACTIVE_VECTORS_AFTER = (
-    "SELECT rowid, id, embedding FROM insights WHERE rowid > ? AND deleted_at IS NULL AND embedding IS NOT NULL "
+    # "+deleted_at": without it the planner walks a partial index on deleted_at (every active row)
+    # instead of the rowid range, which made each catch-up O(store).
+    "SELECT rowid, id, embedding FROM insights WHERE rowid > ? AND +deleted_at IS NULL AND embedding IS NOT NULL "
     "ORDER BY rowid"
 )
 _SQL_SET_EMBEDDING = "UPDATE insights SET embedding = ? WHERE id = ?"
@@ -79,6 +84,7 @@ _SQL_LACKING = (
     "SELECT id, content FROM insights WHERE deleted_at IS NULL AND embedding IS NULL "
     "ORDER BY importance DESC, created_at DESC, id ASC"
 )
+_SQL_HAS_EMBEDDING = "SELECT 1 FROM insights WHERE id = ? AND embedding IS NOT NULL"
 _SQL_EMBEDDED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
 _SQL_IS_ACTIVE = "SELECT 1 FROM insights WHERE id = ? AND deleted_at IS NULL"
 _SQL_ROWID_OF = "SELECT rowid FROM insights WHERE id = ?"
@@ -134,6 +140,10 @@ def set_embedding(conn: apsw.Connection, insight_id: str, vector: NDArray[np.flo
     conn.execute(_SQL_SET_EMBEDDING, (blob.encode(vector, fmt), insight_id))
 
 
+def has_embedding(conn: apsw.Connection, insight_id: str) -> bool:
+    return conn.execute(_SQL_HAS_EMBEDDING, (insight_id,)).fetchone() is not None
+
+
 def clear_embeddings(conn: apsw.Connection) -> None:
     conn.execute(_SQL_CLEAR_EMBEDDINGS)
 
@@ -180,12 +190,20 @@ class Fingerprint:
         )  # fmt: skip
 
 
+def _active_count(conn: apsw.Connection) -> int:
+    from mnemon.store import counts
+
+    if counts.available(conn):
+        return counts.active_count(conn)  # O(1): the trigger-kept counters
+    return int(conn.execute(_SQL_ACTIVE_COUNT).fetchone()[0])
+
+
 def fingerprint(conn: apsw.Connection) -> Fingerprint:
     """Read the cheap fingerprint (a covering-index count and two point lookups)."""
     tail = conn.execute(_SQL_MAX_ROWID).fetchone()
     return Fingerprint(
         generation=generation(conn),
-        active_count=int(conn.execute(_SQL_ACTIVE_COUNT).fetchone()[0]),
+        active_count=_active_count(conn),
         max_rowid=int(tail[0]) if tail else 0,
         tail_id=str(tail[1]) if tail else "",
         epoch=vector_meta(conn).epoch,
@@ -233,7 +251,7 @@ class VectorIndex:
     """
 
     def __init__(self, base: Path, *, readonly: bool, dim: int, model: str, fmt: str) -> None:
-        self.base = base  # <db path>.vec
+        self.base = base  # <db path>.index/vec
         self.readonly = readonly
         self.persisted = False  # True when the arrays are memory maps of the files
         self.header = Header(INDEX_VERSION, dim, model, fmt, MIN_ID_WIDTH, 0, 0, -1, -1, -1, "", -1)
@@ -295,16 +313,19 @@ class VectorIndex:
         cls, conn: apsw.Connection, db_path: Path, *, readonly: bool, dim: int, model: str, fmt: str
     ) -> VectorIndex:
         """Load the index beside ``db_path`` and bring it up to date with ``conn`` (see module doc)."""
-        index = cls(Path(str(db_path) + ".vec"), readonly=readonly, dim=dim, model=model, fmt=fmt)
+        index = cls(derived.path(db_path, "vec"), readonly=readonly, dim=dim, model=model, fmt=fmt)
         index.sync(conn)
         return index
 
-    def sync(self, conn: apsw.Connection, added: Iterable[tuple[str, NDArray[np.float64]]] = ()) -> None:
+    def sync(
+        self, conn: apsw.Connection, added: Iterable[tuple[str, NDArray[np.float64]]] = (), *, fresh: bool = False
+    ) -> None:
         """Make the index current for ``conn``'s committed state.
 
         ``added`` optionally names (id, vector) pairs the caller just committed for *existing*
         rows (``embed``): when the index was current right before that write, they are applied as
-        a delta instead of a rebuild.
+        a delta instead of a rebuild. ``fresh``: none of them had a vector before that write, so
+        no indexed row is replaced (saves an O(rows) id comparison per batch of ``embed --all``).
         """
         fp = fingerprint(conn)
         with self._locked():
@@ -325,7 +346,7 @@ class VectorIndex:
             if not self._tail_matches(conn):
                 self._rebuild(conn, fp)
                 return
-            self._catch_up(conn, fp, delta)
+            self._catch_up(conn, fp, delta, fresh)
 
     # -- internals: files --
 
@@ -345,8 +366,10 @@ class VectorIndex:
             mode = fcntl.LOCK_SH
         else:
             try:
+                if not lock_path.parent.is_dir():
+                    ensure_private_dir(lock_path.parent)  # the folder was deleted to force a rebuild
                 fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, FILE_MODE)
-            except OSError:
+            except (OSError, StoreError):
                 self.readonly = True  # an unwritable directory: serve from memory
                 yield
                 return
@@ -504,8 +527,8 @@ class VectorIndex:
 
     # -- internals: content --
 
-    def _append(self, rows: list[tuple[int, str, NDArray[np.float64]]]) -> None:
-        """Append (rowid, id, vector) rows, deactivating older rows of the same ids."""
+    def _append(self, rows: list[tuple[int, str, NDArray[np.float64]]], *, replaces: bool = True) -> None:
+        """Append (rowid, id, vector) rows; with ``replaces``, deactivate older rows of the same ids."""
         import numpy as np
 
         if not rows:
@@ -513,7 +536,7 @@ class VectorIndex:
         width = max(len(r[1].encode("utf-8")) for r in rows)
         self._grow(self.rows + len(rows), width)
         replaced = {r[1] for r in rows}
-        if self.rows:
+        if self.rows and replaces:
             old = np.isin(self._ids[: self.rows], np.array([i.encode("utf-8") for i in replaced]))
             self._active[: self.rows][old] = 0
         start = self.rows
@@ -547,16 +570,25 @@ class VectorIndex:
         self._id_pos = None
 
     def _catch_up(
-        self, conn: apsw.Connection, fp: Fingerprint, delta: list[tuple[str, NDArray[np.float64]]]
+        self, conn: apsw.Connection, fp: Fingerprint, delta: list[tuple[str, NDArray[np.float64]]], fresh: bool
     ) -> None:
         self._detach()
+        # Rows past the old max(rowid) are new insights: no indexed row holds their ids.
         new_rows = self._decoded(conn.execute(_SQL_ACTIVE_VECTORS_AFTER, (self.header.max_rowid,)))
+        changed = []
         for insight_id, vector in delta:
             rowid = rowid_of(conn, insight_id)
             if rowid is not None and vector.shape[0] == self.header.dim:
-                new_rows.append((rowid, insight_id, vector))
-        self._append(new_rows)
-        self._mask_deleted(conn)
+                changed.append((rowid, insight_id, vector))
+        known = self.header.fingerprint()
+        self._append(new_rows, replaces=False)
+        self._append(changed, replaces=not fresh)
+        # Rows leave only by deletion (nothing is undeleted), so when the active count grew by
+        # exactly the active rows inserted since, no indexed row was deleted: skip the O(n) pass
+        # over every active rowid that masking needs (it made each write O(store) at 1M rows).
+        inserted = int(conn.execute(_SQL_ACTIVE_COUNT_AFTER, (known.max_rowid,)).fetchone()[0])
+        if fp.active_count != known.active_count + inserted:
+            self._mask_deleted(conn)
         self._commit(fp)
 
     def _rebuild(self, conn: apsw.Connection, fp: Fingerprint) -> None:
@@ -582,8 +614,8 @@ class VectorIndex:
 
 
 def remove_files(db_path: Path) -> None:
-    """Delete the index files beside ``db_path`` (they are rebuilt on the next open)."""
-    base = str(db_path) + ".vec"
+    """Delete the index files of the store at ``db_path`` (they are rebuilt on the next open)."""
+    base = str(derived.path(db_path, "vec"))
     for suffix in (*_SUFFIXES, ".json", ".lock"):
         try:
             os.unlink(base + suffix)

@@ -1,0 +1,149 @@
+"""Exact row counters kept by triggers, so ``status`` and the hot index never count by scanning.
+
+Owns two derived tables inside the database (schema 6) and the triggers that keep them exact in
+the same transaction as every write, ours or the Go program's (triggers live in the schema, so a
+Go process writing the file keeps them current too):
+
+- ``mnemon_counts(key, n)``: ``edges`` (every edge row), ``deleted`` (soft-deleted insights) and
+  ``category:<name>`` (active insights of that category; their sum is the active count);
+- ``entity_counts(entity, n)``: active insights naming each entity (rows of ``insight_entities``),
+  with an ``(n DESC, entity)`` index so the top entities are an index range.
+
+Edges are written with ``INSERT OR REPLACE``, and SQLite fires no DELETE trigger for the row a
+REPLACE removes (``recursive_triggers`` is off, as in every client). So the edge counter counts
+up in a BEFORE INSERT trigger only when the key is not there yet, and down on real deletes
+(``DELETE``, foreign-key cascades): exact for REPLACE, IGNORE and failing statements alike (a
+failing statement rolls back its triggers' writes). A store that has no counters yet (read-only
+open of an old or Go store) is counted the old way: :func:`available` tells which.
+``doctor`` compares every counter with a real count (:func:`problems`); ``--repair`` recomputes
+them (:func:`rebuild`).
+"""
+
+from __future__ import annotations
+
+import apsw
+
+CATEGORY_PREFIX = "category:"
+
+_SQL_CREATE = (
+    "CREATE TABLE IF NOT EXISTS mnemon_counts (key TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE TABLE IF NOT EXISTS entity_counts (entity TEXT PRIMARY KEY, n INTEGER NOT NULL) WITHOUT ROWID",
+    "CREATE INDEX IF NOT EXISTS idx_entity_counts_n ON entity_counts(n DESC, entity)",
+)
+
+
+def _bump(key_expr: str, delta: str) -> str:
+    return (
+        f"INSERT INTO mnemon_counts (key, n) VALUES ({key_expr}, {delta}) "
+        f"ON CONFLICT(key) DO UPDATE SET n = n + ({delta})"
+    )
+
+
+_INSIGHT_KEY_NEW = f"CASE WHEN NEW.deleted_at IS NULL THEN '{CATEGORY_PREFIX}' || NEW.category ELSE 'deleted' END"
+_INSIGHT_KEY_OLD = f"CASE WHEN OLD.deleted_at IS NULL THEN '{CATEGORY_PREFIX}' || OLD.category ELSE 'deleted' END"
+
+_SQL_TRIGGERS = (
+    "CREATE TRIGGER IF NOT EXISTS edges_count_bi BEFORE INSERT ON edges "
+    "WHEN NOT EXISTS (SELECT 1 FROM edges WHERE source_id = NEW.source_id AND target_id = NEW.target_id "
+    "AND edge_type = NEW.edge_type) "
+    f"BEGIN {_bump(chr(39) + 'edges' + chr(39), '1')}; END",
+    f"CREATE TRIGGER IF NOT EXISTS edges_count_ad AFTER DELETE ON edges BEGIN {_bump(chr(39) + 'edges' + chr(39), '-1')}; END",
+    f"CREATE TRIGGER IF NOT EXISTS insights_count_ai AFTER INSERT ON insights BEGIN {_bump(_INSIGHT_KEY_NEW, '1')}; END",
+    "CREATE TRIGGER IF NOT EXISTS insights_count_au AFTER UPDATE OF category, deleted_at ON insights "
+    f"WHEN {_INSIGHT_KEY_OLD} IS NOT {_INSIGHT_KEY_NEW} "
+    f"BEGIN {_bump(_INSIGHT_KEY_OLD, '-1')}; {_bump(_INSIGHT_KEY_NEW, '1')}; END",
+    f"CREATE TRIGGER IF NOT EXISTS insights_count_ad AFTER DELETE ON insights BEGIN {_bump(_INSIGHT_KEY_OLD, '-1')}; END",
+    "CREATE TRIGGER IF NOT EXISTS entities_count_ai AFTER INSERT ON insight_entities "
+    "BEGIN INSERT INTO entity_counts (entity, n) VALUES (NEW.entity, 1) ON CONFLICT(entity) DO UPDATE SET n = n + 1; END",
+    "CREATE TRIGGER IF NOT EXISTS entities_count_ad AFTER DELETE ON insight_entities "
+    "BEGIN UPDATE entity_counts SET n = n - 1 WHERE entity = OLD.entity; "
+    "DELETE FROM entity_counts WHERE entity = OLD.entity AND n <= 0; END",
+)
+TRIGGER_NAMES = tuple(s.split()[5] for s in _SQL_TRIGGERS)
+
+# The real counts, for the backfill, doctor and --repair (whole-table scans: never on a hot path).
+_SQL_REAL = (
+    "SELECT 'edges', COUNT(*) FROM edges "
+    "UNION ALL SELECT 'deleted', COUNT(*) FROM insights WHERE deleted_at IS NOT NULL "
+    f"UNION ALL SELECT '{CATEGORY_PREFIX}' || category, COUNT(*) FROM insights WHERE deleted_at IS NULL GROUP BY category"
+)
+_SQL_REAL_ENTITIES = "SELECT entity, COUNT(*) FROM insight_entities GROUP BY entity"
+_SQL_HAS = "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name IN ('mnemon_counts', 'entity_counts')"
+_SQL_GET = "SELECT n FROM mnemon_counts WHERE key = ?"
+_SQL_CATEGORIES = (
+    f"SELECT substr(key, {len(CATEGORY_PREFIX) + 1}), n FROM mnemon_counts WHERE key >= ? AND key < ? AND n != 0"
+)
+_SQL_ALL = "SELECT key, n FROM mnemon_counts WHERE n != 0"
+_SQL_ALL_ENTITIES = "SELECT entity, n FROM entity_counts"
+_SQL_TOP = "SELECT entity, n FROM entity_counts WHERE n > 0 ORDER BY n DESC, entity ASC LIMIT ?"
+
+
+def install(conn: apsw.Connection) -> None:
+    """Create the tables and triggers and fill the counters from a real count (migration; idempotent).
+
+    Runs inside the migration's write transaction, after ``insight_entities`` exists; the one
+    full count of a store's lifetime happens here.
+    """
+    for statement in _SQL_CREATE:
+        conn.execute(statement)
+    for statement in _SQL_TRIGGERS:
+        conn.execute(statement)
+    rebuild(conn)
+
+
+def rebuild(conn: apsw.Connection) -> None:
+    """Recompute every counter from the tables (inside the caller's write transaction)."""
+    conn.execute("DELETE FROM mnemon_counts")
+    conn.execute("DELETE FROM entity_counts")
+    conn.execute(f"INSERT INTO mnemon_counts (key, n) {_SQL_REAL}")
+    conn.execute(f"INSERT INTO entity_counts (entity, n) {_SQL_REAL_ENTITIES}")
+
+
+def available(conn: apsw.Connection) -> bool:
+    """Whether this database keeps counters (schema 6 or later; not an old store opened read-only)."""
+    return int(conn.execute(_SQL_HAS).fetchone()[0]) == 2
+
+
+def edge_count(conn: apsw.Connection) -> int:
+    row = conn.execute(_SQL_GET, ("edges",)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def active_count(conn: apsw.Connection) -> int:
+    """Active insights: the sum of the category counters (a handful of rows)."""
+    return sum(by_category(conn).values())
+
+
+def deleted_count(conn: apsw.Connection) -> int:
+    row = conn.execute(_SQL_GET, ("deleted",)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def by_category(conn: apsw.Connection) -> dict[str, int]:
+    """Active insights per category (categories with none are absent, as in a GROUP BY)."""
+    bounds = (CATEGORY_PREFIX, CATEGORY_PREFIX[:-1] + chr(ord(CATEGORY_PREFIX[-1]) + 1))
+    return {str(c): int(n) for c, n in conn.execute(_SQL_CATEGORIES, bounds)}
+
+
+def top_entities(conn: apsw.Connection, limit: int) -> list[tuple[str, int]]:
+    """Entities by number of active insights, ties by name: ``limit`` rows of an index."""
+    return [(str(e), int(n)) for e, n in conn.execute(_SQL_TOP, (limit,))]
+
+
+def problems(conn: apsw.Connection) -> list[str]:
+    """Counters that differ from a real count, or missing triggers (doctor; whole-table scans)."""
+    if not available(conn):
+        return []  # an old store opened read-only: nothing kept, nothing to disagree
+    out: list[str] = []
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    out.extend(f"trigger {name} missing" for name in TRIGGER_NAMES if name not in present)
+    for label, real_sql, kept_sql in (
+        ("counter", _SQL_REAL, _SQL_ALL),
+        ("entity counter", _SQL_REAL_ENTITIES, _SQL_ALL_ENTITIES),
+    ):
+        real = {str(k): int(n) for k, n in conn.execute(real_sql) if int(n)}
+        kept = {str(k): int(n) for k, n in conn.execute(kept_sql) if int(n)}
+        for key in sorted(real.keys() | kept.keys()):
+            if real.get(key, 0) != kept.get(key, 0):
+                out.append(f"{label} {key}: kept {kept.get(key, 0)}, real {real.get(key, 0)}")
+    return out
