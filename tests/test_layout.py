@@ -9,6 +9,7 @@ Imports under ``if TYPE_CHECKING:`` never run and are ignored; imports inside fu
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -161,3 +162,26 @@ def test_fast_commands_import_neither_numpy_nor_numba(args: list[str], tmp_path:
     assert loaded, "no -X importtime output"
     heavy = sorted(m for m in loaded if m.split(".")[0] in ("numpy", "numba", "kernels", "httpx"))
     assert heavy == []
+
+
+LOCAL_MODEL_LIBS = ("onnxruntime", "tokenizers", "huggingface_hub")
+
+
+def test_only_the_local_embedder_imports_the_model_runtime() -> None:
+    users = {rel(p) for p in modules("mnemon/**/*.py") if hits(p, LOCAL_MODEL_LIBS)}
+    assert users <= {"mnemon/embed/local.py"}
+
+
+def test_server_protocols_never_load_the_model_runtime(tmp_path: Path) -> None:
+    """remember and recall without MNEMON_EMBED_PROTOCOL=local import no onnxruntime/tokenizers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"
+    for args in (["remember", "the billing service uses Qdrant"], ["recall", "billing"]):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mnemon", "--data-dir", str(tmp_path), *args],
+            capture_output=True, text=True, cwd=REPO, timeout=60, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+        assert "mnemon.store" in loaded  # the command really ran its engine
+        assert sorted(m for m in loaded if m.split(".")[0] in LOCAL_MODEL_LIBS) == [], args
