@@ -139,7 +139,10 @@ class Runner:
         argv = ["--data-dir", str(self.data_dir), *args]
         start = time.perf_counter()
         if self.mode == "cli":
-            proc = subprocess.run([sys.executable, "-m", "mnemon", *argv], capture_output=True, env=self.env)
+            # cwd outside any checkout: ``-m`` puts the cwd first on sys.path, which would shadow
+            # the mnemon this interpreter has installed (or PYTHONPATH names).
+            proc = subprocess.run([sys.executable, "-m", "mnemon", *argv], capture_output=True, env=self.env,
+                                  cwd=self.data_dir.parent)  # fmt: skip
             elapsed = time.perf_counter() - start
             if proc.returncode != 0:
                 raise RuntimeError(f"mnemon {' '.join(args[:2])} failed: {proc.stderr.decode(errors='replace')}")
