@@ -24,7 +24,7 @@ DEFAULT_STORE = "default"
 DEFAULT_EMBED_ENDPOINT = "http://localhost:11434"
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
 DEFAULT_KEEP_ALIVE = "30m"
-EMBED_PROTOCOLS = ("auto", "ollama", "openai")
+EMBED_PROTOCOLS = ("auto", "ollama", "openai", "local")
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +42,8 @@ SETTINGS: tuple[SettingSpec, ...] = (
     SettingSpec("embed_endpoint", "MNEMON_EMBED_ENDPOINT", "embedding server URL"),
     SettingSpec("embed_model", "MNEMON_EMBED_MODEL", "embedding model name"),
     SettingSpec("embed_dimensions", "MNEMON_EMBED_DIMENSIONS", "positive int sent as `dimensions`"),
-    SettingSpec("embed_protocol", "MNEMON_EMBED_PROTOCOL", "ollama | openai | auto"),
+    SettingSpec("embed_protocol", "MNEMON_EMBED_PROTOCOL", "ollama | openai | local | auto"),
+    SettingSpec("embed_model_path", "MNEMON_EMBED_MODEL_PATH", "local protocol: model directory (model.onnx + tokenizer.json)"),
     SettingSpec("embed_api_key", "MNEMON_EMBED_API_KEY", "bearer key (openai protocol only)"),
     SettingSpec("embed_keep_alive", "MNEMON_EMBED_KEEP_ALIVE", "Ollama keep_alive"),
     SettingSpec("max_insights", "MNEMON_MAX_INSIGHTS", "auto-prune ceiling; <= 0 disables"),
@@ -62,6 +63,7 @@ class Settings:
     embed_model: str = DEFAULT_EMBED_MODEL
     embed_dimensions: int | None = None
     embed_protocol: str = "auto"
+    embed_model_path: str | None = None  # local protocol: overrides <data-dir>/models/<model>
     embed_api_key: str | None = None
     embed_keep_alive: str = DEFAULT_KEEP_ALIVE
     max_insights: int = DEFAULT_MAX_INSIGHTS
@@ -220,6 +222,7 @@ def resolve(
         embed_model=(embed_model or env.get("MNEMON_EMBED_MODEL", "").strip() or DEFAULT_EMBED_MODEL),
         embed_dimensions=dimensions,
         embed_protocol=protocol,
+        embed_model_path=env.get("MNEMON_EMBED_MODEL_PATH", "").strip() or None,
         embed_api_key=env.get("MNEMON_EMBED_API_KEY") or None,
         embed_keep_alive=env.get("MNEMON_EMBED_KEEP_ALIVE", "").strip() or DEFAULT_KEEP_ALIVE,
         max_insights=max_insights,

@@ -1,8 +1,9 @@
 """The smart recall pipeline over arrays (contract §4.10 with Decisions 1, 2, 12 and 14).
 
 anchors (keyword BM25, vector, entity, recency for WHEN) → RRF (k = 60) normalised by the max →
-per-anchor beam search with the intent's parameters and edge weights → rerank with the one
-weight table of Decision 1 → neighbour expansion over the temporal backbone (Decision 14) →
+per-anchor beam search with the intent's parameters and edge weights (ties: the later row) →
+rerank with the one weight table of Decision 1 → directional neighbour expansion over the
+temporal backbone (Decision 14) →
 ``supersedes`` demotion → ordering (score, importance, created_at desc, id asc) → truncation →
 WHY causal reorder (Kahn) → ``sparse_results`` hint.
 
@@ -24,7 +25,8 @@ from mnemon.records import (
     INTENT_EDGE_WEIGHTS,
     LAMBDA_SEMANTIC,
     LAMBDA_STRUCTURAL,
-    NEIGHBOUR_EXPANSION,
+    NEIGHBOUR_EXPANSION_EMBEDDED,
+    NEIGHBOUR_EXPANSION_TOKENS,
     RERANK_WEIGHTS_EMBEDDED,
     RERANK_WEIGHTS_TOKENS,
     RRF_K,
@@ -151,10 +153,14 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     type_weight = np.array([weights.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
     similarity = None if a.similarity is None else np.ascontiguousarray(a.similarity, dtype=np.float64)
     beam = kernels.beam_search if use_numba else kernels.beam_search_numpy
+    # Beam ties go to the later-written row (row order is rowid order), not to the smaller random
+    # UUID: the same memories written in the same order then rank the same in every store (the
+    # dev-set figures moved by up to 0.5 points between two imports of one draft before).
+    tie = np.arange(a.scope.shape[0] - 1, -1, -1, dtype=np.int32)
     return beam(  # type: ignore[no-any-return]
         a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
         params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-        a.id_rank, a.scope,
+        tie, a.scope,
     )  # fmt: skip
 
 
@@ -197,9 +203,10 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         out[ok] = cand_base[side[ok]]
         return out
 
-    lift = np.maximum(neighbour_score(a.prev[cand]), neighbour_score(a.next[cand]))
+    after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
+    lift = np.maximum(after * neighbour_score(a.prev[cand]), before * neighbour_score(a.next[cand]))
     final = np.zeros(a.scope.shape[0])
-    final[cand] = cand_base[cand] + NEIGHBOUR_EXPANSION * lift
+    final[cand] = cand_base[cand] + lift
     demoted = a.superseded[cand]
     final[cand[demoted]] *= SUPERSEDED_FACTOR
 

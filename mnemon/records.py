@@ -82,12 +82,19 @@ LAMBDA_STRUCTURAL = 1.0
 LAMBDA_SEMANTIC = 0.4
 VECTOR_ANCHOR_FLOOR = 0.1
 SUPERSEDED_FACTOR = 0.25
-NEIGHBOUR_EXPANSION = 0.3  # Decision 14
 BM25_K1 = 1.2  # Decision 12
 BM25_B = 0.75
-# Decision 1: one rerank table for every intent: (keyword, entity, similarity, graph).
-RERANK_WEIGHTS_EMBEDDED: tuple[float, float, float, float] = (0.30, 0.15, 0.35, 0.20)
-RERANK_WEIGHTS_TOKENS: tuple[float, float, float, float] = (0.45, 0.25, 0.0, 0.30)
+# Decision 1: one rerank table for every intent: (keyword, entity, similarity, graph). Re-tuned on
+# the LoCoMo development set (bench/quality.py; every tried setting in bench/README.md): the graph
+# signal is mostly a normalised hop score, so it gets less weight; with embeddings the cosine gets
+# more. Each tuple sums to 1 so the confidence bands keep their meaning.
+RERANK_WEIGHTS_EMBEDDED: tuple[float, float, float, float] = (0.31, 0.08, 0.53, 0.08)
+RERANK_WEIGHTS_TOKENS: tuple[float, float, float, float] = (0.66, 0.17, 0.0, 0.17)
+# Decision 14, directional: score'(i) = score(i) + max(after x score(prev(i)), before x score(next(i))).
+# A row written right after a strong match (the reply to a question, the next step) is lifted more
+# than the one before it. (after, before); the Go-era value was 0.3 both ways.
+NEIGHBOUR_EXPANSION_EMBEDDED: tuple[float, float] = (0.4, 0.3)
+NEIGHBOUR_EXPANSION_TOKENS: tuple[float, float] = (0.6, 0.3)
 DEFAULT_RECALL_LIMIT = 10
 DEFAULT_EXCERPT_CHARS = 240
 CONFIDENCE_LOW_BELOW = 0.25

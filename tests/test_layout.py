@@ -242,3 +242,27 @@ def test_served_help_imports_no_framework(tmp_path: Path) -> None:
                       or m == "mnemon.cli" or m.startswith("mnemon.cli.")) == []
     finally:
         subprocess.run([sys.executable, "-m", "mnemon", "server", "stop"], env=env, capture_output=True, timeout=60)
+
+
+LOCAL_MODEL_LIBS = ("onnxruntime", "tokenizers", "huggingface_hub")
+
+
+def test_only_the_local_embedder_imports_the_model_runtime() -> None:
+    users = {rel(p) for p in modules("mnemon/**/*.py") if hits(p, LOCAL_MODEL_LIBS)}
+    assert users <= {"mnemon/embed/local.py"}
+
+
+def test_server_protocols_never_load_the_model_runtime(tmp_path: Path) -> None:
+    """remember and recall without MNEMON_EMBED_PROTOCOL=local import no onnxruntime/tokenizers."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"
+    env["MNEMON_SERVER"] = "off"  # in-process, so -X importtime sees what the command itself loads
+    for args in (["remember", "the billing service uses Qdrant"], ["recall", "billing"]):
+        proc = subprocess.run(
+            [sys.executable, "-X", "importtime", "-m", "mnemon", "--data-dir", str(tmp_path), *args],
+            capture_output=True, text=True, cwd=REPO, timeout=60, env=env,
+        )  # fmt: skip
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+        assert "mnemon.store" in loaded  # the command really ran its engine
+        assert sorted(m for m in loaded if m.split(".")[0] in LOCAL_MODEL_LIBS) == [], args

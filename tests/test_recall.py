@@ -16,6 +16,7 @@ from conftest import Result
 
 from mnemon.cli import main
 from mnemon.cli.state import GlobalOptions
+from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, RERANK_WEIGHTS_TOKENS
 
 T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
 
@@ -190,8 +191,9 @@ def test_verbose_signals_and_meta(tcli: TimedCli) -> None:
     assert first["via"] == "hybrid"
     s = first["signals"]
     assert s == {"keyword": 1, "entity": 1, "similarity": 0, "graph": 0}
-    # No embeddings: Decision 1's token table (0.45, 0.25, 0, 0.30).
-    assert math.isclose(first["score"], 0.45 * s["keyword"] + 0.25 * s["entity"] + 0.30 * s["graph"])
+    # No embeddings: Decision 1's token table.
+    w_kw, w_ent, _, w_graph = RERANK_WEIGHTS_TOKENS
+    assert math.isclose(first["score"], w_kw * s["keyword"] + w_ent * s["entity"] + w_graph * s["graph"])
     assert out["meta"] == {
         "intent": "GENERAL", "intent_source": "auto", "anchor_count": 1, "traversed": 1, "hint": "sparse_results",
     }
@@ -284,7 +286,8 @@ def test_neighbour_expansion_brings_the_backbone_neighbour(tcli: TimedCli) -> No
     by_id = {r["insight"]["id"]: r for r in out["results"]}
     assert q in by_id and n in by_id
     assert out["results"][0]["insight"]["id"] == q
-    assert by_id[n]["score"] >= 0.3 * (by_id[q]["score"] - 0.3 * by_id[n]["score"]) - 1e-9
+    after, before = NEIGHBOUR_EXPANSION_TOKENS  # n follows q: q's score lifts n by `after`
+    assert by_id[n]["score"] >= after * (by_id[q]["score"] - before * by_id[n]["score"]) - 1e-9
 
 
 def test_equal_scores_tie_by_importance_then_recency_then_id(tcli: TimedCli) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from mnemon import recall
 from mnemon.cli.state import GlobalOptions
-from mnemon.records import Intent
+from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, RERANK_WEIGHTS_TOKENS, Intent
 
 
 def arrays(n: int, *, bm25: list[float], prev: list[int] | None = None, nxt: list[int] | None = None,
@@ -42,21 +42,25 @@ def arrays(n: int, *, bm25: list[float], prev: list[int] | None = None, nxt: lis
     )  # fmt: skip
 
 
-def test_neighbour_expansion_adds_point_three_of_the_best_backbone_neighbour() -> None:
+def test_neighbour_expansion_lifts_by_the_backbone_neighbours_directionally() -> None:
     # Rows 0 and 2 match; row 1 sits between them on the backbone but matches nothing and no
     # edge reaches it in the traversal arrays: it joins only through Decision 14.
     a = arrays(4, bm25=[2.0, 0.0, 1.0, 0.0], prev=[-1, 0, 1, 2], nxt=[1, 2, 3, -1])
     out = recall.run(a, Intent.GENERAL, 10)
     by_row = {h.row: h for h in out.hits}
+    w_kw, _, _, w_graph = RERANK_WEIGHTS_TOKENS
+    after, before = NEIGHBOUR_EXPANSION_TOKENS
     # Anchors: RRF 1/61 (row 0) and 1/62 (row 2) normalised by the max; graph min-max over both.
     kw0, kw2 = 1.0, 0.5
-    base0 = 0.45 * kw0 + 0.30 * 1.0
-    base2 = 0.45 * kw2 + 0.30 * 0.0
+    base0 = w_kw * kw0 + w_graph * 1.0
+    base2 = w_kw * kw2 + w_graph * 0.0
     assert math.isclose(by_row[0].score, base0)  # its neighbour row 1 is not a candidate: counts 0
     assert math.isclose(by_row[2].score, base2)
-    assert by_row[1].via == "neighbor" and math.isclose(by_row[1].score, 0.3 * max(base0, base2))
-    assert by_row[3].via == "neighbor" and math.isclose(by_row[3].score, 0.3 * base2)
-    assert [h.row for h in out.hits] == [0, 2, 1, 3]  # rows 1 and 2 tie (0.225): the newer first
+    # Row 1 follows row 0 (lift `after`) and precedes row 2 (lift `before`); row 3 follows row 2.
+    assert by_row[1].via == "neighbor" and math.isclose(by_row[1].score, max(after * base0, before * base2))
+    assert by_row[3].via == "neighbor" and math.isclose(by_row[3].score, after * base2)
+    expected = sorted(by_row, key=lambda r: (-by_row[r].score, -r))  # equal scores: the newer first
+    assert [h.row for h in out.hits] == expected
     assert out.anchor_count == 2 and out.traversed == 2 and out.hint == "sparse_results"  # 4 < 10 // 2
 
 

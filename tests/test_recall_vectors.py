@@ -8,6 +8,8 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+
+from mnemon.records import RERANK_WEIGHTS_EMBEDDED, RERANK_WEIGHTS_TOKENS
 from embed_server import EmbedServer
 
 from mnemon.embed.fake import HashEmbedder
@@ -39,9 +41,10 @@ def test_embedded_recall_uses_the_embedding_weights(cli, server: EmbedServer, mo
     expected = cosine(emb.embed("vector search latency"), emb.embed("Vector search latency budget is tight"))
     s = top["signals"]
     assert math.isclose(s["similarity"], max(0.0, expected), rel_tol=1e-9)
-    # Decision 1 with embeddings: (0.30, 0.15, 0.35, 0.20); plus any backbone lift (none here:
-    # different sources) and proximity edges only feed the graph signal.
-    assert top["score"] >= 0.30 * s["keyword"] + 0.15 * s["entity"] + 0.35 * s["similarity"] + 0.20 * s["graph"] - 1e-12
+    # Decision 1 with embeddings; plus any backbone lift (none here: different sources) and
+    # proximity edges only feed the graph signal.
+    w_kw, w_ent, w_sim, w_graph = RERANK_WEIGHTS_EMBEDDED
+    assert top["score"] >= w_kw * s["keyword"] + w_ent * s["entity"] + w_sim * s["similarity"] + w_graph * s["graph"] - 1e-12
     assert top["via"] == "hybrid"  # keyword and vector anchor
 
 
@@ -53,7 +56,8 @@ def test_unreachable_server_falls_back_to_the_token_table(cli, server: EmbedServ
     (top,) = out["results"]
     assert top["insight"]["id"] == a and top["signals"]["similarity"] == 0
     s = top["signals"]
-    assert math.isclose(top["score"], 0.45 * s["keyword"] + 0.25 * s["entity"] + 0.30 * s["graph"])
+    w_kw, w_ent, _, w_graph = RERANK_WEIGHTS_TOKENS
+    assert math.isclose(top["score"], w_kw * s["keyword"] + w_ent * s["entity"] + w_graph * s["graph"])
 
 
 def test_store_without_vectors_never_contacts_the_server(cli, server: EmbedServer, monkeypatch) -> None:

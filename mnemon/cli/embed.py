@@ -1,4 +1,5 @@
-"""The ``embed`` command (contract §3.14, Decision 11): ``--status``, ``<id>`` or ``--all``.
+"""The ``embed`` command (contract §3.14, Decision 11): ``--status``, ``<id>`` or ``--all``; and
+``--install-model NAME`` (Decision 19), which fetches a local model and never opens the store.
 
 Parses and renders only; ``Engine.embed_status / embed_one / embed_all`` do the work. During
 ``--all`` a progress bar goes to stderr only when stderr is a terminal, so a pipe or a hook sees
@@ -31,9 +32,20 @@ def embed(
     insight_id: list[str] = typer.Argument(None, help="insight to (re-)embed", show_default=False),
     all_: bool = typer.Option(False, "--all", help="embed every active insight lacking a vector"),
     status: bool = typer.Option(False, "--status", help="show embedding coverage and provider availability"),
+    install_model: str = typer.Option(
+        "", "--install-model", metavar="NAME",
+        help="fetch a local model (e.g. all-MiniLM-L6-v2) once into <data-dir>/models/ from the Hugging Face hub",
+    ),  # fmt: skip
 ) -> None:
     """Embed insights with the configured embedding provider, or show coverage."""
     ids = list(insight_id or [])
+    if install_model:
+        if status or all_ or ids:
+            raise InputError("--install-model cannot be combined with --all, --status or an insight ID")
+        from mnemon.embed.local import install
+
+        render.emit_json(install(install_model, ctx.obj.settings().data_dir))  # the store is not opened
+        return
     if len(ids) > 1:
         raise InputError(f"accepts at most 1 arg(s), received {len(ids)}")
     if not status and not all_ and not ids:

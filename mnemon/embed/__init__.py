@@ -53,7 +53,7 @@ CONNECT_TIMEOUT_S = 5.0  # §4.13: 5 s dial
 DEFAULT_BATCH_SIZE = 64  # texts per HTTP request; larger inputs are split (ours, not the Go tool's)
 FIRST_ANSWER_SHARE = 0.25  # probe_embed: share of the probe budget spent waiting for the embed answer
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # a misbehaving server cannot make us buffer without bound
-PROTOCOLS: tuple[str, ...] = ("ollama", "openai")  # what MNEMON_EMBED_PROTOCOL may name, besides "auto"
+PROTOCOLS: tuple[str, ...] = ("ollama", "openai", "local")  # what MNEMON_EMBED_PROTOCOL may name, besides "auto"
 
 
 @runtime_checkable
@@ -88,7 +88,8 @@ class Embedder(Protocol):
 
 
 def resolve_protocol(endpoint: str, protocol: str) -> str:
-    """Return ``"ollama"`` or ``"openai"``; ``"auto"`` (or empty) picks by the endpoint URL (§3.2).
+    """Return ``"ollama"``, ``"openai"`` or ``"local"``; ``"auto"`` (or empty) picks ollama or openai
+    by the endpoint URL (§3.2); ``local`` is only ever chosen explicitly (Decision 19).
 
     Auto means openai when the URL's path ends in ``/v1`` (a trailing slash does not matter),
     otherwise ollama. An unknown protocol is a programming error here: ``config.py`` has already
@@ -98,13 +99,15 @@ def resolve_protocol(endpoint: str, protocol: str) -> str:
     if name in PROTOCOLS:
         return name
     if name not in ("", "auto"):
-        raise ValueError(f"unknown embedding protocol {protocol!r}; valid: ollama, openai, auto")
+        raise ValueError(f"unknown embedding protocol {protocol!r}; valid: ollama, openai, local, auto")
     path = urlsplit(endpoint.strip()).path.rstrip("/")
     return "openai" if path.endswith("/v1") else "ollama"
 
 
 def describe_unavailable(embedder: Embedder) -> str:
     """Return the contract's "provider not available" message for this embedder (§3.14)."""
+    if embedder.protocol == "local":  # names the model directory and why it cannot be loaded
+        return getattr(embedder, "problem", "") or f"local embedding model not available at {embedder.endpoint}"
     if embedder.protocol == "openai":
         return f"OpenAI-compatible embedding provider not available at {embedder.endpoint}"
     return f"Ollama embedding provider not available at {embedder.endpoint}"
@@ -123,13 +126,21 @@ def make_embedder(
     probe_timeout: float = PROBE_TIMEOUT_S,
     batch_size: int = DEFAULT_BATCH_SIZE,
     transport: httpx.BaseTransport | None = None,
+    model_dir: str | None = None,
 ) -> Embedder:
-    """Build the HTTP embedder for resolved settings; no network I/O happens here.
+    """Build the embedder for resolved settings; no network I/O (and no model load) happens here.
 
     ``protocol`` is ``"ollama"``, ``"openai"`` or ``"auto"`` (see :func:`resolve_protocol`).
     ``api_key`` is sent as a bearer token by the openai protocol only; ``keep_alive`` is sent by
     the ollama protocol only. ``transport`` lets tests inject an ``httpx.MockTransport``.
+    ``local`` runs the model in ``model_dir`` in this process (``mnemon.embed.local``).
     """
+    if protocol.strip().lower() == "local":
+        from mnemon.embed.local import LocalEmbedder
+
+        if model_dir is None:
+            raise ValueError("the local protocol needs a model directory")
+        return LocalEmbedder(model=model, model_dir=model_dir)
     common: dict[str, Any] = dict(
         endpoint=endpoint,
         model=model,

@@ -137,14 +137,24 @@ class EngineBase:
         from mnemon.embed import make_embedder
 
         s = self.settings
+        model, model_dir = s.embed_model, None
+        if s.embed_protocol == "local":
+            from mnemon.embed.local import resolve_model
+
+            model, model_dir = resolve_model(s.embed_model, s.embed_model_path, s.data_dir)
         return make_embedder(
             endpoint=s.embed_endpoint,
-            model=s.embed_model,
+            model=model,
             protocol=s.embed_protocol,
             api_key=s.embed_api_key,
             keep_alive=s.embed_keep_alive,
             dimensions=s.embed_dimensions,
+            model_dir=model_dir,
         )
+
+    def _server_refused(self) -> bool:
+        """A local server endpoint that refuses connections (never asked of the in-process model)."""
+        return self.settings.embed_protocol != "local" and _loopback_refused(self.settings.embed_endpoint)
 
     def embed_text(self, text: str) -> NDArray[np.float64] | None:
         """Embed ``text`` if the provider is available; None in embedding-free mode or on failure.
@@ -163,7 +173,7 @@ class EngineBase:
             except EmbedderError:
                 return None
         self._embedder_checked = True
-        if _loopback_refused(self.settings.embed_endpoint):
+        if self._server_refused():
             self._embedder_ok = False
             return None
         try:
@@ -186,7 +196,7 @@ class EngineBase:
         """Return a reachable embedder after one 2 s probe, or None (embedding-free mode)."""
         if not self._embedder_checked:
             self._embedder_checked = True
-            if _loopback_refused(self.settings.embed_endpoint):
+            if self._server_refused():
                 self._embedder_ok = False
                 return None
             try:

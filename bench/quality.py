@@ -1,0 +1,313 @@
+"""Retrieval-quality harness over LoCoMo-format conversations (evidence recall@k and MRR per category).
+
+    python bench/quality.py DATA.json [--units turns|facts] [--embed none|local|both]
+                            [--mode cli|inprocess] [--limit 20] [--out FILE.md]
+
+Each conversation becomes its own store in a fresh data dir, loaded with ``import --no-diff``:
+
+- ``--units turns`` (default): one insight per dialogue turn, ``"<speaker>: <text>"`` (plus the
+  shared photo's caption, as LoCoMo's own baselines do), ``created_at`` = the session's date plus
+  one second per turn, so the store's order is the conversation's order;
+- ``--units facts``: one insight per observation (the data set's atomic facts), ``source`` = the
+  speaker, ``created_at`` = the session's date plus one second per fact; a fact stands for the
+  dialogue turns it cites.
+
+Every question is then asked through ``recall QUESTION --limit 20``. For each question the
+evidence recall@k is the share of its evidence turns covered by the top k results (k = 5, 10, 20);
+MRR is 1 / rank of the first result covering any evidence turn (0 when none does). Figures are
+averaged per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and
+over categories 1-4 (the headline, question-weighted). Latency is the wall time of each recall.
+
+``--mode cli`` (the default, and the only mode whose figures are reported) runs every command as a
+whole process, as an agent would. ``--mode inprocess`` calls ``mnemon.cli.main`` in this process
+(same code path, same results, no start-up cost) for quick ablation loops. ``--embed local`` sets
+``MNEMON_EMBED_PROTOCOL=local`` (needs the ``local`` extra and a model: ``MNEMON_EMBED_MODEL_PATH``
+or ``mnemon embed --install-model``); ``both`` runs without and with embeddings.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+HEADLINE = (1, 2, 3, 4)
+KS = (5, 10, 20)
+_SESSION_DATE = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+(\w+),?\s+(\d{4})", re.IGNORECASE)
+_DIA_ID = re.compile(r"D\d+:\d+")
+
+
+# --- the data set -> drafts ------------------------------------------------------------------
+
+
+def session_start(text: str) -> datetime:
+    """``"1:56 pm on 8 May, 2023"`` -> an aware UTC datetime."""
+    m = _SESSION_DATE.search(text)
+    if m is None:
+        raise ValueError(f"unparsable session date {text!r}")
+    hour, minute, half, day, month, year = m.groups()
+    h = int(hour) % 12 + (12 if half.lower() == "pm" else 0)
+    stamp = datetime.strptime(f"{day} {month} {year}", "%d %B %Y")
+    return stamp.replace(hour=h, minute=int(minute), tzinfo=timezone.utc)
+
+
+def _rfc3339(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _sessions(conversation: dict[str, Any]) -> list[tuple[int, datetime, list[dict[str, Any]]]]:
+    out = []
+    for key, turns in conversation.items():
+        m = re.fullmatch(r"session_(\d+)", key)
+        if m and isinstance(turns, list) and turns:
+            out.append((int(m.group(1)), session_start(conversation[f"{key}_date_time"]), turns))
+    return sorted(out, key=lambda s: s[0])
+
+
+def evidence_ids(raw: Any) -> set[str]:
+    """Dialogue ids cited by a question or a fact (the data holds a few ``"D8:6; D9:17"`` strings)."""
+    items = raw if isinstance(raw, list) else [raw]
+    found: set[str] = set()
+    for item in items:
+        found.update(_DIA_ID.findall(str(item).replace(" ", "")))
+    return found
+
+
+@dataclass
+class Unit:
+    content: str
+    created_at: str
+    source: str
+    covers: frozenset[str]  # dialogue ids this insight stands for
+
+
+def turn_units(sample: dict[str, Any]) -> list[Unit]:
+    units = []
+    for _, start, turns in _sessions(sample["conversation"]):
+        for i, turn in enumerate(turns):
+            text = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                text += f" [shares {turn['blip_caption']}]"
+            units.append(Unit(text, _rfc3339(start + timedelta(seconds=i)), "user", frozenset({turn["dia_id"]})))
+    return units
+
+
+def fact_units(sample: dict[str, Any]) -> list[Unit]:
+    dates = {n: start for n, start, _ in _sessions(sample["conversation"])}
+    units = []
+    for key, by_speaker in sorted(sample["observation"].items(), key=lambda kv: int(re.findall(r"\d+", kv[0])[0])):
+        n = int(re.findall(r"\d+", key)[0])
+        i = 0
+        for speaker, facts in by_speaker.items():
+            for fact in facts:
+                text, cited = fact[0], fact[1] if len(fact) > 1 else []
+                units.append(Unit(text, _rfc3339(dates[n] + timedelta(seconds=i)), speaker, frozenset(evidence_ids(cited))))
+                i += 1
+    return units
+
+
+def draft_of(units: list[Unit]) -> dict[str, Any]:
+    items = [{"content": u.content, "created_at": u.created_at, "source": u.source} for u in units]
+    return {"schema_version": "1", "insights": items}
+
+
+# --- running the CLI ---------------------------------------------------------------------------
+
+
+class Runner:
+    """Runs mnemon commands against one data dir, as whole processes or in this process."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str], mode: str) -> None:
+        self.data_dir = data_dir
+        self.env = env
+        self.mode = mode
+
+    def __call__(self, *args: str) -> tuple[float, str]:
+        argv = ["--data-dir", str(self.data_dir), *args]
+        start = time.perf_counter()
+        if self.mode == "cli":
+            # cwd outside any checkout: ``-m`` puts the cwd first on sys.path, which would shadow
+            # the mnemon this interpreter has installed (or PYTHONPATH names).
+            proc = subprocess.run([sys.executable, "-m", "mnemon", *argv], capture_output=True, env=self.env,
+                                  cwd=self.data_dir.parent)  # fmt: skip
+            elapsed = time.perf_counter() - start
+            if proc.returncode != 0:
+                raise RuntimeError(f"mnemon {' '.join(args[:2])} failed: {proc.stderr.decode(errors='replace')}")
+            return elapsed, proc.stdout.decode("utf-8")
+        from mnemon.cli import main
+
+        out = io.StringIO()
+        saved = {k: os.environ.get(k) for k in self.env if k.startswith("MNEMON_")}
+        os.environ.update({k: v for k, v in self.env.items() if k.startswith("MNEMON_")})
+        try:
+            with contextlib.redirect_stdout(out):
+                code = main(argv)
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        elapsed = time.perf_counter() - start
+        if code != 0:
+            raise RuntimeError(f"mnemon {' '.join(args[:2])} failed with status {code}")
+        return elapsed, out.getvalue()
+
+
+@dataclass
+class Scores:
+    recall: dict[int, list[float]] = field(default_factory=lambda: {k: [] for k in KS})
+    mrr: list[float] = field(default_factory=list)
+
+    def add(self, ranked: list[frozenset[str]], evidence: set[str]) -> None:
+        for k in KS:
+            covered = set().union(*ranked[:k]) if ranked[:k] else set()
+            self.recall[k].append(len(evidence & covered) / len(evidence))
+        first = next((i for i, c in enumerate(ranked) if c & evidence), None)
+        self.mrr.append(0.0 if first is None else 1.0 / (first + 1))
+
+    def extend(self, other: Scores) -> None:
+        for k in KS:
+            self.recall[k].extend(other.recall[k])
+        self.mrr.extend(other.mrr)
+
+    def row(self) -> list[str]:
+        n = len(self.mrr)
+        if n == 0:
+            return ["0"] + ["-"] * (len(KS) + 1)
+        return [str(n)] + [f"{100 * statistics.fmean(self.recall[k]):.1f}" for k in KS] + [f"{statistics.fmean(self.mrr):.3f}"]
+
+
+@dataclass
+class RunResult:
+    units: str
+    embed: str
+    by_category: dict[int, Scores]
+    latencies: list[float]
+    per_question: list[dict[str, Any]]
+
+    def headline(self, k: int = 10) -> float:
+        values = [v for c in HEADLINE for v in self.by_category[c].recall[k]]
+        return 100 * statistics.fmean(values) if values else 0.0
+
+
+def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str], mode: str, limit: int,
+                     root: Path, embed: str) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
+    units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
+    data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
+    run = Runner(data_dir, env, mode)
+    draft_path = root / f"{data_dir.name}.json"
+    draft_path.write_text(json.dumps(draft_of(units)), encoding="utf-8")
+    run("import", str(draft_path), "--no-diff")
+    if embed == "local":
+        _, out = run("embed", "--all")  # import embeds already; this only fills what it skipped
+        status = json.loads(run("embed", "--status")[1])
+        if status["embedded"] != status["total_insights"]:
+            raise RuntimeError(f"embedding incomplete: {status}")
+    # (content, created_at) is unique per unit: it maps a result back to the turns it covers.
+    covers = {(u.content, u.created_at): u.covers for u in units}
+    by_category = {c: Scores() for c in CATEGORIES}
+    latencies: list[float] = []
+    per_question = []
+    for qa in sample["qa"]:
+        evidence = evidence_ids(qa.get("evidence", []))
+        category = int(qa["category"])
+        if not evidence or category not in CATEGORIES:
+            continue
+        elapsed, out = run("recall", str(qa["question"]), "--limit", str(limit), "--verbose")
+        latencies.append(elapsed)
+        results = json.loads(out)["results"]
+        ranked = [covers.get((r["insight"]["content"], r["insight"]["created_at"]), frozenset()) for r in results]
+        by_category[category].add(ranked, evidence)
+        per_question.append({"q": qa["question"], "cat": category, "evidence": sorted(evidence),
+                             "ranked": [sorted(c) for c in ranked], "r10": by_category[category].recall[10][-1]})  # fmt: skip
+    return by_category, latencies, per_question
+
+
+def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None) -> RunResult:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env["MNEMON_MAX_INSIGHTS"] = "0"  # nothing pruned while loading
+    env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"  # no server: embedding-free unless local
+    if embed == "local":
+        env["MNEMON_EMBED_PROTOCOL"] = "local"
+        if model_path:
+            env["MNEMON_EMBED_MODEL_PATH"] = model_path
+    by_category = {c: Scores() for c in CATEGORIES}
+    latencies: list[float] = []
+    per_question: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mnemon-quality-") as tmp:
+        for sample in data:
+            cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed)
+            for c, s in cats.items():
+                by_category[c].extend(s)
+            latencies.extend(lat)
+            per_question.extend(pq)
+    return RunResult(units_kind, embed, by_category, latencies, per_question)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    pos = min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))
+    return ordered[pos]
+
+
+def table(result: RunResult) -> str:
+    head = [f"### units={result.units}, embeddings={result.embed}", "",
+            "| category | n | R@5 | R@10 | R@20 | MRR |", "|---|---|---|---|---|---|"]  # fmt: skip
+    rows = [f"| {c} {CATEGORIES[c]} | " + " | ".join(result.by_category[c].row()) + " |" for c in CATEGORIES]
+    headline = Scores()
+    for c in HEADLINE:
+        headline.extend(result.by_category[c])
+    rows.append("| **1-4 headline** | " + " | ".join(headline.row()) + " |")
+    lat = result.latencies
+    tail = ["", f"recall latency ({len(lat)} calls): p50 {1000 * _percentile(lat, 0.5):.0f} ms, "
+            f"p95 {1000 * _percentile(lat, 0.95):.0f} ms", ""]  # fmt: skip
+    return "\n".join(head + rows + tail)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data", help="LoCoMo-format JSON (a list of conversations)")
+    parser.add_argument("--units", choices=("turns", "facts"), default="turns")
+    parser.add_argument("--embed", choices=("none", "local", "both"), default="none")
+    parser.add_argument("--mode", choices=("cli", "inprocess"), default="cli")
+    parser.add_argument("--limit", type=int, default=20)
+    parser.add_argument("--model-path", default=os.environ.get("MNEMON_EMBED_MODEL_PATH"),
+                        help="model directory for --embed local (default: $MNEMON_EMBED_MODEL_PATH)")  # fmt: skip
+    parser.add_argument("--out", help="also write the markdown tables here")
+    parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
+    args = parser.parse_args(argv)
+
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    embeds = ("none", "local") if args.embed == "both" else (args.embed,)
+    parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, recall --limit {args.limit}", ""]
+    dumps = {}
+    for embed in embeds:
+        result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path)
+        parts.append(table(result))
+        dumps[embed] = result.per_question
+        print(table(result), flush=True)
+    if args.out:
+        Path(args.out).write_text("\n".join(parts), encoding="utf-8")
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(dumps, ensure_ascii=False, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""bench/quality.py on a tiny LoCoMo-format conversation: loading, mapping results back, scoring."""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import quality  # noqa: E402
+
+SAMPLE = {
+    "sample_id": "tiny",
+    "conversation": {
+        "speaker_a": "Ana",
+        "speaker_b": "Bo",
+        "session_1_date_time": "1:56 pm on 8 May, 2023",
+        "session_1": [
+            {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a greyhound called Comet last week."},
+            {"speaker": "Bo", "dia_id": "D1:2", "text": "Lovely! I started pottery classes.", "blip_caption": "a photo of a clay bowl"},
+        ],
+        "session_2_date_time": "10:00 am on 2 June, 2023",
+        "session_2": [
+            {"speaker": "Ana", "dia_id": "D2:1", "text": "Comet loves the beach near Brighton."},
+            {"speaker": "Bo", "dia_id": "D2:2", "text": "My kiln finally arrived today."},
+        ],
+    },
+    "observation": {
+        "session_1_observation": {"Ana": [["Ana adopted a greyhound named Comet.", "D1:1"]],
+                                  "Bo": [["Bo takes pottery classes.", "D1:2"]]},  # fmt: skip
+        "session_2_observation": {"Ana": [["Comet likes the beach in Brighton.", "D2:1"]],
+                                  "Bo": [["Bo received a kiln.", ["D2:2"]]]},  # fmt: skip
+    },
+    "qa": [
+        {"question": "Who adopted a greyhound?", "answer": "Ana", "evidence": ["D1:1"], "category": 4},
+        {"question": "Where does Comet like to go, and what did Bo get?", "answer": "beach; kiln",
+         "evidence": ["D2:1; D2:2"], "category": 1},  # fmt: skip
+        {"question": "No evidence here", "answer": "", "evidence": [], "category": 5},
+    ],
+}
+
+
+def test_session_dates_and_evidence_ids() -> None:
+    assert quality.session_start("1:56 pm on 8 May, 2023") == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+    assert quality.session_start("12:05 am on 1 January, 2024") == datetime(2024, 1, 1, 0, 5, tzinfo=timezone.utc)
+    assert quality.evidence_ids(["D8:6; D9:17", "D1:3"]) == {"D8:6", "D9:17", "D1:3"}
+    with pytest.raises(ValueError):
+        quality.session_start("sometime")
+
+
+def test_units_carry_dates_speakers_and_cited_turns() -> None:
+    turns = quality.turn_units(SAMPLE)
+    assert [u.content for u in turns][:2] == [
+        "Ana: I adopted a greyhound called Comet last week.",
+        "Bo: Lovely! I started pottery classes. [shares a photo of a clay bowl]",
+    ]
+    assert [u.created_at for u in turns] == ["2023-05-08T13:56:00Z", "2023-05-08T13:56:01Z",
+                                             "2023-06-02T10:00:00Z", "2023-06-02T10:00:01Z"]  # fmt: skip
+    facts = quality.fact_units(SAMPLE)
+    assert [(u.source, sorted(u.covers)) for u in facts] == [
+        ("Ana", ["D1:1"]), ("Bo", ["D1:2"]), ("Ana", ["D2:1"]), ("Bo", ["D2:2"])]  # fmt: skip
+
+
+@pytest.mark.parametrize("units", ["turns", "facts"])
+def test_scores_through_the_cli_in_process(units: str) -> None:
+    result = quality.run_all([SAMPLE], units, "none", "inprocess", 20, None)
+    single, multi = result.by_category[4], result.by_category[1]
+    assert single.recall[5] == [1.0] and single.mrr == [1.0]  # the only row naming a greyhound
+    assert multi.recall[20] == [1.0]  # both evidence turns are among the four rows
+    assert len(result.latencies) == 2  # the question without evidence is not asked
+    table = quality.table(result)
+    assert "| 4 single-hop | 1 | 100.0 | 100.0 | 100.0 | 1.000 |" in table and "| 5 adversarial | 0 |" in table

