@@ -221,3 +221,31 @@ def test_install_model_from_a_local_hub(model_dir: Path, tmp_path: Path) -> None
             assert res.returncode == 1 and res.stderr.startswith("Error: invalid model name"), res.stderr
         combined = cli("embed", "--install-model", "all-MiniLM-L6-v2", "--all")
         assert combined.returncode == 1 and "cannot be combined" in combined.stderr
+
+
+def test_the_warm_server_keeps_the_model_loaded(model_dir: Path, tmp_path: Path) -> None:
+    """A server started with MNEMON_EMBED_PROTOCOL=local holds the model (onnxruntime mapped in its
+    own memory); a served remember embeds with it, and the vector equals the reference."""
+    runtime = tmp_path / "run"
+    runtime.mkdir(mode=0o700)
+    data = tmp_path / "d"
+
+    def served(mode: str, *args: str) -> subprocess.CompletedProcess[str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+        env.update(MNEMON_EMBED_PROTOCOL="local", MNEMON_EMBED_MODEL_PATH=str(model_dir), MNEMON_SERVER=mode,
+                   MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9", XDG_RUNTIME_DIR=str(runtime), PYTHONPATH=str(REPO))
+        return subprocess.run([sys.executable, "-m", "mnemon", "--data-dir", str(data), *args],
+                              capture_output=True, text=True, cwd=tmp_path, env=env, timeout=180)
+
+    started = ok(served("off", "server", "start"))
+    try:
+        assert isinstance(started, dict) and started["running"] is True
+        pid = int(started["pid"])
+        assert "onnxruntime" in Path(f"/proc/{pid}/maps").read_text()  # loaded before any request
+        out = ok(served("require", "remember", TEXTS[1]))
+        assert out["embedded"] is True
+        np.testing.assert_allclose(stored_vector(data, TEXTS[1]), reference(model_dir, TEXTS[1]), rtol=0, atol=1e-6)
+        hits = ok(served("require", "recall", "a painting of a lake at dawn", "--verbose"))["results"]
+        assert hits and hits[0]["insight"]["content"] == TEXTS[1]
+    finally:
+        served("off", "server", "stop")

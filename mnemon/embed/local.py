@@ -70,8 +70,12 @@ def _unavailable(directory: Path, reason: str) -> EmbedderUnavailable:
     return EmbedderUnavailable(f"local embedding model not available at {directory}: {reason}")
 
 
-def _load(directory: Path) -> _Model:
-    """Load (or return the cached) model of ``directory``; a changed file is reloaded."""
+def _load(directory: Path, threads: int | None = None) -> _Model:
+    """Load (or return the cached) model of ``directory``; a changed file is reloaded.
+
+    ``threads`` fixes the intra-op thread count (default: up to ``MAX_THREADS``). A cached model is
+    reused whatever its thread count, so workers forked from a warm server use the server's copy.
+    """
     for name in (MODEL_FILE, TOKENIZER_FILE):
         if not (directory / name).is_file():
             raise _unavailable(directory, f"{name} is missing")
@@ -94,7 +98,7 @@ def _load(directory: Path) -> _Model:
         tokenizer.enable_truncation(max_length=max_tokens)
         tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")  # to the longest
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = min(MAX_THREADS, os.cpu_count() or 1)
+        options.intra_op_num_threads = threads or min(MAX_THREADS, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # errors only: ort's warnings would reach stderr
@@ -211,14 +215,15 @@ def _installed(status: str, name: str, target: Path, probe_text: str) -> dict[st
     return {"status": status, "model": model_folder(name), "path": str(target), "dimension": dimension}
 
 
-def warm(model_dir: str | os.PathLike[str]) -> bool:
+def warm(model_dir: str | os.PathLike[str], *, threads: int | None = None) -> bool:
     """Load the model of ``model_dir`` into this process's cache (a server calls this at start).
 
     Returns False, without raising, when the model cannot be loaded: the first embed then
-    reports why, exactly as it would without warming.
+    reports why, exactly as it would without warming. The warm server asks for ``threads=1``:
+    a forked worker inherits no thread pool, so the copy it inherits must need none.
     """
     try:
-        _load(Path(model_dir))
+        _load(Path(model_dir), threads)
     except EmbedderUnavailable:
         return False
     return True

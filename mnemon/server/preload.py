@@ -45,6 +45,27 @@ def _engine_and_embedder() -> None:
     import mnemon.engine  # noqa: F401
 
 
+def _local_model() -> None:
+    """Load the in-process embedding model when the environment the server starts in asks for it
+    (``MNEMON_EMBED_PROTOCOL=local``): workers then embed with the inherited session instead of
+    paying about 0.8 s of onnxruntime import and model load per call. One intra-op thread, because
+    a forked worker inherits no thread pool. A model that cannot load is left to the first command,
+    which reports it exactly as in-process."""
+    from mnemon import config
+    from mnemon.errors import MnemonError
+
+    try:
+        settings = config.resolve()
+    except MnemonError:  # a bad store name in this environment: the first command reports it
+        return
+    if settings.embed_protocol != "local":
+        return
+    from mnemon.embed import local
+
+    _, model_dir = local.resolve_model(settings.embed_model, settings.embed_model_path, settings.data_dir)
+    local.warm(model_dir, threads=1)
+
+
 def _exercise() -> None:
     """Run the everyday commands once on a throwaway store: this imports what the commands import
     lazily and fills the dispatch caches of every code path they take. No embedding server is
@@ -69,7 +90,9 @@ def _exercise() -> None:
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-WARMERS: list[Callable[[], None]] = [_numpy, _kernels, _store, _command_tree, _engine_and_embedder, _exercise]
+WARMERS: list[Callable[[], None]] = [
+    _numpy, _kernels, _store, _command_tree, _engine_and_embedder, _local_model, _exercise,
+]
 
 
 def warm() -> None:
