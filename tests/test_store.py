@@ -234,3 +234,25 @@ def test_private_permissions(cli, data_dir: Path, tmp_path: Path) -> None:
     finally:
         store.close()
     assert not [f for f in listing(store_dir) if f.endswith(SIDE_SUFFIXES)]
+
+
+def test_first_open_waits_for_a_process_creating_the_same_database(tmp_path: Path) -> None:
+    """Switching to WAL while another connection writes the new file in rollback mode: SQLite
+    answers SQLITE_BUSY at once (no busy handler: a possible deadlock); the open must wait for it
+    (seen as a flaky "database is locked" from a hook's status beside the first import)."""
+    import threading
+
+    from mnemon.store.connection import open_writable
+
+    path = tmp_path / "mnemon.db"
+    other = apsw.Connection(str(path))
+    other.execute("BEGIN IMMEDIATE")
+    other.execute("CREATE TABLE t (x)")
+    threading.Timer(0.3, lambda: other.execute("COMMIT")).start()
+    conn = open_writable(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert conn.execute("SELECT count(*) FROM t").fetchone()[0] == 0
+    finally:
+        conn.close()
+        other.close()

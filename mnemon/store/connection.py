@@ -10,6 +10,7 @@ no ``-wal``/``-shm`` side file ever appears and the bytes stay identical. Direct
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,6 +68,27 @@ def ensure_private_file(path: Path) -> None:
     os.close(fd)
 
 
+WAL_RETRY_SLEEP_S = 0.01
+
+
+def _enable_wal(conn: apsw.Connection) -> object:
+    """``PRAGMA journal_mode=WAL``, retried until the busy timeout.
+
+    Switching a new database to WAL upgrades a SHARED lock to EXCLUSIVE. When another process is
+    creating the same database at that moment (two first commands at once, e.g. an import and a
+    hook's ``status``), SQLite sees a possible deadlock and returns SQLITE_BUSY at once, without
+    calling the busy handler; so the wait is ours.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            return _pragma(conn, "PRAGMA journal_mode=WAL")
+        except apsw.BusyError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(WAL_RETRY_SLEEP_S)
+
+
 def open_writable(path: Path) -> apsw.Connection:
     """Open (creating if needed) a writable WAL connection to ``path``."""
     ensure_private_dir(path.parent)
@@ -76,8 +98,7 @@ def open_writable(path: Path) -> apsw.Connection:
             str(path), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE, vfs=VFS_NAME
         )
         conn.set_busy_timeout(BUSY_TIMEOUT_MS)
-        # Switching to WAL needs a lock; the busy handler covers a concurrent first open.
-        mode = _pragma(conn, "PRAGMA journal_mode=WAL")
+        mode = _enable_wal(conn)
         if str(mode).lower() != "wal":
             raise StoreError(f"cannot enable WAL on {path} (journal_mode={mode})")
         _pragma(conn, "PRAGMA foreign_keys=ON")
