@@ -79,15 +79,21 @@ def _adopt(request: protocol.Request, fds: list[int]) -> None:
     sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams  # type: ignore[misc]
 
 
+def _leave_parent(close: list[socket.socket], close_fds: list[int]) -> None:
+    """A freshly forked worker: default signals, none of the parent's sockets or descriptors, and
+    death with the parent."""
+    _reset_signals()
+    for other in close:
+        other.close()
+    for fd in close_fds:
+        os.close(fd)
+    _die_with_parent()
+
+
 def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.socket], close_fds: list[int]) -> None:
     code = 1
     try:
-        _reset_signals()
-        for other in close:
-            other.close()
-        for fd in close_fds:
-            os.close(fd)
-        _die_with_parent()
+        _leave_parent(close, close_fds)
         conn.settimeout(GO_TIMEOUT)
         try:
             go, fds, _, _ = socket.recv_fds(conn, 1, 3)
@@ -128,12 +134,7 @@ def wait_for_request(channel: socket.socket, *, close: list[socket.socket], clos
     connection as a descriptor), then run it. EOF means "not needed": exit."""
     code = 0
     try:
-        _reset_signals()
-        for other in close:
-            other.close()
-        for fd in close_fds:
-            os.close(fd)
-        _die_with_parent()
+        _leave_parent(close, close_fds)
         try:
             _, request, fds = receive(channel, 1)
         except (OSError, ValueError, UnicodeDecodeError):
