@@ -189,7 +189,7 @@ def test_recall_on_prompt_injects_relevant_hits_only(cli, tmp_path, monkeypatch,
     lines = recall_lines(text)
     assert text.startswith(RECALL_TITLE + "\n") and text.endswith("\n\n" + REMINDER)
     assert lines[0] == f"- [fact score={lines[0].split('score=')[1].split(']')[0]}] {QDRANT_FACT}"
-    assert 1 <= len(lines) <= 5 and all(float(ln.split("score=")[1].split("]")[0]) >= 0.6 for ln in lines)
+    assert 1 <= len(lines) <= 5 and all(float(ln.split("score=")[1].split("]")[0]) >= shell_hooks_floor() for ln in lines)
     quiet = run_hook(target, hooks / "user_prompt.sh", {**event, "prompt": UNRELATED}, env=env)
     plain = quiet.stdout.rstrip("\n") if target == "claude-code" else context(quiet.stdout, "UserPromptSubmit")
     assert quiet.returncode == 0 and plain == REMINDER  # nothing injected for an unrelated prompt
@@ -240,3 +240,16 @@ def test_recall_hook_wall_time_on_a_1k_store(cli, tmp_path, monkeypatch, store_1
     with capsys.disabled():
         print(f"\nrecall-on-prompt hook, 1k store, median of 5: {statistics.median(samples) * 1000:.0f} ms")
     assert statistics.median(samples) < 1.5  # within the budget, or it would have injected nothing
+
+
+def shell_hooks_floor() -> float:
+    from mnemon.setup.hooks import RECALL_FLOOR
+
+    return RECALL_FLOOR
+
+
+def test_recall_floor_is_above_the_neighbour_lift() -> None:
+    """A memory lifted only by being written next to a strong match must not be injected."""
+    from mnemon.records import NEIGHBOUR_EXPANSION_EMBEDDED, NEIGHBOUR_EXPANSION_TOKENS
+
+    assert shell_hooks_floor() > max(*NEIGHBOUR_EXPANSION_EMBEDDED, *NEIGHBOUR_EXPANSION_TOKENS)

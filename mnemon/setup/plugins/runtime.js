@@ -18,7 +18,7 @@ const MNEMON = {
   promptSubdir: "", // "pi" for Pi, which keeps its own guide (setup-targets §2)
   skillsDir: "", // where setup wrote skills/mnemon (Pi's resources_discover)
   hooks: { prime: true, remind: true, nudge: true, compact: false },
-  recall: { enabled: false, limit: 5, minScore: 0.6, budgetMs: 1500, maxPromptChars: 500 },
+  recall: { enabled: false, limit: 5, minScore: 0.65, budgetMs: 1500, maxPromptChars: 500 },
   primeBudgetMs: 3000,
   outputCap: 262144, // bytes of mnemon output kept; the rest is dropped
   ...(CONFIG || {}),
