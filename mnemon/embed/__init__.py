@@ -20,6 +20,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from mnemon.embed.closing import ClosingContext
 from mnemon.errors import EmbedderError, EmbedderResponseError, EmbedderUnavailable
 
 if TYPE_CHECKING:
@@ -208,7 +209,7 @@ def to_matrix(vectors: object, *, count: int, dimensions: int | None, source: st
     return matrix
 
 
-class HTTPEmbedder:
+class HTTPEmbedder(ClosingContext):
     """Shared machinery of the HTTP protocols: one lazy ``httpx.Client``, time-outs, error mapping.
 
     Subclasses set ``protocol`` and implement ``_probe_path``, ``_headers``, ``_embed_path``,
@@ -323,16 +324,6 @@ class HTTPEmbedder:
             self._conn.close()
             self._conn = None
 
-    def __enter__(self) -> HTTPEmbedder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(endpoint={self.endpoint!r}, model={self.model!r})"

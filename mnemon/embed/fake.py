@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import re
 from functools import lru_cache
-from types import TracebackType
 from typing import TYPE_CHECKING
+
+from mnemon.embed.closing import ClosingContext
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,7 +52,7 @@ def _token_vector(token: str, dim: int) -> NDArray[np.float64]:
     return vector
 
 
-class HashEmbedder:
+class HashEmbedder(ClosingContext):
     """Deterministic offline :class:`mnemon.embed.Embedder`; ``probe()`` is always True.
 
     Parameters
@@ -92,16 +93,6 @@ class HashEmbedder:
     def close(self) -> None:
         """Nothing to release."""
 
-    def __enter__(self) -> HashEmbedder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"HashEmbedder(dim={self.dim}, model={self.model!r})"

@@ -28,9 +28,9 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
+from mnemon.embed.closing import ClosingContext
 from mnemon.errors import EmbedderResponseError, EmbedderUnavailable
 
 if TYPE_CHECKING:
@@ -249,7 +249,7 @@ def pool(hidden: NDArray[Any], mask: NDArray[Any]) -> NDArray[np.float64]:
     return out
 
 
-class LocalEmbedder:
+class LocalEmbedder(ClosingContext):
     """:class:`mnemon.embed.Embedder` over an ONNX sentence-embedding model in ``model_dir``."""
 
     protocol = "local"
@@ -331,16 +331,6 @@ class LocalEmbedder:
     def close(self) -> None:
         """Nothing to release per call: the loaded model stays cached for this process."""
 
-    def __enter__(self) -> LocalEmbedder:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(model={self.model!r}, model_dir={str(self.model_dir)!r})"
