@@ -84,6 +84,10 @@ VECTOR_ANCHOR_FLOOR = 0.1
 SUPERSEDED_FACTOR = 0.25
 BM25_K1 = 1.2  # Decision 12
 BM25_B = 0.75
+# The root of a derived query noun ("adoption" → "adopt", text.derived_query_terms) counts at this
+# share of a query term's BM25: enough to reach "adopted", not enough to outrank the noun itself
+# (dev set: 0.25 helps turns and facts; 0.6 costs turns/none open-domain a question).
+QUERY_DERIVED_WEIGHT = 0.25
 # Decision 1: one rerank table for every intent: (keyword, entity, similarity, graph). Re-tuned on
 # the LoCoMo development set (bench/quality.py; every tried setting in bench/README.md): the graph
 # signal is mostly a normalised hop score, so it gets less weight; with embeddings the cosine gets

@@ -22,6 +22,7 @@ __all__ = [
     "STOPWORDS",
     "byte_len",
     "content_similarity",
+    "derived_query_terms",
     "excerpt",
     "insight_tokens",
     "jaccard",
@@ -201,6 +202,36 @@ def stem(token: str) -> str:
 def recall_terms(text: str) -> list[str]:
     """Return the stemmed token sequence of ``text`` with repeats (BM25 input, Decision 12/13)."""
     return [stem(token) for token in token_sequence(text)]
+
+
+# Query side only: a noun made from a verb or adjective ("adoption", "mentorship", "happiness")
+# rarely shares its stem with the words a memory uses ("adopted", "mentored", "happy"). The
+# query also asks for the root's stem, at a reduced BM25 weight (records.QUERY_DERIVED_WEIGHT).
+# Memories are indexed exactly as before (Decision 13), so no stored or derived data changes.
+# Longest suffix first; the root must keep at least 4 letters ("nation" is not "nat" + -ion).
+_NOUN_SUFFIXES = ("ation", "ship", "ment", "ness", "ion")
+_DERIVED_ROOT_MIN_LETTERS = 4
+
+
+def derived_query_terms(text: str) -> list[str]:
+    """Return the stems of the roots of ``text``'s derived nouns that its own terms lack.
+
+    "adoption" → "adopt", "mentorship" → "mentor", "presentation" → "present" and "presentat";
+    in order of appearance, each once, never a term :func:`recall_terms` already yields. The
+    suffix is taken off the stemmed token, so plurals count too ("adoptions" → "adopt").
+    """
+    own = recall_terms(text)
+    out: list[str] = []
+    for token in own:
+        if not (token.isascii() and token.isalpha()):
+            continue
+        for suffix in _NOUN_SUFFIXES:
+            root = token[: -len(suffix)]
+            if token.endswith(suffix) and len(root) >= _DERIVED_ROOT_MIN_LETTERS:
+                term = stem(root)
+                if term not in out and term not in own:
+                    out.append(term)
+    return out
 
 
 def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[str]) -> list[str]:

@@ -173,3 +173,24 @@ def test_tag_only_terms_count_once(engine) -> None:
     tf = dict(zip((index.vocab[t] for t in index.r_term[lo:hi]), index.r_tf[lo:hi].tolist()))
     assert tf == {"zebra": 1, "cross": 1, "safety": 1, "first": 1}  # "crossing" stems to "cross"
     assert int(index.doc_len[row]) == 2  # the content's token sequence only
+
+
+def test_derived_query_noun_reaches_the_root_at_a_quarter_weight(engine) -> None:
+    from mnemon.records import QUERY_DERIVED_WEIGHT
+
+    # "adoption" stems to itself; the memory says "adopted" (stem "adopt"). The query's root term
+    # adds QUERY_DERIVED_WEIGHT x its own BM25; a memory with the noun itself keeps the full term.
+    for text in ("we adopted a puppy", "the adoption papers", "barn owl"):
+        engine.remember(text, no_diff=True)
+    index = engine.hot_index()
+    scope = np.array(index.active)
+    ids = _ids(engine)
+    scores = engine._bm25(index, "adoption", scope, False)
+    root_only = engine._bm25(index, "adopt", scope, False)
+    noun_only = engine._bm25(index, "adoption papers", scope, False) - engine._bm25(index, "papers", scope, False)
+    adopted, papers = index.row_of(ids["we adopted a puppy"]), index.row_of(ids["the adoption papers"])
+    assert math.isclose(scores[adopted], QUERY_DERIVED_WEIGHT * root_only[adopted], rel_tol=1e-12)
+    assert math.isclose(scores[papers], noun_only[papers], rel_tol=1e-12)
+    assert scores[papers] > scores[adopted] > 0
+    assert scores[index.row_of(ids["barn owl"])] == 0.0
+    assert np.array_equal(engine._bm25(index, "adoption", scope, True), scores)  # numba path agrees

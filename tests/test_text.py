@@ -248,3 +248,24 @@ def test_property_truncate_bytes_is_a_valid_prefix(text: str, n: int) -> None:
     assert text.startswith(cut)
     assert byte_len(cut) <= n
     assert byte_len(cut) > n - 4 or cut == text  # at most a partial character is dropped
+
+
+# --- derived query nouns (query side of BM25) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When did Jon receive mentorship?", ["mentor"]),
+        ("the adoptions", ["adopt"]),  # the suffix comes off the stemmed token: plurals count
+        ("a presentation", ["present", "presentat"]),  # -ation and -ion, each once
+        ("the nation", []),  # a root under 4 letters is no root
+        ("adoption and adopt", []),  # never a term the query already has
+        ("happiness, happiness", ["happi"]),  # once, in order of appearance
+        ("采用 adoption", ["adopt"]),
+    ],
+)
+def test_derived_query_terms(query: str, expected: list[str]) -> None:
+    from mnemon.text import derived_query_terms
+
+    assert derived_query_terms(query) == expected

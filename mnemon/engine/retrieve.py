@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING
 from mnemon import entities as entity_extraction
 from mnemon.engine.core import EngineBase
 from mnemon.intent import detect_intent, parse_intent
-from mnemon.records import BM25_B, BM25_K1, CATEGORIES, Insight, Intent
+from mnemon.records import BM25_B, BM25_K1, CATEGORIES, QUERY_DERIVED_WEIGHT, Insight, Intent
 from mnemon.store import blob, hotindex, insights, oplog
-from mnemon.text import recall_terms, tokenize
+from mnemon.text import derived_query_terms, recall_terms, tokenize
 from mnemon.validate import check_limit
 
 if TYPE_CHECKING:
@@ -185,20 +185,33 @@ class RetrieveMixin(EngineBase):
         return found
 
     def _bm25(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool) -> np.ndarray:
-        """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope."""
-        import kernels
+        """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
+        plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms)."""
         import numpy as np
 
         n_docs = int(scope.sum())
         qids = index.term_ids(dict.fromkeys(recall_terms(query)))
-        if not qids or n_docs == 0:
+        if n_docs == 0:
+            return np.zeros(index.n, dtype=np.float64)
+        scores = self._bm25_terms(index, qids, scope, use_numba)
+        derived = [t for t in index.term_ids(derived_query_terms(query)) if t not in qids]
+        if derived:
+            scores = scores + QUERY_DERIVED_WEIGHT * self._bm25_terms(index, derived, scope, use_numba)
+        return scores
+
+    def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray, use_numba: bool) -> np.ndarray:
+        """BM25 of the term ids ``qids`` over the rows in ``scope`` (zeros without terms)."""
+        import kernels
+        import numpy as np
+
+        if not qids:
             return np.zeros(index.n, dtype=np.float64)
         avgdl = float(index.doc_len[scope].mean())
         post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         return score(  # type: ignore[no-any-return]
             post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64), np.array(local, dtype=np.int32),
-            n_docs, avgdl, BM25_K1, BM25_B, scope,
+            int(scope.sum()), avgdl, BM25_K1, BM25_B, scope,
         )  # fmt: skip
 
     def _entity_overlap(self, index: HotIndex, query: str) -> tuple[np.ndarray, int]:
