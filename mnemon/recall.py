@@ -27,6 +27,8 @@ from mnemon.records import (
     LAMBDA_STRUCTURAL,
     NEIGHBOUR_EXPANSION_EMBEDDED,
     NEIGHBOUR_EXPANSION_TOKENS,
+    NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED,
+    NEIGHBOUR_LIFT_WEIGHTS_TOKENS,
     RERANK_WEIGHTS_EMBEDDED,
     RERANK_WEIGHTS_TOKENS,
     RRF_K,
@@ -176,7 +178,6 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     traversed = int(np.isfinite(best).sum())
 
     embedded = a.similarity is not None
-    w_kw, w_ent, w_sim, w_graph = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
     top_bm25 = float(a.bm25[a.scope].max()) if a.scope.any() else 0.0
     keyword = a.bm25 / top_bm25 if top_bm25 > 0 else np.zeros_like(a.bm25)
     entity = np.minimum(1.0, a.entity_overlap / max(1, a.query_entity_count))
@@ -185,8 +186,9 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     lo, hi = float(best[scored].min()), float(best[scored].max())
     graph[scored] = (best[scored] - lo) / ((hi - lo) or 1.0)
 
-    base = np.zeros(a.scope.shape[0])
-    base[scored] = w_kw * keyword[scored] + w_ent * entity[scored] + w_sim * similarity[scored] + w_graph * graph[scored]
+    signals = (keyword, entity, similarity, graph)
+    weights = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
+    base = _mix(signals, weights, scored)
     is_cand = np.zeros(a.scope.shape[0], dtype=np.bool_)
     is_cand[scored] = True
 
@@ -196,11 +198,12 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     joined = np.unique(neighbours[a.scope[neighbours] & ~is_cand[neighbours]])
     cand = np.concatenate([scored, joined]).astype(np.int64)
     cand_base = np.where(is_cand, base, 0.0)
+    lent = _mix(signals, NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS, scored)
 
     def neighbour_score(side: np.ndarray) -> np.ndarray:
         out = np.zeros(side.shape[0])
         ok = side >= 0
-        out[ok] = cand_base[side[ok]]
+        out[ok] = lent[side[ok]]
         return out
 
     after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
@@ -229,6 +232,15 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         ))  # fmt: skip
     hint = "sparse_results" if len(hits) < limit // 2 or not hits else None
     return RecallOutcome(hits, int(anchor_rows.size), traversed, hint)
+
+
+def _mix(signals: tuple[np.ndarray, ...], weights: tuple[float, ...], rows: np.ndarray) -> np.ndarray:
+    """Weighted sum of the (keyword, entity, similarity, graph) signals on ``rows``, 0 elsewhere."""
+    import numpy as np
+
+    out = np.zeros(signals[0].shape[0])
+    out[rows] = sum(w * s[rows] for w, s in zip(weights, signals, strict=True))
+    return out
 
 
 def _order_rows(final: np.ndarray, rows: np.ndarray, a: RecallArrays) -> np.ndarray:

@@ -11,7 +11,12 @@ import pytest
 
 from mnemon import recall
 from mnemon.cli.state import GlobalOptions
-from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, RERANK_WEIGHTS_TOKENS, Intent
+from mnemon.records import (
+    NEIGHBOUR_EXPANSION_TOKENS,
+    NEIGHBOUR_LIFT_WEIGHTS_TOKENS,
+    RERANK_WEIGHTS_TOKENS,
+    Intent,
+)
 
 
 def arrays(n: int, *, bm25: list[float], prev: list[int] | None = None, nxt: list[int] | None = None,
@@ -49,16 +54,20 @@ def test_neighbour_expansion_lifts_by_the_backbone_neighbours_directionally() ->
     out = recall.run(a, Intent.GENERAL, 10)
     by_row = {h.row: h for h in out.hits}
     w_kw, _, _, w_graph = RERANK_WEIGHTS_TOKENS
+    l_kw, _, _, l_graph = NEIGHBOUR_LIFT_WEIGHTS_TOKENS
     after, before = NEIGHBOUR_EXPANSION_TOKENS
     # Anchors: RRF 1/61 (row 0) and 1/62 (row 2) normalised by the max; graph min-max over both.
     kw0, kw2 = 1.0, 0.5
     base0 = w_kw * kw0 + w_graph * 1.0
     base2 = w_kw * kw2 + w_graph * 0.0
+    # What a neighbour lends is its own signals in the lift table, not its rerank score.
+    lent0 = l_kw * kw0 + l_graph * 1.0
+    lent2 = l_kw * kw2 + l_graph * 0.0
     assert math.isclose(by_row[0].score, base0)  # its neighbour row 1 is not a candidate: counts 0
     assert math.isclose(by_row[2].score, base2)
     # Row 1 follows row 0 (lift `after`) and precedes row 2 (lift `before`); row 3 follows row 2.
-    assert by_row[1].via == "neighbor" and math.isclose(by_row[1].score, max(after * base0, before * base2))
-    assert by_row[3].via == "neighbor" and math.isclose(by_row[3].score, after * base2)
+    assert by_row[1].via == "neighbor" and math.isclose(by_row[1].score, max(after * lent0, before * lent2))
+    assert by_row[3].via == "neighbor" and math.isclose(by_row[3].score, after * lent2)
     expected = sorted(by_row, key=lambda r: (-by_row[r].score, -r))  # equal scores: the newer first
     assert [h.row for h in out.hits] == expected
     assert out.anchor_count == 2 and out.traversed == 2 and out.hint == "sparse_results"  # 4 < 10 // 2
@@ -194,3 +203,34 @@ def test_derived_query_noun_reaches_the_root_at_a_quarter_weight(engine) -> None
     assert scores[papers] > scores[adopted] > 0
     assert scores[index.row_of(ids["barn owl"])] == 0.0
     assert np.array_equal(engine._bm25(index, "adoption", scope, True), scores)  # numba path agrees
+
+
+def test_a_neighbour_lends_its_match_not_its_reach() -> None:
+    # Rows 0 and 2 have the same keyword score; only row 0 is linked to the top anchor (row 4), so it
+    # gets the higher graph signal and the higher rerank score. The rows after them (1 and 3) match
+    # nothing: what each is lent comes from the lift table, where the graph counts for little.
+    a = arrays(
+        6, bm25=[1.0, 0.0, 1.0, 0.0, 3.0, 0.0], prev=[-1, 0, -1, 2, -1, 4], nxt=[1, -1, 3, -1, 5, -1],
+        edges=[(4, 0, "semantic", 1.0)],
+    )
+    out = recall.run(a, Intent.GENERAL, 10)
+    by_row = {h.row: h for h in out.hits}
+    assert by_row[0].graph > by_row[2].graph
+    l_kw, _, _, l_graph = NEIGHBOUR_LIFT_WEIGHTS_TOKENS
+    after, _ = NEIGHBOUR_EXPANSION_TOKENS
+    for follower, matched in ((1, 0), (3, 2)):
+        hit = by_row[matched]
+        assert math.isclose(by_row[follower].score, after * (l_kw * hit.keyword + l_graph * hit.graph))
+    # The lift gap between the followers is the graph gap at the lift table's (small) graph weight.
+    gap = by_row[1].score - by_row[3].score
+    assert math.isclose(gap, after * l_graph * (by_row[0].graph - by_row[2].graph))
+    assert [h.row for h in recall.run(a, Intent.GENERAL, 10).hits] == [h.row for h in out.hits]  # deterministic
+
+
+def test_lift_tables_keep_a_lent_score_at_most_one() -> None:
+    # The prompt hook's floor (setup/hooks.py) sits above `after` on the premise that a neighbour is
+    # lent at most 1 x after; every lift table must keep that.
+    from mnemon.records import NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED
+
+    for table in (NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED, NEIGHBOUR_LIFT_WEIGHTS_TOKENS):
+        assert all(w >= 0 for w in table) and sum(table) <= 1.0
