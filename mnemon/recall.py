@@ -3,7 +3,7 @@
 anchors (keyword BM25, vector, entity, recency for WHEN) → RRF (k = 60) normalised by the max →
 per-anchor beam search with the intent's parameters and edge weights (ties: the later row) →
 rerank with the one weight table of Decision 1 → directional neighbour expansion over the
-temporal backbone (Decision 14) →
+temporal backbone (Decision 14; a neighbour lends its own signals in the lift table) →
 ``supersedes`` demotion → ordering (score, importance, created_at desc, id asc) → truncation →
 WHY causal reorder (Kahn) → ``sparse_results`` hint.
 
