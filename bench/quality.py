@@ -237,8 +237,12 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
     return by_category, latencies, per_question
 
 
-def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None) -> RunResult:
+def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None,
+            server: str = "off") -> RunResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    # one kind of process per run: with the default "auto" a warm server would start part-way
+    # through and the latency percentiles would mix served and one-shot calls
+    env["MNEMON_SERVER"] = server
     env["MNEMON_MAX_INSIGHTS"] = "0"  # nothing pruned while loading
     env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"  # no server: embedding-free unless local
     if embed == "local":
@@ -289,19 +293,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--model-path", default=os.environ.get("MNEMON_EMBED_MODEL_PATH"),
                         help="model directory for --embed local (default: $MNEMON_EMBED_MODEL_PATH)")  # fmt: skip
+    parser.add_argument("--server", choices=("off", "require"), default="off",
+                        help="--mode cli: every recall one-shot (off, the default) or through the warm server")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
     args = parser.parse_args(argv)
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     embeds = ("none", "local") if args.embed == "both" else (args.embed,)
-    parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, recall --limit {args.limit}", ""]
+    parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, server {args.server}, "
+             f"recall --limit {args.limit}", ""]
     dumps = {}
-    for embed in embeds:
-        result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path)
-        parts.append(table(result))
-        dumps[embed] = result.per_question
-        print(table(result), flush=True)
+    try:
+        for embed in embeds:
+            result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server)
+            parts.append(table(result))
+            dumps[embed] = result.per_question
+            print(table(result), flush=True)
+    finally:
+        if args.server == "require":  # leave no server behind (it would otherwise idle for 30 minutes)
+            subprocess.run([sys.executable, "-m", "mnemon", "server", "stop"], capture_output=True, check=False)
     if args.out:
         Path(args.out).write_text("\n".join(parts), encoding="utf-8")
     if args.dump:
