@@ -59,15 +59,13 @@ def same_content(a: HotIndex, b: HotIndex) -> None:
         }  # fmt: skip
 
     def derived(ix: HotIndex) -> dict[str, tuple]:
-        ptr, nbr = ix.derived("csr_ptr"), ix.derived("csr_nbr")
-        typ, wt, out = ix.derived("csr_type"), ix.derived("csr_weight"), ix.derived("csr_out")
         prev, nxt, sup = ix.derived("prev"), ix.derived("next"), ix.derived("superseded")
         result = {}
         for r in np.flatnonzero(ix.active).tolist():
-            lo, hi = int(ptr[r]), int(ptr[r + 1])
+            nbr, typ, wt, out = ix.incident(r)  # the big CSR's entries, then the delta adjacency's
             entries = sorted(
                 (ix.id_at(int(v)), int(k), float(w), bool(o))
-                for v, k, w, o in zip(nbr[lo:hi], typ[lo:hi], wt[lo:hi], out[lo:hi]) if ix.active[int(v)]
+                for v, k, w, o in zip(nbr, typ, wt, out) if ix.active[int(v)]
             )  # fmt: skip
             link = [ix.id_at(int(x)) if x >= 0 and ix.active[int(x)] else None for x in (prev[r], nxt[r])]
             result[ix.id_at(r)] = (entries, link, bool(sup[r]))

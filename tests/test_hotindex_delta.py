@@ -41,7 +41,8 @@ def fresh_base(cli, data_dir: Path, query: str) -> None:
     cli.ok("recall", query)
 
 
-QUERIES = ("otter", "otters river", "quokka smiles", "kelp forest otter", "Rust harbour", "zzz nothing")
+QUERIES = ("otter", "otters river", "quokka smiles", "kelp forest otter", "Rust harbour", "zzz nothing",
+           "why does the otter float near quokka smiles")  # WHY: causal order over delta edges
 
 
 def answers(cli, data_dir: Path) -> dict[str, object]:
@@ -82,6 +83,10 @@ def test_writes_leave_the_base_alone_and_base_plus_delta_equals_a_fresh_build(cl
     assert delta_file(data_dir).exists() and delta_file(data_dir).stat().st_size < 200_000
     cached = _cached_index(data_dir)
     assert cached.delta_id and cached.base_n < cached.n  # a real delta segment was read back
+    big, delta = cached.edge_arrays()
+    assert delta is not None and delta[0].shape[0] == cached.n + 1  # the new edge rows, read beside...
+    assert big[0].shape[0] == cached.base_n + 1
+    assert all(not a.flags.owndata and not a.flags.writeable for a in big)  # ...the mapped base CSR, not a copy
     same_content(cached, fresh_build(data_dir))
     assert answers(cli, data_dir) == answers_of_a_fresh_build(cli, data_dir)
     cli.ok("recall", "otter")  # a reader verifies the edges; still no merge below the threshold

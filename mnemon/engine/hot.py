@@ -121,7 +121,9 @@ def _insert_at(old: np.ndarray, at: np.ndarray, vals: np.ndarray) -> np.ndarray:
 _SEGMENTED = ("r_term", "r_tf", "p_term", "e_ent", "edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone")
 _SEG_DTYPES = {"r_term": "int32", "r_tf": "int32", "p_term": "int32", "e_ent": "int32", "edge_src": "int32",
                "edge_dst": "int32", "edge_type": "int8", "edge_weight": "float64", "edge_backbone": "bool"}  # fmt: skip
-_EDGE_KEYS = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out", "superseded", "prev", "next")
+_CSR_KEYS = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out")
+_LINK_KEYS = ("superseded", "prev", "next")
+_EDGE_KEYS = _CSR_KEYS + _LINK_KEYS
 _PER_ROW = ("id_blob", "created", "importance", "category", "source", "doc_len", "n_plain")
 
 # A delta segment is folded into a new base once it holds this many rows (new or deleted).
@@ -199,7 +201,12 @@ class HotIndex:
         self.p_ptr = np.zeros(1, dtype=np.int64)
         self.e_ptr = np.zeros(1, dtype=np.int64)
         self._derived: dict[str, Any] = {}
-        self._edges_derived_m = -1  # edge rows the derived CSR covers (-1: none)
+        # Edge rows [0, _csr_m) are in the derived CSR (its ptr may cover fewer rows than n); rows
+        # [_csr_m, m) are read from a small second CSR (the delta adjacency) instead of being
+        # inserted, which would copy every array of the big one. -1: no CSR derived yet.
+        self._csr_m = -1
+        self._links_m = -1  # edge rows superseded/prev/next reflect (-1: none)
+        self._delta_adj: tuple[tuple[int, int, int], tuple[np.ndarray, ...]] | None = None
         self._row_of: dict[str, int] | None = None
         self._single_lookups = 0
         self._base_sorted: tuple[np.ndarray, np.ndarray] | None = None
@@ -221,13 +228,17 @@ class HotIndex:
 
     def _tail(self, name: str, start: int) -> np.ndarray:
         """Elements ``start:`` of a segmented array without joining the parts."""
+        return self._slice(name, start, None)
+
+    def _slice(self, name: str, start: int, stop: int | None) -> np.ndarray:
+        """Elements ``start:stop`` of a segmented array without joining the parts."""
         import numpy as np
 
         out, off = [], 0
         for part in self._parts[name]:
             end = off + int(part.shape[0])
-            if end > start:
-                out.append(part[max(0, start - off) :])
+            if end > start and (stop is None or off < stop):
+                out.append(part[max(0, start - off) : None if stop is None else max(0, stop - off)])
             off = end
         if not out:
             return np.zeros(0, dtype=_SEG_DTYPES[name])
@@ -332,14 +343,12 @@ class HotIndex:
             got = self._derived.get(name)
             if got is None or got.shape[0] != self.n:
                 self._derive_ranks()
-        elif name in _EDGE_KEYS and self._edges_stale():
-            self._derive_edges_now()
+        elif name in _CSR_KEYS:
+            if self._csr_m < 0 or self._csr_m > self.m or any(k not in self._derived for k in _CSR_KEYS):
+                self._derive_csr()
+        elif name in _LINK_KEYS:
+            self._derive_links()
         return self._derived[name]
-
-    def _edges_stale(self) -> bool:
-        if self._edges_derived_m != self.m or any(k not in self._derived for k in _EDGE_KEYS):
-            return True
-        return bool(self._derived["superseded"].shape[0] != self.n)
 
     def _derive_postings(self) -> None:
         """Base postings over rows ``< base_n`` and terms ``< base_v`` (the delta is scanned per query)."""
@@ -391,34 +400,106 @@ class HotIndex:
         cr[k:] = top + shift + inv.reshape(-1)
         self._derived["created_rank"] = cr
 
-    def _derive_edges_now(self) -> None:
-        m_old = self._edges_derived_m
-        old = self._derived
-        if m_old >= 0 and m_old <= self.m and all(k in old for k in _EDGE_KEYS):
-            self._derived.update(self._extend_edges(old, m_old))
-        else:
-            self._derived.update(self._derive_edges())
-        self._edges_derived_m = self.m
-
     def _derive(self) -> None:
-        """Every derived array (before a base is written)."""
-        for name in ("post_r_ptr", "id_rank", "csr_ptr"):
+        """Every derived array, the delta's edges folded into the CSR (before a base is written)."""
+        for name in ("post_r_ptr", "id_rank", "csr_ptr", "superseded"):
             self._get(name)
+        if self._csr_m != self.m or self._derived["csr_ptr"].shape[0] != self.n + 1:
+            self._derived.update(self._folded_csr())
+            self._csr_m = self.m
+            self._delta_adj = None
 
-    def _extend_edges(self, old: dict[str, Any], m_old: int) -> dict[str, Any]:
-        """Insert the edge rows appended since the last derive into the existing CSR.
+    def edge_arrays(self) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...] | None]:
+        """The edge CSR as the read path takes it: the big CSR as derived (or mapped from the base
+        file) and, when edge rows were added since, the delta adjacency over all n rows (both
+        ``(ptr, nbr, weight, type, out)``; None: no delta). O(delta + n) per change, never O(E)."""
+        big = tuple(self._get(k) for k in _CSR_KEYS)
+        if self._csr_m == self.m and big[0].shape[0] == self.n + 1:
+            return big, None  # rows added since without edges still need the delta's n + 1 ptr
+        return big, self._delta_csr()
 
-        A catch-up after one ``remember`` adds a few dozen edge rows to a graph of hundreds of
-        thousands; re-sorting every entry would dominate the write. New entries go to the end of
-        their node's segment: within a node the CSR order only separates transitions that are
-        identical for the beam (same neighbour, type and delta), so results do not change.
+    def _delta_csr(self) -> tuple[np.ndarray, ...]:
+        import numpy as np
+
+        key = (self._csr_m, self.m, self.n)
+        if self._delta_adj is None or self._delta_adj[0] != key:
+            n, start = self.n, self._csr_m
+            src, dst = self._tail("edge_src", start), self._tail("edge_dst", start)
+            e_type, e_weight = self._tail("edge_type", start), self._tail("edge_weight", start)
+            # Same entry order as inserting at each node's segment end: outgoing entries in rowid
+            # order, then incoming ones (the order of a fresh build differs only among identical
+            # transitions, see _folded_csr).
+            node = np.concatenate([src, dst]).astype(np.int64)
+            order = np.argsort(node, kind="stable")
+            ptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(node, minlength=n), out=ptr[1:])
+            out_flag = np.concatenate([np.ones(src.shape[0], dtype=np.bool_), np.zeros(src.shape[0], dtype=np.bool_)])
+            arrays = (
+                ptr, np.ascontiguousarray(np.concatenate([dst, src])[order], dtype=np.int32),
+                np.ascontiguousarray(np.concatenate([e_weight, e_weight])[order], dtype=np.float64),
+                np.ascontiguousarray(np.concatenate([e_type, e_type])[order], dtype=np.int8),
+                np.ascontiguousarray(out_flag[order]),
+            )  # fmt: skip
+            self._delta_adj = (key, arrays)
+        return self._delta_adj[1]
+
+    def incident(self, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Row ``row``'s CSR entries (neighbour, type, weight, out flag) over both CSRs."""
+        import numpy as np
+
+        (ptr, nbr, wt, typ, out), delta = self.edge_arrays()
+        lo, hi = (int(ptr[row]), int(ptr[row + 1])) if row < ptr.shape[0] - 1 else (0, 0)
+        parts = [(nbr[lo:hi], typ[lo:hi], wt[lo:hi], out[lo:hi])]
+        if delta is not None:
+            d_ptr, d_nbr, d_wt, d_typ, d_out = delta
+            dlo, dhi = int(d_ptr[row]), int(d_ptr[row + 1])
+            parts.append((d_nbr[dlo:dhi], d_typ[dlo:dhi], d_wt[dlo:dhi], d_out[dlo:dhi]))
+        return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+
+    def _derive_csr(self) -> None:
+        """The CSR of every edge row from scratch (a build, a reload): O(E)."""
+        self._derived.update(self._derive_edges())
+        self._csr_m = self._links_m = self.m
+        self._delta_adj = None
+
+    def _derive_links(self) -> None:
+        """superseded/prev/next for n rows, extended by the edge rows added since (O(n + delta))."""
+        import numpy as np
+
+        d = self._derived
+        if self._links_m < 0 or self._links_m > self.m or any(k not in d for k in _LINK_KEYS):
+            self._derive_csr()
+            return
+        if self._links_m == self.m and d["superseded"].shape[0] == self.n:
+            return
+        start = self._links_m
+        pad = self.n - d["superseded"].shape[0]
+        superseded = np.concatenate([d["superseded"], np.zeros(pad, dtype=np.bool_)])
+        prev = np.concatenate([d["prev"], np.full(pad, -1, dtype=np.int32)])
+        nxt = np.concatenate([d["next"], np.full(pad, -1, dtype=np.int32)])
+        src, dst = self._tail("edge_src", start), self._tail("edge_dst", start)
+        e_type, e_bb = self._tail("edge_type", start), self._tail("edge_backbone", start)
+        superseded[dst[e_type == EDGE_CODES["supersedes"]]] = True
+        bb = np.flatnonzero(e_bb)  # older→newer; later rows (higher rowid) win
+        prev[dst[bb]] = src[bb]
+        nxt[src[bb]] = dst[bb]
+        d.update({"superseded": superseded, "prev": prev, "next": nxt})
+        self._links_m = self.m
+
+    def _folded_csr(self) -> dict[str, Any]:
+        """The CSR with the delta adjacency's entries inserted (a merge writes it as the new base).
+
+        Re-sorting every entry would cost more than inserting the few new ones. New entries go to
+        the end of their node's segment, where the delta adjacency lists them too: within a node
+        the CSR order only separates transitions that are identical for the beam (same neighbour,
+        type and delta), so results do not change.
         """
         import numpy as np
 
+        old, m_old = self._derived, self._csr_m
         n = self.n
         src, dst = self._tail("edge_src", m_old), self._tail("edge_dst", m_old)
         e_type, e_weight = self._tail("edge_type", m_old), self._tail("edge_weight", m_old)
-        e_bb = self._tail("edge_backbone", m_old)
         ptr_old = np.asarray(old["csr_ptr"])
         ptr = np.concatenate([ptr_old, np.full(n + 1 - ptr_old.shape[0], ptr_old[-1], dtype=np.int64)])
         node = np.concatenate([src, dst]).astype(np.int64)
@@ -436,15 +517,6 @@ class HotIndex:
             "csr_type": _insert_at(np.asarray(old["csr_type"]), at, both_t),
             "csr_out": _insert_at(np.asarray(old["csr_out"]), at, out_flag[order]),
         }
-        pad = n - np.asarray(old["superseded"]).shape[0]
-        superseded = np.concatenate([old["superseded"], np.zeros(pad, dtype=np.bool_)])
-        prev = np.concatenate([old["prev"], np.full(pad, -1, dtype=np.int32)])
-        nxt = np.concatenate([old["next"], np.full(pad, -1, dtype=np.int32)])
-        superseded[dst[e_type == EDGE_CODES["supersedes"]]] = True
-        bb = np.flatnonzero(e_bb)
-        prev[dst[bb]] = src[bb]
-        nxt[src[bb]] = dst[bb]
-        d.update({"superseded": superseded, "prev": prev, "next": nxt})
         return d
 
     def _derive_edges(self) -> dict[str, Any]:
@@ -656,7 +728,8 @@ class HotIndex:
     def _reload_edges(self, conn: apsw.Connection) -> None:
         for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
             self._parts[name] = []
-        self._edges_derived_m = -1
+        self._csr_m = self._links_m = -1
+        self._delta_adj = None
         self.edges_reloaded = True
         self._append_edges(list(hotindex.edges_since(conn, 0)))
         # The reference is the store's edge count as the guard reads it (the counter when kept), so
@@ -731,8 +804,11 @@ class HotIndex:
             gone = np.zeros(self.n, dtype=np.bool_)
             gone[np.array(gone_rows, dtype=np.int64)] = True
             live = np.concatenate([before, np.ones(self.n - n_before, dtype=np.bool_)])
-            src, dst = self.edge_src, self.edge_dst
-            removed = int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
+            lo = 0
+            for src in list(self._parts["edge_src"]):  # part by part: the base's are never joined
+                dst = self._slice("edge_dst", lo, lo + int(src.shape[0]))
+                removed += int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
+                lo += int(src.shape[0])
         self.edge_count_db += self._append_edges(list(hotindex.edges_since(conn, old.max_edge_rowid))) - removed
         self.edges_verified = False
         self.fp = fp
@@ -868,8 +944,10 @@ class HotIndex:
                 setattr(index, name, arr)
         index.base_n, index.base_v, index.base_m, index.base_ent = index.n, len(index.vocab), index.m, len(index.entities)
         index.base_active = index.active
-        if "csr_ptr" in index._derived:
-            index._edges_derived_m = index.m
+        if all(k in index._derived for k in _CSR_KEYS):
+            index._csr_m = index.m  # the mapped base CSR; the delta's edges are read beside it
+        if all(k in index._derived for k in _LINK_KEYS):
+            index._links_m = index.m
         delta = header.get("delta")
         if isinstance(delta, dict):
             try:

@@ -156,14 +156,15 @@ class RetrieveMixin(EngineBase):
         if similarity is not None:
             similarity = np.where(scope, similarity, 0.0)
         overlap, n_query_entities = self._entity_overlap(index, query)
+        (csr_ptr, csr_nbr, csr_weight, csr_type, csr_out), delta = index.edge_arrays()
         arrays = pipeline.RecallArrays(
             scope=scope, bm25=self._bm25(index, query, scope, use_numba), similarity=similarity,
             entity_overlap=np.where(scope, overlap, 0), query_entity_count=n_query_entities,
             importance=np.asarray(index.importance), created_rank=index.derived("created_rank"),
-            id_rank=index.derived("id_rank"), csr_ptr=index.derived("csr_ptr"), csr_nbr=index.derived("csr_nbr"),
-            csr_weight=index.derived("csr_weight"), csr_type=index.derived("csr_type"),
-            csr_out=index.derived("csr_out"), superseded=index.derived("superseded"),
+            id_rank=index.derived("id_rank"), csr_ptr=csr_ptr, csr_nbr=csr_nbr, csr_weight=csr_weight,
+            csr_type=csr_type, csr_out=csr_out, superseded=index.derived("superseded"),
             prev=index.derived("prev"), next=index.derived("next"),
+            edge_delta=None if delta is None else pipeline.EdgeDelta(*delta),
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         hits = []
