@@ -34,6 +34,7 @@ import weakref
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
+from itertools import islice, repeat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from mnemon.records import CATEGORIES, EDGE_TYPES
 from mnemon.store import hotindex
 from mnemon.store.hotindex import Fingerprint
-from mnemon.text import insight_tokens, recall_insight_terms, recall_terms
+from mnemon.text import insight_views
 
 if TYPE_CHECKING:
     import apsw
@@ -125,6 +126,9 @@ _CSR_KEYS = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out")
 _LINK_KEYS = ("superseded", "prev", "next")
 _EDGE_KEYS = _CSR_KEYS + _LINK_KEYS
 _PER_ROW = ("id_blob", "created", "importance", "category", "source", "doc_len", "n_plain")
+
+_BULK_LOOKUP = 4096  # edge rows per batch above which ids are resolved through one dict of every id
+_LOAD_CHUNK = 1_000_000  # edge rows (a tenth as many insight rows) read from SQL per slice
 
 # A delta segment is folded into a new base once it holds this many rows (new or deleted).
 MERGE_MIN_ROWS = 512
@@ -647,10 +651,10 @@ class HotIndex:
             self.any_vector = self.any_vector or bool(has_vec)
             tags, ents = _loads(tags_raw), _loads(ents_raw)
             content = str(content)
-            counts = Counter(recall_insight_terms(content, tags, ents))
+            terms, plain, content_len = insight_views(content, tags, ents)
+            counts = Counter(terms)
             r_lists.append([tid(t) for t in counts])
             tf_lists.append(list(counts.values()))
-            plain = insight_tokens(content, tags, ents)
             p_lists.append([tid(t) for t in plain])
             e_lists.append([ent_index.setdefault(e, len(ent_index)) for e in dict.fromkeys(ents)])
             ids.append(str(ins_id))
@@ -658,7 +662,7 @@ class HotIndex:
             imp.append(int(importance))
             cat.append(CATEGORIES.index(category) if category in CATEGORIES else -1)
             srcs.append(src_index.setdefault(str(source), len(src_index)))
-            doc_len.append(len(recall_terms(content)))
+            doc_len.append(content_len)
             n_plain.append(len(plain))
         self.sources = list(src_index)
         self.entities = list(ent_index)
@@ -702,28 +706,44 @@ class HotIndex:
         self._tail_terms = {}
 
     def _append_edges(self, rows: list[tuple[Any, ...]]) -> int:
-        """Append edge rows between known rows; return how many edge rows were read."""
+        """Append edge rows between known rows; return how many edge rows were read.
+
+        Column by column (a build reads tens of millions of rows): ids to rows through one dict
+        for a large batch, by bisection over the base for a catch-up's few rows.
+        """
         import numpy as np
 
-        ends = self._lookup([str(r[1]) for r in rows] + [str(r[2]) for r in rows]) if rows else []
-        src, dst, typ, wt, bb = [], [], [], [], []
-        for k, (_rowid, _s, _t, edge_type, weight, backbone) in enumerate(rows):
-            a, b = ends[k], ends[len(rows) + k]
-            code = EDGE_CODES.get(str(edge_type))
-            if a is None or b is None or code is None:
-                continue  # touches an insight deleted before we saw it: never traversable
-            src.append(a)
-            dst.append(b)
-            typ.append(code)
-            wt.append(float(weight))
-            bb.append(bool(backbone))
-        if src:
-            self._append_part("edge_src", np.array(src, dtype=np.int32))
-            self._append_part("edge_dst", np.array(dst, dtype=np.int32))
-            self._append_part("edge_type", np.array(typ, dtype=np.int8))
-            self._append_part("edge_weight", np.array(wt, dtype=np.float64))
-            self._append_part("edge_backbone", np.array(bb, dtype=np.bool_))
-        return len(rows)
+        k = len(rows)
+        if not k:
+            return 0
+        _rowid, src_ids, dst_ids, types, weights, backbone = zip(*rows)
+        if k > _BULK_LOOKUP:
+            if self._row_of is None:
+                self._row_of = {i: r for r, i in enumerate(self.ids_list())}
+            get = self._row_of.get
+            src = np.fromiter(map(get, src_ids, repeat(-1)), dtype=np.int64, count=k)
+            dst = np.fromiter(map(get, dst_ids, repeat(-1)), dtype=np.int64, count=k)
+        else:
+            ends = self._lookup([str(i) for i in src_ids] + [str(i) for i in dst_ids])
+            both = np.array([-1 if e is None else e for e in ends], dtype=np.int64)
+            src, dst = both[:k], both[k:]
+        typ = np.fromiter(map(EDGE_CODES.get, types, repeat(-1)), dtype=np.int64, count=k)
+        keep = (src >= 0) & (dst >= 0) & (typ >= 0)  # else: touches an insight deleted before we saw it
+        if keep.any():
+            self._append_part("edge_src", src[keep].astype(np.int32))
+            self._append_part("edge_dst", dst[keep].astype(np.int32))
+            self._append_part("edge_type", typ[keep].astype(np.int8))
+            self._append_part("edge_weight", np.array(weights, dtype=np.float64)[keep])
+            self._append_part("edge_backbone", np.array(backbone, dtype=np.bool_)[keep])
+        return k
+
+    def _append_edges_from(self, cursor: Iterable[tuple[Any, ...]]) -> int:
+        """``_append_edges`` over a cursor in slices, so a build never holds every edge row as tuples."""
+        read = 0
+        it = iter(cursor)
+        while chunk := list(islice(it, _LOAD_CHUNK)):
+            read += self._append_edges(chunk)
+        return read
 
     def _reload_edges(self, conn: apsw.Connection) -> None:
         for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
@@ -731,7 +751,7 @@ class HotIndex:
         self._csr_m = self._links_m = -1
         self._delta_adj = None
         self.edges_reloaded = True
-        self._append_edges(list(hotindex.edges_since(conn, 0)))
+        self._append_edges_from(hotindex.edges_since(conn, 0))
         # The reference is the store's edge count as the guard reads it (the counter when kept), so
         # a counter off by a constant (a foreign writer without the triggers) reloads once, not on
         # every read; doctor reports such a counter and --repair recounts it.
@@ -742,7 +762,9 @@ class HotIndex:
     def build(cls, conn: apsw.Connection, fp: Fingerprint) -> HotIndex:
         """Build from scratch (inside the caller's read snapshot)."""
         index = cls()
-        index._append_rows(list(hotindex.rows_since(conn, 0)))
+        it = hotindex.rows_since(conn, 0)
+        while chunk := list(islice(it, _LOAD_CHUNK // 10)):  # rows carry their text: smaller slices
+            index._append_rows(chunk)
         index._sort_vocab()
         index._reload_edges(conn)
         index.fp = fp
@@ -809,7 +831,7 @@ class HotIndex:
                 dst = self._slice("edge_dst", lo, lo + int(src.shape[0]))
                 removed += int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
                 lo += int(src.shape[0])
-        self.edge_count_db += self._append_edges(list(hotindex.edges_since(conn, old.max_edge_rowid))) - removed
+        self.edge_count_db += self._append_edges_from(hotindex.edges_since(conn, old.max_edge_rowid)) - removed
         self.edges_verified = False
         self.fp = fp
         self.delta_id = secrets.token_hex(8)
