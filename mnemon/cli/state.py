@@ -19,6 +19,7 @@ from mnemon.errors import InputError
 
 if TYPE_CHECKING:
     from mnemon.engine import Engine
+    from mnemon.engine.read import ReadEngine
 
 _VALUE_FLAGS = {"--data-dir": "data_dir", "--store": "store", "--embed-model": "embed_model"}
 
@@ -80,6 +81,18 @@ def open_engine(options: GlobalOptions) -> Iterator[Engine]:
     from mnemon.engine import Engine
 
     engine = Engine(options.settings(), **options.engine_kwargs)
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@contextmanager
+def open_read_engine(options: GlobalOptions) -> Iterator[ReadEngine]:
+    """``open_engine`` with the read pipeline only (``status``: the session-start hook's light start-up)."""
+    from mnemon.engine.read import ReadEngine
+
+    engine = ReadEngine(options.settings(), **options.engine_kwargs)
     try:
         yield engine
     finally:
