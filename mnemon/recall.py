@@ -44,8 +44,10 @@ if TYPE_CHECKING:
 # loading the cached kernels costs about 360 ms per process (targets.md: 250 + 110 ms). The beam's
 # cost is bounded by anchors x budget (at most 80 x 500 transitions), not by the store size, so a
 # one-shot CLI process never earns the import back below about a million rows; a long-lived
-# process (MCP server) that has numba loaded already uses it from the first query.
-NUMBA_MIN_ROWS = 1_000_000
+# process (MCP server) that has numba loaded already uses it from the first query. Re-measured at
+# 1M insights x 21M edge rows (whole CLI process, paired runs, load 4): the numpy path 0.78 s, the
+# numba path 1.20 s; so a one-shot process keeps the numpy kernels at every store size measured.
+NUMBA_MIN_ROWS = 10_000_000
 
 
 def use_numba(n_rows: int) -> bool:

@@ -6,6 +6,7 @@ another base, or garbage) never gives a wrong answer."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -39,6 +40,15 @@ def fresh_base(cli, data_dir: Path, query: str) -> None:
     for p in (hot_file(data_dir), delta_file(data_dir), hotindex.stamp_path(db_file(data_dir))):
         p.unlink(missing_ok=True)
     cli.ok("recall", query)
+
+
+def carried_entities(data_dir: Path) -> set[str]:
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        rows = conn.execute("SELECT entities FROM insights WHERE deleted_at IS NULL").fetchall()
+    finally:
+        conn.close()
+    return {e for (raw,) in rows for e in json.loads(raw or "[]")}
 
 
 QUERIES = ("otter", "otters river", "quokka smiles", "kelp forest otter", "Rust harbour", "zzz nothing",
@@ -88,6 +98,10 @@ def test_writes_leave_the_base_alone_and_base_plus_delta_equals_a_fresh_build(cl
     assert big[0].shape[0] == cached.base_n + 1
     assert all(not a.flags.owndata and not a.flags.writeable for a in big)  # ...the mapped base CSR, not a copy
     same_content(cached, fresh_build(data_dir))
+    # the base's per-entity live counts, adjusted by the delta and the forgotten row, give the same
+    # known entities as reading every active row's entities
+    assert "entity_live" in cached._derived
+    assert cached.known_entities() == fresh_build(data_dir).known_entities() == carried_entities(data_dir)
     assert answers(cli, data_dir) == answers_of_a_fresh_build(cli, data_dir)
     cli.ok("recall", "otter")  # a reader verifies the edges; still no merge below the threshold
     assert base_identity(data_dir) == base

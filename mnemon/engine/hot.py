@@ -157,6 +157,41 @@ class _Seg:
         obj._parts[self.name] = [value]
 
 
+class _SortedTerms:
+    """The base's sorted vocabulary straight from the mapped file (``\n``-joined UTF-8): looked up
+    by bisection over the bytes (UTF-8 byte order is code point order), so a process that only
+    asks for a query's few terms never splits a million-term string into a list."""
+
+    def __init__(self, raw: np.ndarray) -> None:
+        import numpy as np
+
+        self.raw = raw
+        breaks = np.flatnonzero(raw == 10)
+        self.starts = np.concatenate([[0], breaks + 1]) if raw.size else np.zeros(0, dtype=np.int64)
+        self.ends = np.concatenate([breaks, [raw.size]]) if raw.size else np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+    def _bytes(self, i: int) -> bytes:
+        return self.raw[int(self.starts[i]) : int(self.ends[i])].tobytes()
+
+    def find(self, term: str) -> int | None:
+        want = term.encode("utf-8")
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._bytes(mid) < want:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < len(self) and self._bytes(lo) == want else None
+
+    def tolist(self) -> list[str]:
+        text = self.raw.tobytes().decode("utf-8")
+        return text.split("\n") if text else []
+
+
 class HotIndex:
     """The hot index of one store; build with :meth:`open` (loads, catches up, persists)."""
 
@@ -194,8 +229,10 @@ class HotIndex:
         self.n_plain = np.zeros(0, dtype=np.int32)
         self.sources: list[str] = []
         self.entities: list[str] = []
-        self.vocab: list[str] = []  # vocab[:n_sorted] sorted (bisection); later terms appended (dict)
-        self.n_sorted = 0
+        # Term ids: the sorted base terms (a list, or the mapped bytes until a list is needed), then
+        # the terms appended since, unsorted (ids n_sorted.., found through _tail_terms).
+        self._sorted_terms: list[str] | _SortedTerms = []
+        self._tail_vocab: list[str] = []
         self._tail_terms: dict[str, int] = {}
         self.base_n = 0  # rows, terms, edge rows and entities the base postings/CSR cover
         self.base_v = 0
@@ -332,10 +369,36 @@ class HotIndex:
         return out
 
     def _term_id(self, term: str) -> int | None:
-        pos = bisect_left(self.vocab, term, 0, self.n_sorted)
-        if pos < self.n_sorted and self.vocab[pos] == term:
-            return pos
-        return self._tail_terms.get(term)
+        got = self._sorted_id(term)
+        return got if got is not None else self._tail_terms.get(term)
+
+    def _sorted_id(self, term: str) -> int | None:
+        terms = self._sorted_terms
+        if isinstance(terms, _SortedTerms):
+            return terms.find(term)
+        pos = bisect_left(terms, term)
+        return pos if pos < len(terms) and terms[pos] == term else None
+
+    @property
+    def n_sorted(self) -> int:
+        return len(self._sorted_terms)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self._sorted_terms) + len(self._tail_vocab)
+
+    @property
+    def vocab(self) -> list[str]:
+        """Every term by id (builds the list: for merges, persistence and tests, not queries)."""
+        if isinstance(self._sorted_terms, _SortedTerms):
+            self._sorted_terms = self._sorted_terms.tolist()
+        return self._sorted_terms + self._tail_vocab
+
+    def _vocab_from(self, start: int) -> list[str]:
+        """Terms with ids ``start..`` (the tail alone when ``start`` is past the sorted part)."""
+        if start >= self.n_sorted:
+            return self._tail_vocab[start - self.n_sorted :]
+        return self.vocab[start:]
 
     # --- derived arrays (cached per process; the base's come from the file) ---------------------
 
@@ -406,8 +469,12 @@ class HotIndex:
 
     def _derive(self) -> None:
         """Every derived array, the delta's edges folded into the CSR (before a base is written)."""
+        import numpy as np
+
         for name in ("post_r_ptr", "id_rank", "csr_ptr", "superseded"):
             self._get(name)
+        if "entity_live" not in self._derived and self.base_n == self.n:
+            self._derived["entity_live"] = self._entity_live_of(np.arange(self.n), np.asarray(self.active))
         if self._csr_m != self.m or self._derived["csr_ptr"].shape[0] != self.n + 1:
             self._derived.update(self._folded_csr())
             self._csr_m = self.m
@@ -594,15 +661,15 @@ class HotIndex:
 
     def recall_postings(self) -> Postings:
         """Full postings (merges the delta: O(store); scoring uses :meth:`query_postings`)."""
-        if self.base_n == self.n and self.base_v == len(self.vocab):
+        if self.base_n == self.n and self.base_v == self.n_terms:
             return Postings(self._get("post_r_ptr"), self._get("post_r_rows"), self._get("post_r_tf"))
-        ptr, rows, tf = _invert(self.r_ptr, self.r_term, len(self.vocab), self.r_tf)
+        ptr, rows, tf = _invert(self.r_ptr, self.r_term, self.n_terms, self.r_tf)
         return Postings(ptr, rows, tf)
 
     def plain_postings(self) -> Postings:
-        if self.base_n == self.n and self.base_v == len(self.vocab):
+        if self.base_n == self.n and self.base_v == self.n_terms:
             return Postings(self._get("post_p_ptr"), self._get("post_p_rows"), None)
-        ptr, rows = _invert(self.p_ptr, self.p_term, len(self.vocab))
+        ptr, rows = _invert(self.p_ptr, self.p_term, self.n_terms)
         return Postings(ptr, rows, None)
 
     def derived(self, name: str) -> Any:
@@ -614,11 +681,36 @@ class HotIndex:
         return np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.e_ptr))
 
     def known_entities(self) -> set[str]:
-        """Entity strings present on active insights (index-aware extraction, §4.3)."""
+        """Entity strings present on active insights (index-aware extraction, §4.3).
+
+        From the base's per-entity count of active rows carrying it (``entity_live``, written with
+        the base), adjusted by the delta's rows and the base rows deleted since: O(delta), where
+        reading every row's entities is O(entity occurrences) per process."""
         import numpy as np
 
-        live = self.active[self.entity_rows()]
-        return {self.entities[i] for i in np.unique(self.e_ent[live]).tolist()}
+        counts = np.zeros(len(self.entities), dtype=np.int64)
+        base = self._derived.get("entity_live")
+        if base is None or base.shape[0] != self.base_ent:
+            base = self._entity_live_of(np.arange(self.base_n), np.asarray(self.base_active))
+        counts[: base.shape[0]] += base
+        counts += self._entity_live_of(np.arange(self.base_n, self.n), self.active[self.base_n :])
+        gone = np.flatnonzero(np.asarray(self.base_active) & ~self.active[: self.base_n])
+        counts -= self._entity_live_of(gone, np.ones(gone.shape[0], dtype=np.bool_))
+        return {self.entities[i] for i in np.flatnonzero(counts > 0).tolist()}
+
+    def _entity_live_of(self, rows: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """Per entity, how many of ``rows`` (those with ``live`` set) carry it."""
+        import numpy as np
+
+        rows = rows[live]
+        if rows.shape[0] == 0:
+            return np.zeros(len(self.entities), dtype=np.int64)
+        lo, hi = self.e_ptr[rows], self.e_ptr[rows + 1]
+        start, lens = int(lo.min()), hi - lo
+        segment = self._slice("e_ent", start, int(hi.max()))  # the base part or the delta's: no join
+        before = np.cumsum(lens) - lens
+        ents = segment[np.repeat(lo - start - before, lens) + np.arange(int(lens.sum()))]
+        return np.bincount(ents, minlength=len(self.entities)).astype(np.int64)
 
     # --- building and catching up ----------------------------------------------------------------
 
@@ -628,16 +720,17 @@ class HotIndex:
 
         if not rows:
             return
-        vocab, tail, n_sorted = self.vocab, self._tail_terms, self.n_sorted
+        tail, tail_vocab, sorted_id = self._tail_terms, self._tail_vocab, self._sorted_id
+        n_sorted = self.n_sorted
 
         def tid(term: str) -> int:
             got = tail.get(term)
             if got is None:
-                pos = bisect_left(vocab, term, 0, n_sorted)
-                if pos < n_sorted and vocab[pos] == term:
-                    return pos
-                got = tail[term] = len(vocab)
-                vocab.append(term)
+                got = sorted_id(term)
+                if got is not None:
+                    return got
+                got = tail[term] = n_sorted + len(tail_vocab)
+                tail_vocab.append(term)
             return got
 
         ent_index = {e: i for i, e in enumerate(self.entities)}
@@ -678,9 +771,9 @@ class HotIndex:
         self._append_part("p_term", p_term)
         self._append_part("e_ent", e_ent)
         width = max([len(i) for i in ids] + [self.id_blob.dtype.itemsize, 1])
-        self.id_blob = np.concatenate([self.id_blob.astype(f"S{width}"), np.array(ids, dtype=f"S{width}")])
+        self.id_blob = np.concatenate([self.id_blob.astype(f"S{width}", copy=False), np.array(ids, dtype=f"S{width}")])
         cwidth = max([len(c) for c in created] + [self.created.dtype.itemsize, 1])
-        self.created = np.concatenate([self.created.astype(f"S{cwidth}"), np.array(created, dtype=f"S{cwidth}")])
+        self.created = np.concatenate([self.created.astype(f"S{cwidth}", copy=False), np.array(created, dtype=f"S{cwidth}")])
         self.importance = np.concatenate([self.importance, np.array(imp, dtype=np.int8)])
         self.category = np.concatenate([self.category, np.array(cat, dtype=np.int8)])
         self.source = np.concatenate([self.source, np.array(srcs, dtype=np.int32)])
@@ -699,10 +792,10 @@ class HotIndex:
         order = sorted(range(len(merged)), key=merged.__getitem__)
         remap = np.empty(len(merged), dtype=np.int32)
         remap[np.array(order, dtype=np.int64)] = np.arange(len(merged), dtype=np.int32)
-        self.vocab = [merged[i] for i in order]
+        self._sorted_terms = [merged[i] for i in order]
         self.r_term = remap[self.r_term] if self.r_term.size else self.r_term
         self.p_term = remap[self.p_term] if self.p_term.size else self.p_term
-        self.n_sorted = len(self.vocab)
+        self._tail_vocab = []
         self._tail_terms = {}
 
     def _append_edges(self, rows: list[tuple[Any, ...]]) -> int:
@@ -773,19 +866,19 @@ class HotIndex:
 
     def _make_base(self) -> None:
         """This index becomes a base: everything it holds is covered by sorted vocab, postings, CSR."""
-        self.base_n, self.base_v, self.base_m, self.base_ent = self.n, len(self.vocab), self.m, len(self.entities)
+        self.base_n, self.base_v, self.base_m, self.base_ent = self.n, self.n_terms, self.m, len(self.entities)
         self.base_fp = self.fp
         self.base_active = self.active
         self.build_id = secrets.token_hex(8)
         self.delta_id = ""
         self.edges_reloaded = False
-        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows"):
+        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows", "entity_live"):
             self._derived.pop(name, None)
         self._base_sorted = None
 
     def merge(self) -> None:
         """Fold the delta into a new base (sorted vocabulary, fresh postings); O(store), rare."""
-        if self.n_sorted != len(self.vocab):
+        if self._tail_vocab:
             self._sort_vocab()
         self._make_base()
         self._derive()
@@ -895,7 +988,7 @@ class HotIndex:
                 out[name] = self._tail(name, int(ptr[k]))
         for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
             out[name] = self._tail(name, self.base_m)
-        out["vocab_tail"] = np.frombuffer("\n".join(self.vocab[self.base_v :]).encode("utf-8"), dtype=np.uint8)
+        out["vocab_tail"] = np.frombuffer("\n".join(self._vocab_from(self.base_v)).encode("utf-8"), dtype=np.uint8)
         return out
 
     def apply_delta(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bool:
@@ -905,7 +998,7 @@ class HotIndex:
         if header.get("version") != FORMAT_VERSION or header.get("base_id") != self.build_id or self.delta_id:
             return False
         sizes = (int(header["base_n"]), int(header["base_v"]), int(header["base_m"]), int(header["base_ent"]))
-        if sizes != (self.n, len(self.vocab), self.m, len(self.entities)):
+        if sizes != (self.n, self.n_terms, self.m, len(self.entities)):
             return False
         active = self.active.copy()
         deleted = arrays["deleted"].astype(np.int64)
@@ -917,7 +1010,8 @@ class HotIndex:
             tail = arrays[name]
             if mine.dtype.kind == "S":
                 width = max(mine.dtype.itemsize, tail.dtype.itemsize)
-                setattr(self, name, np.concatenate([mine.astype(f"S{width}"), tail.astype(f"S{width}")]))
+                wide = f"S{width}"  # no astype copy when the widths agree (36 MB of ids at 1M rows)
+                setattr(self, name, np.concatenate([mine.astype(wide, copy=False), tail.astype(wide, copy=False)]))
             else:
                 setattr(self, name, np.concatenate([mine, tail.astype(mine.dtype)]))
         self.active = np.concatenate([active, arrays["active_tail"].astype(np.bool_)])
@@ -928,8 +1022,8 @@ class HotIndex:
             self._append_part(name, arrays[name].astype(_SEG_DTYPES[name]))
         raw = arrays["vocab_tail"].tobytes().decode("utf-8")
         for term in raw.split("\n") if raw else []:
-            self._tail_terms[term] = len(self.vocab)
-            self.vocab.append(term)
+            self._tail_terms[term] = self.n_terms
+            self._tail_vocab.append(term)
         self.entities = self.entities + list(header["entities_tail"])
         self.sources = list(header["sources"])
         self.any_vector = bool(header["any_vector"])
@@ -953,9 +1047,7 @@ class HotIndex:
         index.any_vector = bool(base_header.get("any_vector", True))
         index.sources = list(base_header["sources"])
         index.entities = list(base_header["entities"])
-        vocab = arrays["vocab"].tobytes().decode("utf-8")
-        index.vocab = vocab.split("\n") if vocab else []
-        index.n_sorted = len(index.vocab)
+        index._sorted_terms = _SortedTerms(arrays["vocab"])
         delta_arrays: dict[str, np.ndarray] = {}
         for name, arr in arrays.items():
             if name.startswith("x_"):
@@ -964,7 +1056,7 @@ class HotIndex:
                 index._derived[name[2:]] = arr
             elif name != "vocab":
                 setattr(index, name, arr)
-        index.base_n, index.base_v, index.base_m, index.base_ent = index.n, len(index.vocab), index.m, len(index.entities)
+        index.base_n, index.base_v, index.base_m, index.base_ent = index.n, index.n_terms, index.m, len(index.entities)
         index.base_active = index.active
         if all(k in index._derived for k in _CSR_KEYS):
             index._csr_m = index.m  # the mapped base CSR; the delta's edges are read beside it
