@@ -229,3 +229,15 @@ def test_engine_scan_matches_plain_token_scan(data_dir: Path) -> None:
 
 def _neg(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
+
+
+def test_new_ids_find_their_rank_by_bisection_as_by_a_sorted_copy() -> None:
+    from mnemon.engine.hot import _FEW_BISECTIONS, _sorted_positions
+
+    rng = np.random.default_rng(5)
+    values = np.array([f"{x:08x}" for x in rng.integers(0, 1 << 20, 3000)], dtype="S8")
+    order = np.argsort(values, kind="stable")
+    for k in (1, 7, _FEW_BISECTIONS + 50):  # bisected in place, and through the sorted copy
+        wanted = np.sort(np.concatenate([values[rng.integers(0, 3000, k // 2)],
+                                         np.array([f"{x:08x}" for x in rng.integers(0, 1 << 20, k - k // 2)], dtype="S8")]))
+        np.testing.assert_array_equal(_sorted_positions(values, order, wanted), np.searchsorted(values[order], wanted))

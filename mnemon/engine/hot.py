@@ -86,6 +86,29 @@ def _invert(ptr: np.ndarray, terms: np.ndarray, n_terms: int, *extra: np.ndarray
     return (post_ptr, np.ascontiguousarray(rows[order]), *(np.ascontiguousarray(e[order]) for e in extra))
 
 
+def _sorted_positions(values: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``searchsorted(values[order], wanted)`` for ascending ``wanted``; a few wanted values are
+    bisected in place, so the sorted copy (a 36 MB gather of ids at 1M rows) is not built."""
+    import numpy as np
+
+    if wanted.shape[0] > _FEW_BISECTIONS:
+        return np.searchsorted(values[order], wanted)
+    out = np.empty(wanted.shape[0], dtype=np.int64)
+    for j, w in enumerate(wanted.tolist()):
+        lo, hi = 0, int(order.shape[0])
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if values[order[mid]] < w:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[j] = lo
+    return out
+
+
+_FEW_BISECTIONS = 256
+
+
 @dataclass(slots=True)
 class Postings:
     ptr: np.ndarray
@@ -444,10 +467,9 @@ class HotIndex:
         # ids: new rank = old rank + new ids sorting before it; new ids slot in after their bisection point
         order = np.empty(k, dtype=np.int64)
         order[old_id] = np.arange(k, dtype=np.int64)
-        sorted_old = self.id_blob[:k][order]
         new_ids = self.id_blob[k:]
         new_order = np.argsort(new_ids, kind="stable")
-        pos = np.searchsorted(sorted_old, new_ids[new_order])
+        pos = _sorted_positions(self.id_blob[:k], order, new_ids[new_order])
         id_rank = np.empty(n, dtype=np.int32)
         id_rank[:k] = old_id + np.searchsorted(pos, old_id, side="right")
         id_rank[k + new_order] = pos + np.arange(n - k)
