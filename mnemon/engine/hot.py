@@ -144,7 +144,11 @@ def _insert_at(old: np.ndarray, at: np.ndarray, vals: np.ndarray) -> np.ndarray:
 # appended parts, joined only when something reads the whole array (a merge, a test).
 _SEGMENTED = ("r_term", "r_tf", "p_term", "e_ent", "edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone")
 _SEG_DTYPES = {"r_term": "int32", "r_tf": "int32", "p_term": "int32", "e_ent": "int32", "edge_src": "int32",
-               "edge_dst": "int32", "edge_type": "int8", "edge_weight": "float64", "edge_backbone": "bool"}  # fmt: skip
+               "edge_dst": "int32", "edge_type": "int8", "edge_weight": "float64", "edge_backbone": "bool",
+               "id_blob": "S36", "created": "S20"}  # fmt: skip
+# The widest per-row arrays (36 + 20 bytes a row) are segmented too: appending a delta's rows to a
+# million mapped ids would copy 56 MB per process; readers take a part (_slice/_tail/_item).
+_ROW_SEGMENTED = ("id_blob", "created")
 _CSR_KEYS = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out")
 _LINK_KEYS = ("superseded", "prev", "next")
 _EDGE_KEYS = _CSR_KEYS + _LINK_KEYS
@@ -227,6 +231,8 @@ class HotIndex:
     edge_type = _Seg()
     edge_weight = _Seg()
     edge_backbone = _Seg()
+    id_blob = _Seg()
+    created = _Seg()
 
     def __init__(self) -> None:
         import numpy as np
@@ -241,8 +247,6 @@ class HotIndex:
         self.edges_reloaded = False  # the edge list no longer extends the base's: only a merge persists it
         self.any_vector = False  # some row carried an embedding blob when it was indexed
         self.ids: list[str] = []
-        self.id_blob = np.zeros(0, dtype="S36")
-        self.created = np.zeros(0, dtype="S20")
         self.importance = np.zeros(0, dtype=np.int8)
         self.category = np.zeros(0, dtype=np.int8)
         self.source = np.zeros(0, dtype=np.int32)
@@ -273,7 +277,7 @@ class HotIndex:
         self._delta_adj: tuple[tuple[int, int, int], tuple[np.ndarray, ...]] | None = None
         self._row_of: dict[str, int] | None = None
         self._single_lookups = 0
-        self._base_sorted: tuple[np.ndarray, np.ndarray] | None = None
+        self._base_sorted: np.ndarray | None = None
 
     # --- size and lookups ---------------------------------------------------------------------
 
@@ -308,6 +312,16 @@ class HotIndex:
             return np.zeros(0, dtype=_SEG_DTYPES[name])
         return out[0] if len(out) == 1 else np.concatenate(out)
 
+    def _item(self, name: str, index: int) -> Any:
+        """Element ``index`` of a segmented array without joining the parts."""
+        off = 0
+        for part in self._parts[name]:
+            end = off + int(part.shape[0])
+            if index < end:
+                return part[index - off]
+            off = end
+        raise IndexError(index)
+
     def _append_part(self, name: str, values: np.ndarray) -> None:
         if values.shape[0]:
             self._parts[name].append(values)
@@ -327,7 +341,8 @@ class HotIndex:
         if self._row_of is not None:
             return [self._row_of.get(i) for i in ids]
         out: list[int | None] = [None] * len(ids)
-        tail = {bytes(b).decode("ascii", "replace"): self.base_n + r for r, b in enumerate(self.id_blob[self.base_n :].tolist())}
+        tail = {bytes(b).decode("ascii", "replace"): self.base_n + r
+                for r, b in enumerate(self._tail("id_blob", self.base_n).tolist())}  # fmt: skip
         rest = []
         for k, insight_id in enumerate(ids):
             got = tail.get(insight_id)
@@ -336,28 +351,35 @@ class HotIndex:
             else:
                 rest.append(k)
         if rest and self.base_n:
-            order, sorted_ids = self._base_order()
-            width = sorted_ids.dtype.itemsize
+            order = self._base_order()
+            base_ids = self._slice("id_blob", 0, self.base_n)
+            width = base_ids.dtype.itemsize
             wanted = [ids[k].encode("ascii", "replace") for k in rest]
             fits = [len(w) <= width for w in wanted]
-            arr = np.array([w if f else b"" for w, f in zip(wanted, fits)], dtype=sorted_ids.dtype)
-            pos = np.minimum(np.searchsorted(sorted_ids, arr), self.base_n - 1)
-            hit = (sorted_ids[pos] == arr).tolist()
-            rows = order[pos].tolist()
+            arr = np.array([w if f else b"" for w, f in zip(wanted, fits)], dtype=base_ids.dtype)
+            pos = np.minimum(_sorted_positions(base_ids, order, arr), self.base_n - 1)
+            rows = order[pos]
+            hit = (base_ids[rows] == arr).tolist()
             for j, k in enumerate(rest):
                 if fits[j] and hit[j]:
                     out[k] = int(rows[j])
         return out
 
-    def _base_order(self) -> tuple[np.ndarray, np.ndarray]:
+    def _base_order(self) -> np.ndarray:
+        """Base rows in id order (the inverse of the base's id ranks; the ids themselves are not copied)."""
         import numpy as np
 
         if self._base_sorted is None:
-            rank = np.asarray(self._get("id_rank"))[: self.base_n]  # ranks among all rows: gaps for new ids
-            slots = np.full(self.n, -1, dtype=np.int64)
-            slots[rank] = np.arange(self.base_n, dtype=np.int64)
-            order = slots[slots >= 0]
-            self._base_sorted = (order, self.id_blob[: self.base_n][order])
+            rank = self._derived.get("id_rank")
+            if rank is not None and rank.shape[0] == self.base_n:  # the base's own ranks: a permutation
+                order = np.empty(self.base_n, dtype=np.int64)
+                order[np.asarray(rank)] = np.arange(self.base_n, dtype=np.int64)
+            else:
+                rank = np.asarray(self._get("id_rank"))[: self.base_n]  # ranks among all rows: gaps for new ids
+                slots = np.full(self.n, -1, dtype=np.int64)
+                slots[rank] = np.arange(self.base_n, dtype=np.int64)
+                order = slots[slots >= 0]
+            self._base_sorted = order
         return self._base_sorted
 
     def ids_list(self) -> list[str]:
@@ -380,7 +402,7 @@ class HotIndex:
         return np.where(sorted_ids[pos] == wanted, order[pos], -1).astype(np.int64)
 
     def id_at(self, row: int) -> str:
-        return bytes(self.id_blob[row]).decode("ascii", "replace")
+        return bytes(self._item("id_blob", row)).decode("ascii", "replace")
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
         """Ids of the known terms among ``terms`` (unknown terms cannot match anything)."""
@@ -467,17 +489,17 @@ class HotIndex:
         # ids: new rank = old rank + new ids sorting before it; new ids slot in after their bisection point
         order = np.empty(k, dtype=np.int64)
         order[old_id] = np.arange(k, dtype=np.int64)
-        new_ids = self.id_blob[k:]
+        new_ids = self._tail("id_blob", k)
         new_order = np.argsort(new_ids, kind="stable")
-        pos = _sorted_positions(self.id_blob[:k], order, new_ids[new_order])
+        pos = _sorted_positions(self._slice("id_blob", 0, k), order, new_ids[new_order])
         id_rank = np.empty(n, dtype=np.int32)
         id_rank[:k] = old_id + np.searchsorted(pos, old_id, side="right")
         id_rank[k + new_order] = pos + np.arange(n - k)
         self._derived["id_rank"] = id_rank
         # created_at (dense rank): cheap when the new rows are not older than every old one's newest
         top = int(old_cr.max()) if k else -1
-        newest = self.created[:k][int(np.argmax(old_cr))] if k else b""
-        new_created = self.created[k:]
+        newest = self._item("created", int(np.argmax(old_cr))) if k else b""
+        new_created = self._tail("created", k)
         if new_created.shape[0] and bool((new_created < newest).any()):
             _, created_rank = np.unique(self.created, return_inverse=True)
             self._derived["created_rank"] = created_rank.astype(np.int32).reshape(n)
@@ -792,10 +814,9 @@ class HotIndex:
         self._append_part("r_tf", r_tf)
         self._append_part("p_term", p_term)
         self._append_part("e_ent", e_ent)
-        width = max([len(i) for i in ids] + [self.id_blob.dtype.itemsize, 1])
-        self.id_blob = np.concatenate([self.id_blob.astype(f"S{width}", copy=False), np.array(ids, dtype=f"S{width}")])
-        cwidth = max([len(c) for c in created] + [self.created.dtype.itemsize, 1])
-        self.created = np.concatenate([self.created.astype(f"S{cwidth}", copy=False), np.array(created, dtype=f"S{cwidth}")])
+        # new parts (joining promotes to the widest part's width)
+        self._append_part("id_blob", np.array(ids, dtype=f"S{max([len(i) for i in ids] + [1])}"))
+        self._append_part("created", np.array(created, dtype=f"S{max([len(c) for c in created] + [1])}"))
         self.importance = np.concatenate([self.importance, np.array(imp, dtype=np.int8)])
         self.category = np.concatenate([self.category, np.array(cat, dtype=np.int8)])
         self.source = np.concatenate([self.source, np.array(srcs, dtype=np.int32)])
@@ -1000,7 +1021,9 @@ class HotIndex:
         import numpy as np
 
         k = self.base_n
-        out: dict[str, np.ndarray] = {name: getattr(self, name)[k:] for name in _PER_ROW}
+        out: dict[str, np.ndarray] = {
+            name: self._tail(name, k) if name in _ROW_SEGMENTED else getattr(self, name)[k:] for name in _PER_ROW
+        }
         out["active_tail"] = self.active[k:]
         out["deleted"] = np.flatnonzero(np.asarray(self.base_active) & ~self.active[:k]).astype(np.int32)
         for ptr_name, values in (("r_ptr", ("r_term", "r_tf")), ("p_ptr", ("p_term",)), ("e_ptr", ("e_ent",))):
@@ -1028,8 +1051,11 @@ class HotIndex:
             return False
         active[deleted] = False
         for name in _PER_ROW:
-            mine = getattr(self, name)
             tail = arrays[name]
+            if name in _ROW_SEGMENTED:
+                self._append_part(name, tail)
+                continue
+            mine = getattr(self, name)
             if mine.dtype.kind == "S":
                 width = max(mine.dtype.itemsize, tail.dtype.itemsize)
                 wide = f"S{width}"  # no astype copy when the widths agree (36 MB of ids at 1M rows)
