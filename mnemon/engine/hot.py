@@ -86,19 +86,21 @@ def _invert(ptr: np.ndarray, terms: np.ndarray, n_terms: int, *extra: np.ndarray
     return (post_ptr, np.ascontiguousarray(rows[order]), *(np.ascontiguousarray(e[order]) for e in extra))
 
 
-def _sorted_positions(values: np.ndarray, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """``searchsorted(values[order], wanted)`` for ascending ``wanted``; a few wanted values are
-    bisected in place, so the sorted copy (a 36 MB gather of ids at 1M rows) is not built."""
+def _sorted_positions(values: Any, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``searchsorted(values[order], wanted)``; a few wanted values are bisected in place, so the
+    sorted copy (a 36 MB gather of ids at 1M rows) is not built. ``values``: an array, or a
+    ``(whole, item)`` pair of callables (the whole array joined on demand, one element by index)."""
     import numpy as np
 
+    whole, item = values if isinstance(values, tuple) else (lambda: values, values.__getitem__)
     if wanted.shape[0] > _FEW_BISECTIONS:
-        return np.searchsorted(values[order], wanted)
+        return np.searchsorted(whole()[order], wanted)
     out = np.empty(wanted.shape[0], dtype=np.int64)
     for j, w in enumerate(wanted.tolist()):
         lo, hi = 0, int(order.shape[0])
         while lo < hi:
             mid = (lo + hi) // 2
-            if values[order[mid]] < w:
+            if item(int(order[mid])) < w:
                 lo = mid + 1
             else:
                 hi = mid
@@ -491,7 +493,8 @@ class HotIndex:
         order[old_id] = np.arange(k, dtype=np.int64)
         new_ids = self._tail("id_blob", k)
         new_order = np.argsort(new_ids, kind="stable")
-        pos = _sorted_positions(self._slice("id_blob", 0, k), order, new_ids[new_order])
+        old_ids = (lambda: self._slice("id_blob", 0, k), lambda r: self._item("id_blob", r))  # no join for a few
+        pos = _sorted_positions(old_ids, order, new_ids[new_order])
         id_rank = np.empty(n, dtype=np.int32)
         id_rank[:k] = old_id + np.searchsorted(pos, old_id, side="right")
         id_rank[k + new_order] = pos + np.arange(n - k)
