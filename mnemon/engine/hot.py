@@ -450,7 +450,10 @@ class HotIndex:
     # --- derived arrays (cached per process; the base's come from the file) ---------------------
 
     def _get(self, name: str) -> Any:
-        if name.startswith("post_"):
+        if name.startswith("post_e_"):
+            if name not in self._derived:
+                self._derive_entity_postings()
+        elif name.startswith("post_"):
             if name not in self._derived:
                 self._derive_postings()
         elif name in ("id_rank", "created_rank"):
@@ -472,6 +475,27 @@ class HotIndex:
         d["post_r_ptr"], d["post_r_rows"], d["post_r_tf"] = _invert(
             self.r_ptr[: n + 1], self.r_term[:r_end], v, self.r_tf[:r_end])
         d["post_p_ptr"], d["post_p_rows"] = _invert(self.p_ptr[: n + 1], self.p_term[:p_end], v)  # fmt: skip
+
+    def _derive_entity_postings(self) -> None:
+        """Rows by entity over the base rows (a store file without them derives them once here)."""
+        e_end = int(self.e_ptr[self.base_n])
+        self._derived["post_e_ptr"], self._derived["post_e_rows"] = _invert(
+            self.e_ptr[: self.base_n + 1], self._slice("e_ent", 0, e_end), self.base_ent)  # fmt: skip
+
+    def entity_postings(self, ent_ids: list[int]) -> list[np.ndarray]:
+        """The rows (active or not) carrying each entity of ``ent_ids``: the base's posting list plus
+        the delta's entries, so a query never reads every row's entities."""
+        import numpy as np
+
+        ptr, rows = self._get("post_e_ptr"), self._get("post_e_rows")
+        start = int(self.e_ptr[self.base_n])
+        d_ents = self._tail("e_ent", start)
+        d_rows = np.repeat(np.arange(self.base_n, self.n, dtype=np.int32), np.diff(self.e_ptr[self.base_n :]))
+        out = []
+        for e in ent_ids:
+            base = np.asarray(rows[int(ptr[e]) : int(ptr[e + 1])]) if e < self.base_ent else np.zeros(0, np.int32)
+            out.append(np.concatenate([base, d_rows[d_ents == e]]) if d_ents.shape[0] else base)
+        return out
 
     def _derive_ranks(self) -> None:
         """id_rank and created_rank; after a catch-up the few new rows are merged into the old ranks."""
@@ -518,7 +542,7 @@ class HotIndex:
         """Every derived array, the delta's edges folded into the CSR (before a base is written)."""
         import numpy as np
 
-        for name in ("post_r_ptr", "id_rank", "csr_ptr", "superseded"):
+        for name in ("post_r_ptr", "post_e_ptr", "id_rank", "csr_ptr", "superseded"):
             self._get(name)
         if "entity_live" not in self._derived and self.base_n == self.n:
             self._derived["entity_live"] = self._entity_live_of(np.arange(self.n), np.asarray(self.active))
@@ -918,7 +942,8 @@ class HotIndex:
         self.build_id = secrets.token_hex(8)
         self.delta_id = ""
         self.edges_reloaded = False
-        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows", "entity_live"):
+        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows", "entity_live",
+                     "post_e_ptr", "post_e_rows"):
             self._derived.pop(name, None)
         self._base_sorted = None
 

@@ -210,14 +210,18 @@ class RetrieveMixin(EngineBase):
         extracted = entity_extraction.resolve_entities([], query, "auto", known)
         wanted = list(dict.fromkeys(e.lower() for e in extracted if e))
         overlap = np.zeros(index.n, dtype=np.int32)
-        if not wanted or index.e_ent.size == 0:
+        if not wanted or int(index.e_ptr[-1]) == 0:  # e_ptr: no join of the entity entries
             return overlap, len(wanted)
         slot = {e: i for i, e in enumerate(wanted)}
-        ent_slot = np.array([slot.get(e.lower(), -1) for e in index.entities], dtype=np.int64)
-        entry_slot = ent_slot[index.e_ent]
-        hit = entry_slot >= 0
-        pairs = np.unique(index.entity_rows()[hit].astype(np.int64) * len(wanted) + entry_slot[hit])
-        np.add.at(overlap, pairs // len(wanted), 1)
+        ids_of_slot: dict[int, list[int]] = {}
+        for ent_id, e in enumerate(index.entities):
+            k = slot.get(e.lower())
+            if k is not None:
+                ids_of_slot.setdefault(k, []).append(ent_id)
+        # per query entity, each row carrying any spelling of it counts once (entity posting lists)
+        for ent_ids in ids_of_slot.values():
+            rows = index.entity_postings(ent_ids)
+            overlap[np.unique(np.concatenate(rows))] += 1
         return overlap, len(wanted)
 
     # --- search ------------------------------------------------------------------------------------
