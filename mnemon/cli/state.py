@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -87,16 +87,11 @@ def open_engine(options: GlobalOptions) -> Iterator[Engine]:
         engine.close()
 
 
-@contextmanager
-def open_read_engine(options: GlobalOptions) -> Iterator[ReadEngine]:
+def open_read_engine(options: GlobalOptions) -> closing[ReadEngine]:
     """``open_engine`` with the read pipeline only (``status``: the session-start hook's light start-up)."""
     from mnemon.engine.read import ReadEngine
 
-    engine = ReadEngine(options.settings(), **options.engine_kwargs)
-    try:
-        yield engine
-    finally:
-        engine.close()
+    return closing(ReadEngine(options.settings(), **options.engine_kwargs))
 
 
 def join_words(words: list[str] | None, *, at_least: int = 1) -> str:
