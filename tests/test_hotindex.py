@@ -241,3 +241,16 @@ def test_new_ids_find_their_rank_by_bisection_as_by_a_sorted_copy() -> None:
         wanted = np.sort(np.concatenate([values[rng.integers(0, 3000, k // 2)],
                                          np.array([f"{x:08x}" for x in rng.integers(0, 1 << 20, k - k // 2)], dtype="S8")]))
         np.testing.assert_array_equal(_sorted_positions(values, order, wanted), np.searchsorted(values[order], wanted))
+
+
+def test_terms_are_found_in_the_mapped_vocabulary_bytes_as_in_a_list() -> None:
+    from mnemon.engine.hot import _SortedTerms
+
+    terms = sorted({"alpha", "beta", "zeta", "é", "中文", "記憶", "a", "ab", "abc", "b\u00e9", "😀"})
+    mapped = _SortedTerms(np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8))
+    assert len(mapped) == len(terms) and mapped.tolist() == terms
+    for i, term in enumerate(terms):
+        assert mapped.find(term) == i
+    for absent in ("", "aa", "zz", "中", "\ud800", "alphab"):
+        assert mapped.find(absent) is None
+    assert len(_SortedTerms(np.zeros(0, dtype=np.uint8))) == 0

@@ -206,7 +206,10 @@ class _SortedTerms:
         return self.raw[int(self.starts[i]) : int(self.ends[i])].tobytes()
 
     def find(self, term: str) -> int | None:
-        want = term.encode("utf-8")
+        try:
+            want = term.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from a JSON escape: no stored term has one
+            return None
         lo, hi = 0, len(self)
         while lo < hi:
             mid = (lo + hi) // 2
