@@ -747,6 +747,8 @@ class HotIndex:
         return Postings(ptr, rows, None)
 
     def derived(self, name: str) -> Any:
+        if name in _CSR_KEYS:  # the big CSR alone misses a delta's edge rows: read both, never one
+            raise KeyError(f"{name}: read the edge CSR through HotIndex.edge_arrays() (base CSR + delta CSR)")
         return self._get(name)
 
     def entity_rows(self) -> np.ndarray:
