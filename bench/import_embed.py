@@ -65,7 +65,8 @@ def run(n: int, out: Path, dim: int, edges_per_insight: float) -> dict[str, obje
 
         shutil.rmtree(data_dir)
     with EmbedServerProcess(dim=dim) as server:
-        env = dict(os.environ, MNEMON_MAX_INSIGHTS="0", MNEMON_EMBED_ENDPOINT=server.url)
+        # MNEMON_SERVER=off: the import runs in this child, so its peak RSS and wall are the import's
+        env = dict(os.environ, MNEMON_MAX_INSIGHTS="0", MNEMON_EMBED_ENDPOINT=server.url, MNEMON_SERVER="off")
         env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
         server_pid = server._process.pid
         cpu_before = _cpu_seconds(server_pid)

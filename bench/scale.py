@@ -59,9 +59,12 @@ def evict(data_dir: Path) -> int:
     return total
 
 
-def _env(embed_url: str | None) -> dict[str, str]:
+def _env(embed_url: str | None, server: str = "off") -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    # off: every run is a whole in-process command (start-up, index open, query, close);
+    # require: every run goes through the warm server (client start-up plus the worker's run).
+    env["MNEMON_SERVER"] = server
     env["MNEMON_MAX_INSIGHTS"] = "0"
     env["MNEMON_EMBED_ENDPOINT"] = embed_url or "http://127.0.0.1:9"  # closed port: embedding-free
     return env
@@ -138,9 +141,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--commands", default="status,recall,search,remember")
     parser.add_argument("--no-cold", action="store_true")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--server", choices=("off", "require"), default="off", help="MNEMON_SERVER for the runs")
     args = parser.parse_args(argv)
-    env = _env(args.embed_url)
-    result: dict[str, Any] = {"data_dir": str(args.data_dir), "vectors": bool(args.embed_url),
+    env = _env(args.embed_url, args.server)
+    result: dict[str, Any] = {"data_dir": str(args.data_dir), "vectors": bool(args.embed_url), "server": args.server,
                               "load_before": os.getloadavg()}  # fmt: skip
     result["status_in_process"] = status_in_process(args.data_dir, max(args.runs, 9))
     for name in args.commands.split(","):

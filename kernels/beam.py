@@ -3,6 +3,11 @@
 The caller builds an edge CSR holding *both* directions of every edge row: node ``u``'s incident
 entries are ``indptr[u]:indptr[u+1]`` with neighbour ``nbr_rows``, edge ``weights`` and edge type
 code ``etype`` (an index into ``type_weight``, the intent's traversal weight per type).
+An optional second CSR (``delta``: the edge rows written since the first was built, over all n
+rows) adds its entries after node ``u``'s first-CSR entries; the first CSR may then cover fewer
+rows (``indptr`` shorter than n + 1: the rows added since have no entries there). Reading the two
+side by side is what lets a process use a large persisted CSR without copying it to insert a few
+new entries.
 
 Semantics, per anchor, independently (own visited set, own budget):
 
@@ -55,11 +60,33 @@ def _offer(best, via, v, cand, code):
 
 
 @jit()
+def _collect(lo, hi, nbr_rows, weights, etype, type_weight, similarity, has_sim, lambda_structural,
+             lambda_semantic, id_rank, row_mask, t_delta, t_rank, t_code, t_row, m):  # fmt: skip
+    """Append the in-scope transitions of CSR entries ``lo:hi`` to the t_* buffers from ``m``."""
+    for j in range(lo, hi):
+        v = nbr_rows[j]
+        if not row_mask[v]:
+            continue
+        delta = lambda_structural * type_weight[etype[j]] * weights[j]
+        if has_sim:
+            delta += lambda_semantic * max(0.0, similarity[v])
+        t_delta[m] = delta
+        t_rank[m] = id_rank[v]
+        t_code[m] = etype[j]
+        t_row[m] = v
+        m += 1
+    return m
+
+
+@jit()
 def _beam_search(
     indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
     width, depth, max_visited, similarity, lambda_structural, lambda_semantic, id_rank, row_mask,
+    d_ptr, d_nbr, d_weights, d_etype,
 ):  # fmt: skip
-    n = indptr.shape[0] - 1
+    n = id_rank.shape[0]
+    nb = indptr.shape[0] - 1  # rows the first CSR covers (<= n)
+    has_delta = d_ptr.shape[0] == n + 1
     has_sim = similarity.shape[0] != 0
     best = np.full(n, -np.inf)
     via = np.full(n, VIA_NONE, dtype=np.int8)
@@ -72,7 +99,10 @@ def _beam_search(
 
     max_deg = 0
     for u in range(n):
-        max_deg = max(max_deg, indptr[u + 1] - indptr[u])
+        deg = indptr[u + 1] - indptr[u] if u < nb else 0
+        if has_delta:
+            deg += d_ptr[u + 1] - d_ptr[u]
+        max_deg = max(max_deg, deg)
     t_delta = np.empty(max_deg, dtype=np.float64)
     t_rank = np.empty(max_deg, dtype=np.int32)
     t_code = np.empty(max_deg, dtype=np.int8)
@@ -101,18 +131,14 @@ def _beam_search(
                 u = level_rows[li]
                 score = level_scores[li]
                 m = 0
-                for j in range(indptr[u], indptr[u + 1]):
-                    v = nbr_rows[j]
-                    if not row_mask[v]:
-                        continue
-                    delta = lambda_structural * type_weight[etype[j]] * weights[j]
-                    if has_sim:
-                        delta += lambda_semantic * max(0.0, similarity[v])
-                    t_delta[m] = delta
-                    t_rank[m] = id_rank[v]
-                    t_code[m] = etype[j]
-                    t_row[m] = v
-                    m += 1
+                if u < nb:
+                    m = _collect(indptr[u], indptr[u + 1], nbr_rows, weights, etype, type_weight, similarity,
+                                 has_sim, lambda_structural, lambda_semantic, id_rank, row_mask,
+                                 t_delta, t_rank, t_code, t_row, m)  # fmt: skip
+                if has_delta:
+                    m = _collect(d_ptr[u], d_ptr[u + 1], d_nbr, d_weights, d_etype, type_weight, similarity,
+                                 has_sim, lambda_structural, lambda_semantic, id_rank, row_mask,
+                                 t_delta, t_rank, t_code, t_row, m)  # fmt: skip
                 order = _argsort_desc(t_delta[:m], t_rank[:m], t_code[:m])
                 for oi in range(m):
                     if visited >= max_visited:
@@ -145,21 +171,18 @@ def _beam_search(
 def _check_beam(
     indptr: object, nbr_rows: object, weights: object, etype: object, type_weight: object,
     anchor_rows: object, anchor_scores: object, width: int, depth: int, max_visited: int,
-    similarity: object, id_rank: object, row_mask: object,
+    similarity: object, id_rank: object, row_mask: object, delta: EdgeArrays | None,
 ) -> tuple[np.ndarray, ...]:  # fmt: skip
-    indptr = check_array(indptr, "indptr", np.int64)
-    if indptr.shape[0] < 1:
-        raise ValueError("indptr must have n + 1 entries")
-    n = indptr.shape[0] - 1
-    nbr_rows = check_array(nbr_rows, "nbr_rows", np.int32)
-    m = nbr_rows.shape[0]
-    if indptr[0] != 0 or indptr[-1] != m:
-        raise ValueError("indptr must start at 0 and end at len(nbr_rows)")
-    weights = check_array(weights, "weights", np.float64, 1, m)
-    etype = check_array(etype, "etype", np.int8, 1, m)
     type_weight = check_array(type_weight, "type_weight", np.float64)
-    if m and (etype.min() < 0 or etype.max() >= type_weight.shape[0]):
-        raise ValueError("etype holds a code outside [0, len(type_weight))")
+    indptr, nbr_rows, weights, etype = _check_csr(indptr, nbr_rows, weights, etype, type_weight, "")
+    n = indptr.shape[0] - 1
+    if delta is None:
+        d_csr = _NO_DELTA
+    else:
+        d_csr = _check_csr(*delta, type_weight, "delta ")
+        if d_csr[0].shape[0] - 1 < n:
+            raise ValueError("the delta CSR must cover at least the rows of the first")
+        n = d_csr[0].shape[0] - 1
     anchors = np.asarray(anchor_rows)
     if anchors.ndim != 1 or (anchors.size and anchors.dtype.kind not in "iu"):
         raise TypeError("anchor_rows must be a 1-dimensional integer array")
@@ -182,7 +205,29 @@ def _check_beam(
     if mask.shape[0] == 0:
         mask = np.ones(n, dtype=np.bool_)
         mask.flags.writeable = False
-    return indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask
+    return indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask, d_csr
+
+
+def _check_csr(indptr: object, nbr_rows: object, weights: object, etype: object, type_weight: np.ndarray,
+               what: str) -> EdgeArrays:  # fmt: skip
+    indptr = check_array(indptr, f"{what}indptr", np.int64)
+    if indptr.shape[0] < 1:
+        raise ValueError(f"{what}indptr must have n + 1 entries")
+    nbr_rows = check_array(nbr_rows, f"{what}nbr_rows", np.int32)
+    m = nbr_rows.shape[0]
+    if indptr[0] != 0 or indptr[-1] != m:
+        raise ValueError(f"{what}indptr must start at 0 and end at len(nbr_rows)")
+    weights = check_array(weights, f"{what}weights", np.float64, 1, m)
+    etype = check_array(etype, f"{what}etype", np.int8, 1, m)
+    if m and (etype.min() < 0 or etype.max() >= type_weight.shape[0]):
+        raise ValueError(f"{what}etype holds a code outside [0, len(type_weight))")
+    return indptr, nbr_rows, weights, etype
+
+
+# (indptr, nbr_rows, weights, etype) of one CSR
+EdgeArrays = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+_NO_DELTA: EdgeArrays = (np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float64),
+                         np.zeros(0, dtype=np.int8))  # fmt: skip
 
 
 def beam_search(
@@ -201,6 +246,7 @@ def beam_search(
     lambda_semantic: float,
     id_rank: npt.NDArray[np.int32],
     row_mask: npt.NDArray[np.bool_] | None = None,
+    delta: EdgeArrays | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """Run the per-anchor beam search described in the module docstring (numba path, serial).
 
@@ -217,6 +263,9 @@ def beam_search(
     lambda_structural, lambda_semantic : floats (``records.LAMBDA_STRUCTURAL``, ``LAMBDA_SEMANTIC``).
     id_rank : int32 (n,), the tie-break rank of each row (lower first).
     row_mask : bool (n,) or None (all rows in scope).
+    delta : None, or a second CSR ``(indptr, nbr_rows, weights, etype)`` over all n rows whose
+        entries follow the first CSR's at each node; the first then may cover only its first rows
+        (``indptr`` of length <= n + 1), and n is the delta's row count.
 
     Returns
     -------
@@ -224,14 +273,14 @@ def beam_search(
     via : int8 (n,), edge type code of the best score, ``VIA_ANCHOR`` (-2) for anchors,
         ``VIA_NONE`` (-1) where unreached.
     """
-    (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask) = _check_beam(
+    (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask, d_csr) = _check_beam(
         indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
-        width, depth, max_visited, similarity, id_rank, row_mask,
+        width, depth, max_visited, similarity, id_rank, row_mask, delta,
     )  # fmt: skip
     return _beam_search(
         indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores,
         int(width), int(depth), int(max_visited), similarity,
-        float(lambda_structural), float(lambda_semantic), id_rank, mask,
+        float(lambda_structural), float(lambda_semantic), id_rank, mask, *d_csr,
     )  # fmt: skip
 
 
@@ -251,13 +300,16 @@ def beam_search_numpy(
     lambda_semantic: float,
     id_rank: npt.NDArray[np.int32],
     row_mask: npt.NDArray[np.bool_] | None = None,
+    delta: EdgeArrays | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """Same contract as :func:`beam_search`, in numpy + Python (vectorised per node, no numba)."""
-    (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask) = _check_beam(
+    (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask, d_csr) = _check_beam(
         indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
-        width, depth, max_visited, similarity, id_rank, row_mask,
+        width, depth, max_visited, similarity, id_rank, row_mask, delta,
     )  # fmt: skip
-    n = indptr.shape[0] - 1
+    nb = indptr.shape[0] - 1
+    n = max(nb, d_csr[0].shape[0] - 1)
+    d_ptr, d_nbr, d_weights, d_etype = d_csr
     lam_s, lam_v = float(lambda_structural), float(lambda_semantic)
     best = np.full(n, -np.inf)
     via = np.full(n, VIA_NONE, dtype=np.int8)
@@ -278,11 +330,16 @@ def beam_search_numpy(
                 break
             nxt: list[tuple[int, float]] = []
             for u, score in level:
-                lo, hi = int(indptr[u]), int(indptr[u + 1])
-                nbrs = nbr_rows[lo:hi]
+                lo, hi = (int(indptr[u]), int(indptr[u + 1])) if u < nb else (0, 0)
+                nbrs, codes, wts = nbr_rows[lo:hi], etype[lo:hi], weights[lo:hi]
+                if d_ptr.shape[0] > u + 1 and d_ptr[u + 1] > d_ptr[u]:
+                    dlo, dhi = int(d_ptr[u]), int(d_ptr[u + 1])
+                    nbrs = np.concatenate([nbrs, d_nbr[dlo:dhi]])
+                    codes = np.concatenate([codes, d_etype[dlo:dhi]])
+                    wts = np.concatenate([wts, d_weights[dlo:dhi]])
                 keep = mask[nbrs]
-                nbrs, codes = nbrs[keep], etype[lo:hi][keep]
-                delta = lam_s * type_weight[codes] * weights[lo:hi][keep]
+                nbrs, codes = nbrs[keep], codes[keep]
+                delta = lam_s * type_weight[codes] * wts[keep]
                 if similarity.shape[0]:
                     delta = delta + lam_v * np.maximum(0.0, similarity[nbrs])
                 order = np.lexsort((codes, id_rank[nbrs], -delta))

@@ -46,8 +46,10 @@ if TYPE_CHECKING:
 # loading the cached kernels costs about 360 ms per process (targets.md: 250 + 110 ms). The beam's
 # cost is bounded by anchors x budget (at most 80 x 500 transitions), not by the store size, so a
 # one-shot CLI process never earns the import back below about a million rows; a long-lived
-# process (MCP server) that has numba loaded already uses it from the first query.
-NUMBA_MIN_ROWS = 1_000_000
+# process (MCP server) that has numba loaded already uses it from the first query. Re-measured at
+# 1M insights x 21M edge rows (whole CLI process, paired runs, load 4): the numpy path 0.78 s, the
+# numba path 1.20 s; so a one-shot process keeps the numpy kernels at every store size measured.
+NUMBA_MIN_ROWS = 10_000_000
 
 
 def use_numba(n_rows: int) -> bool:
@@ -81,6 +83,36 @@ class RecallArrays:
     superseded: np.ndarray  # bool (n,): some supersedes edge targets the row
     prev: np.ndarray  # int32 (n,): temporal-backbone predecessor, -1 none
     next: np.ndarray  # int32 (n,): temporal-backbone successor, -1 none
+    # Edge rows written since the csr_* arrays were built, as their own CSR over all n rows (the
+    # csr_* arrays then cover only their first rows); None when csr_* hold every edge row.
+    edge_delta: EdgeDelta | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeDelta:
+    """A second, small edge CSR read beside the big one (the hot index's delta, not merged in)."""
+
+    ptr: np.ndarray  # int64 (n+1,)
+    nbr: np.ndarray  # int32
+    weight: np.ndarray  # float64
+    type: np.ndarray  # int8
+    out: np.ndarray  # bool
+
+
+def incident(a: RecallArrays, r: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Row ``r``'s CSR entries (neighbour, type code, out flag): the big CSR's, then the delta's."""
+    import numpy as np
+
+    nb = a.csr_ptr.shape[0] - 1
+    lo, hi = (int(a.csr_ptr[r]), int(a.csr_ptr[r + 1])) if r < nb else (0, 0)
+    parts = [(a.csr_nbr[lo:hi], a.csr_type[lo:hi], a.csr_out[lo:hi])]
+    d = a.edge_delta
+    if d is not None and int(d.ptr[r + 1]) > int(d.ptr[r]):
+        dlo, dhi = int(d.ptr[r]), int(d.ptr[r + 1])
+        parts.append((d.nbr[dlo:dhi], d.type[dlo:dhi], d.out[dlo:dhi]))
+    if len(parts) == 1:
+        return parts[0]
+    return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,10 +191,11 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     # UUID: the same memories written in the same order then rank the same in every store (the
     # dev-set figures moved by up to 0.5 points between two imports of one draft before).
     tie = np.arange(a.scope.shape[0] - 1, -1, -1, dtype=np.int32)
+    d = a.edge_delta
     return beam(  # type: ignore[no-any-return]
         a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
         params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-        tie, a.scope,
+        tie, a.scope, None if d is None else (d.ptr, d.nbr, d.weight, d.type),
     )  # fmt: skip
 
 
@@ -262,9 +295,9 @@ def causal_order(ordered: np.ndarray, a: RecallArrays) -> np.ndarray:
     succ: dict[int, set[int]] = {}
     indeg = dict.fromkeys(rows, 0)
     for r in rows:
-        lo, hi = int(a.csr_ptr[r]), int(a.csr_ptr[r + 1])
-        outgoing = (a.csr_type[lo:hi] == causal) & a.csr_out[lo:hi]
-        succ[r] = {v for v in a.csr_nbr[lo:hi][outgoing].tolist() if v in pos and v != r}
+        nbr, typ, out_flag = incident(a, r)
+        outgoing = (typ == causal) & out_flag
+        succ[r] = {v for v in nbr[outgoing].tolist() if v in pos and v != r}
         for v in succ[r]:
             indeg[v] += 1
     ready = [r for r in rows if indeg[r] == 0]

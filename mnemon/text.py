@@ -250,6 +250,23 @@ def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[s
     return terms
 
 
+def insight_views(content: str, tags: Iterable[str], entities: Iterable[str]) -> tuple[list[str], set[str], int]:
+    """``(recall_insight_terms(...), insight_tokens(...), len(recall_terms(content)))`` with each
+    field tokenised once: what the hot index stores per insight (a 1M-row build tokenises 1M texts)."""
+    sequence = token_sequence(content)
+    terms = [stem(token) for token in sequence]
+    seen = set(terms)
+    plain = set(sequence)
+    for field in (*tags, *entities):
+        field_tokens = token_sequence(field)
+        plain.update(field_tokens)
+        for term in map(stem, field_tokens):
+            if term not in seen:
+                seen.add(term)
+                terms.append(term)
+    return terms, plain, len(sequence)
+
+
 # --- §4.2 set measures -----------------------------------------------------------------------
 
 

@@ -59,15 +59,13 @@ def same_content(a: HotIndex, b: HotIndex) -> None:
         }  # fmt: skip
 
     def derived(ix: HotIndex) -> dict[str, tuple]:
-        ptr, nbr = ix.derived("csr_ptr"), ix.derived("csr_nbr")
-        typ, wt, out = ix.derived("csr_type"), ix.derived("csr_weight"), ix.derived("csr_out")
         prev, nxt, sup = ix.derived("prev"), ix.derived("next"), ix.derived("superseded")
         result = {}
         for r in np.flatnonzero(ix.active).tolist():
-            lo, hi = int(ptr[r]), int(ptr[r + 1])
+            nbr, typ, wt, out = ix.incident(r)  # the big CSR's entries, then the delta adjacency's
             entries = sorted(
                 (ix.id_at(int(v)), int(k), float(w), bool(o))
-                for v, k, w, o in zip(nbr[lo:hi], typ[lo:hi], wt[lo:hi], out[lo:hi]) if ix.active[int(v)]
+                for v, k, w, o in zip(nbr, typ, wt, out) if ix.active[int(v)]
             )  # fmt: skip
             link = [ix.id_at(int(x)) if x >= 0 and ix.active[int(x)] else None for x in (prev[r], nxt[r])]
             result[ix.id_at(r)] = (entries, link, bool(sup[r]))
@@ -231,3 +229,28 @@ def test_engine_scan_matches_plain_token_scan(data_dir: Path) -> None:
 
 def _neg(text: str) -> tuple[int, ...]:
     return tuple(-ord(c) for c in text)
+
+
+def test_new_ids_find_their_rank_by_bisection_as_by_a_sorted_copy() -> None:
+    from mnemon.engine.hot import _FEW_BISECTIONS, _sorted_positions
+
+    rng = np.random.default_rng(5)
+    values = np.array([f"{x:08x}" for x in rng.integers(0, 1 << 20, 3000)], dtype="S8")
+    order = np.argsort(values, kind="stable")
+    for k in (1, 7, _FEW_BISECTIONS + 50):  # bisected in place, and through the sorted copy
+        wanted = np.sort(np.concatenate([values[rng.integers(0, 3000, k // 2)],
+                                         np.array([f"{x:08x}" for x in rng.integers(0, 1 << 20, k - k // 2)], dtype="S8")]))
+        np.testing.assert_array_equal(_sorted_positions(values, order, wanted), np.searchsorted(values[order], wanted))
+
+
+def test_terms_are_found_in_the_mapped_vocabulary_bytes_as_in_a_list() -> None:
+    from mnemon.engine.hot import _SortedTerms
+
+    terms = sorted({"alpha", "beta", "zeta", "é", "中文", "記憶", "a", "ab", "abc", "b\u00e9", "😀"})
+    mapped = _SortedTerms(np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8))
+    assert len(mapped) == len(terms) and mapped.tolist() == terms
+    for i, term in enumerate(terms):
+        assert mapped.find(term) == i
+    for absent in ("", "aa", "zz", "中", "\ud800", "alphab"):
+        assert mapped.find(absent) is None
+    assert len(_SortedTerms(np.zeros(0, dtype=np.uint8))) == 0

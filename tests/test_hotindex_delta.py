@@ -6,6 +6,7 @@ another base, or garbage) never gives a wrong answer."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import subprocess
 import sys
@@ -41,7 +42,17 @@ def fresh_base(cli, data_dir: Path, query: str) -> None:
     cli.ok("recall", query)
 
 
-QUERIES = ("otter", "otters river", "quokka smiles", "kelp forest otter", "Rust harbour", "zzz nothing")
+def carried_entities(data_dir: Path) -> set[str]:
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        rows = conn.execute("SELECT entities FROM insights WHERE deleted_at IS NULL").fetchall()
+    finally:
+        conn.close()
+    return {e for (raw,) in rows for e in json.loads(raw or "[]")}
+
+
+QUERIES = ("otter", "otters river", "quokka smiles", "kelp forest otter", "Rust harbour", "zzz nothing",
+           "why does the otter float near quokka smiles")  # WHY: causal order over delta edges
 
 
 def answers(cli, data_dir: Path) -> dict[str, object]:
@@ -82,7 +93,15 @@ def test_writes_leave_the_base_alone_and_base_plus_delta_equals_a_fresh_build(cl
     assert delta_file(data_dir).exists() and delta_file(data_dir).stat().st_size < 200_000
     cached = _cached_index(data_dir)
     assert cached.delta_id and cached.base_n < cached.n  # a real delta segment was read back
+    big, delta = cached.edge_arrays()
+    assert delta is not None and delta[0].shape[0] == cached.n + 1  # the new edge rows, read beside...
+    assert big[0].shape[0] == cached.base_n + 1
+    assert all(not a.flags.owndata and not a.flags.writeable for a in big)  # ...the mapped base CSR, not a copy
     same_content(cached, fresh_build(data_dir))
+    # the base's per-entity live counts, adjusted by the delta and the forgotten row, give the same
+    # known entities as reading every active row's entities
+    assert "entity_live" in cached._derived
+    assert cached.known_entities() == fresh_build(data_dir).known_entities() == carried_entities(data_dir)
     assert answers(cli, data_dir) == answers_of_a_fresh_build(cli, data_dir)
     cli.ok("recall", "otter")  # a reader verifies the edges; still no merge below the threshold
     assert base_identity(data_dir) == base

@@ -173,6 +173,36 @@ def test_beam_matches_oracle_on_random_graphs(beam_search, seed):
     assert got == want
 
 
+@pytest.mark.parametrize("beam_search", BEAM)
+@pytest.mark.parametrize("seed", range(6))
+def test_beam_over_a_big_csr_plus_a_delta_csr_equals_one_csr(beam_search, seed):
+    # The hot index reads its persisted CSR (covering the first n_big rows and the older edge rows)
+    # beside a small CSR of the edge rows written since, over all n rows, instead of merging them.
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(2, 90))
+    n_big = int(rng.integers(1, n + 1))
+    old = random_graph(rng, n_big, 3 * n_big)
+    new = random_graph(rng, n, int(rng.integers(0, 2 * n)))
+    anchors = rng.choice(n, min(n, 5), replace=False).astype(np.int32)
+    scores = rng.random(anchors.shape[0])
+    sim = readonly(rng.uniform(-1, 1, n).round(2)) if seed % 2 else None
+    id_rank = readonly(rng.permutation(n).astype(np.int32))
+    mask = readonly(rng.random(n) < 0.9)
+    common = (anchors, scores, 6, 4, int(rng.integers(2, 60)), sim, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC, id_rank, mask)
+    whole = beam_search(*build_edge_csr(n, old + new), WHY, *common)
+    split = beam_search(*build_edge_csr(n_big, old), WHY, *common, delta=build_edge_csr(n, new))
+    np.testing.assert_array_equal(whole[0], split[0])
+    np.testing.assert_array_equal(whole[1], split[1])
+
+
+@pytest.mark.parametrize("beam_search", BEAM)
+def test_beam_rejects_a_delta_csr_shorter_than_the_big_one(beam_search):
+    big = build_edge_csr(4, [(0, 1, CAUSAL, 1.0)])
+    with pytest.raises(ValueError, match="delta CSR"):
+        beam_search(*big, GENERAL, [0], [1.0], 4, 2, 10, None, 1.0, 0.4, np.arange(4, dtype=np.int32),
+                    delta=build_edge_csr(3, []))  # fmt: skip
+
+
 def test_beam_paths_agree_bit_for_bit_on_a_larger_graph():
     rng = np.random.default_rng(77)
     n = 2000

@@ -266,3 +266,20 @@ def test_server_protocols_never_load_the_model_runtime(tmp_path: Path) -> None:
         loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
         assert "mnemon.store" in loaded  # the command really ran its engine
         assert sorted(m for m in loaded if m.split(".")[0] in LOCAL_MODEL_LIBS) == [], args
+
+
+def test_status_imports_only_the_read_pipeline(tmp_path: Path) -> None:
+    """``status`` (the session-start hook's command) opens the read pipeline alone: no numpy, no
+    import/retrieval/graph pipeline modules (about 40 ms of a 150 ms process)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env["MNEMON_SERVER"] = "off"
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "mnemon", "--data-dir", str(tmp_path), "status"],
+                          capture_output=True, text=True, cwd=REPO, timeout=60, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert '"total_insights": 0' in proc.stdout
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "mnemon.engine.read" in loaded and "mnemon.store" in loaded
+    heavy = ("numpy", "numba", "kernels", "httpx")
+    pipelines = {"mnemon.engine.composed", "mnemon.engine.bulk", "mnemon.engine.retrieve", "mnemon.engine.write",
+                 "mnemon.engine.graph", "mnemon.engine.hot"}  # fmt: skip
+    assert sorted(m for m in loaded if m.split(".")[0] in heavy or m in pipelines) == []

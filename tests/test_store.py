@@ -256,3 +256,14 @@ def test_first_open_waits_for_a_process_creating_the_same_database(tmp_path: Pat
     finally:
         conn.close()
         other.close()
+
+
+def test_entity_rows_of_one_insight_are_deleted_through_an_index(tmp_path: Path) -> None:
+    """The entity triggers run this on every remember, forget and prune: a scan was 0.3-0.5 s at 1M."""
+    store = Store.open(tmp_path / "mnemon.db", readonly=False, now="2026-01-01T00:00:00Z")
+    try:
+        plan = [r[-1] for r in store.conn.execute("EXPLAIN QUERY PLAN DELETE FROM insight_entities WHERE insight_id = ?", ("x",))]
+        assert any("idx_insight_entities_insight" in step for step in plan), plan
+        assert schema.is_current(store.conn)
+    finally:
+        store.close()

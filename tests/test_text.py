@@ -269,3 +269,19 @@ def test_derived_query_terms(query: str, expected: list[str]) -> None:
     from mnemon.text import derived_query_terms
 
     assert derived_query_terms(query) == expected
+
+
+@pytest.mark.parametrize("content, tags, entities", [
+    ("Running tests daily; the runner runs them", ["testing", "CI"], ["GitHub Actions"]),
+    ("中文记忆系统 works with paintings and painted walls", ["记忆"], ["Paint", "walls"]),
+    ("", ["only tags", "tags"], []),
+    ("the and of", [], ["The"]),
+    ("Ünïcode İstanbul ΣΑΣ stories studied", ["stories"], ["İstanbul"]),
+])  # fmt: skip
+def test_insight_views_equal_the_three_separate_tokenisations(content, tags, entities) -> None:
+    from mnemon.text import insight_tokens, insight_views, recall_insight_terms, recall_terms
+
+    terms, plain, content_len = insight_views(content, tags, entities)
+    assert terms == recall_insight_terms(content, tags, entities)
+    assert plain == insight_tokens(content, tags, entities)
+    assert content_len == len(recall_terms(content))

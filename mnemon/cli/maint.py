@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 
 from mnemon.cli import render
-from mnemon.cli.state import open_engine
+from mnemon.cli.state import open_engine, open_read_engine
 from mnemon.validate import byte_prefix, check_limit, check_threshold
 
 LOG_DETAIL_MAX = 60  # bytes; longer details are cut to 57 + "..." (§3.12)
@@ -33,7 +33,7 @@ def gc(
 
 def status(ctx: typer.Context) -> None:
     """Show counts, categories, top entities and the database path."""
-    with open_engine(ctx.obj) as engine:
+    with open_read_engine(ctx.obj) as engine:
         render.emit_json(engine.status())
 
 

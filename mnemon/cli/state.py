@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from mnemon.errors import InputError
 
 if TYPE_CHECKING:
     from mnemon.engine import Engine
+    from mnemon.engine.read import ReadEngine
 
 _VALUE_FLAGS = {"--data-dir": "data_dir", "--store": "store", "--embed-model": "embed_model"}
 
@@ -84,6 +85,13 @@ def open_engine(options: GlobalOptions) -> Iterator[Engine]:
         yield engine
     finally:
         engine.close()
+
+
+def open_read_engine(options: GlobalOptions) -> closing[ReadEngine]:
+    """``open_engine`` with the read pipeline only (``status``: the session-start hook's light start-up)."""
+    from mnemon.engine.read import ReadEngine
+
+    return closing(ReadEngine(options.settings(), **options.engine_kwargs))
 
 
 def join_words(words: list[str] | None, *, at_least: int = 1) -> str:

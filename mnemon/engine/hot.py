@@ -34,6 +34,7 @@ import weakref
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Iterable
+from itertools import islice, repeat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -41,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 from mnemon.records import CATEGORIES, EDGE_TYPES
 from mnemon.store import hotindex
 from mnemon.store.hotindex import Fingerprint
-from mnemon.text import insight_tokens, recall_insight_terms, recall_terms
+from mnemon.text import insight_views
 
 if TYPE_CHECKING:
     import apsw
@@ -85,6 +86,31 @@ def _invert(ptr: np.ndarray, terms: np.ndarray, n_terms: int, *extra: np.ndarray
     return (post_ptr, np.ascontiguousarray(rows[order]), *(np.ascontiguousarray(e[order]) for e in extra))
 
 
+def _sorted_positions(values: Any, order: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``searchsorted(values[order], wanted)``; a few wanted values are bisected in place, so the
+    sorted copy (a 36 MB gather of ids at 1M rows) is not built. ``values``: an array, or a
+    ``(whole, item)`` pair of callables (the whole array joined on demand, one element by index)."""
+    import numpy as np
+
+    whole, item = values if isinstance(values, tuple) else (lambda: values, values.__getitem__)
+    if wanted.shape[0] > _FEW_BISECTIONS:
+        return np.searchsorted(whole()[order], wanted)
+    out = np.empty(wanted.shape[0], dtype=np.int64)
+    for j, w in enumerate(wanted.tolist()):
+        lo, hi = 0, int(order.shape[0])
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if item(int(order[mid])) < w:
+                lo = mid + 1
+            else:
+                hi = mid
+        out[j] = lo
+    return out
+
+
+_FEW_BISECTIONS = 256
+
+
 @dataclass(slots=True)
 class Postings:
     ptr: np.ndarray
@@ -120,9 +146,18 @@ def _insert_at(old: np.ndarray, at: np.ndarray, vals: np.ndarray) -> np.ndarray:
 # appended parts, joined only when something reads the whole array (a merge, a test).
 _SEGMENTED = ("r_term", "r_tf", "p_term", "e_ent", "edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone")
 _SEG_DTYPES = {"r_term": "int32", "r_tf": "int32", "p_term": "int32", "e_ent": "int32", "edge_src": "int32",
-               "edge_dst": "int32", "edge_type": "int8", "edge_weight": "float64", "edge_backbone": "bool"}  # fmt: skip
-_EDGE_KEYS = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out", "superseded", "prev", "next")
+               "edge_dst": "int32", "edge_type": "int8", "edge_weight": "float64", "edge_backbone": "bool",
+               "id_blob": "S36", "created": "S20"}  # fmt: skip
+# The widest per-row arrays (36 + 20 bytes a row) are segmented too: appending a delta's rows to a
+# million mapped ids would copy 56 MB per process; readers take a part (_slice/_tail/_item).
+_ROW_SEGMENTED = ("id_blob", "created")
+_CSR_KEYS = ("csr_ptr", "csr_nbr", "csr_weight", "csr_type", "csr_out")
+_LINK_KEYS = ("superseded", "prev", "next")
+_EDGE_KEYS = _CSR_KEYS + _LINK_KEYS
 _PER_ROW = ("id_blob", "created", "importance", "category", "source", "doc_len", "n_plain")
+
+_BULK_LOOKUP = 4096  # edge rows per batch above which ids are resolved through one dict of every id
+_LOAD_CHUNK = 1_000_000  # edge rows (a tenth as many insight rows) read from SQL per slice
 
 # A delta segment is folded into a new base once it holds this many rows (new or deleted).
 MERGE_MIN_ROWS = 512
@@ -151,6 +186,44 @@ class _Seg:
         obj._parts[self.name] = [value]
 
 
+class _SortedTerms:
+    """The base's sorted vocabulary straight from the mapped file (``\n``-joined UTF-8): looked up
+    by bisection over the bytes (UTF-8 byte order is code point order), so a process that only
+    asks for a query's few terms never splits a million-term string into a list."""
+
+    def __init__(self, raw: np.ndarray) -> None:
+        import numpy as np
+
+        self.raw = raw
+        breaks = np.flatnonzero(raw == 10)
+        self.starts = np.concatenate([[0], breaks + 1]) if raw.size else np.zeros(0, dtype=np.int64)
+        self.ends = np.concatenate([breaks, [raw.size]]) if raw.size else np.zeros(0, dtype=np.int64)
+
+    def __len__(self) -> int:
+        return int(self.starts.shape[0])
+
+    def _bytes(self, i: int) -> bytes:
+        return self.raw[int(self.starts[i]) : int(self.ends[i])].tobytes()
+
+    def find(self, term: str) -> int | None:
+        try:
+            want = term.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate from a JSON escape: no stored term has one
+            return None
+        lo, hi = 0, len(self)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._bytes(mid) < want:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < len(self) and self._bytes(lo) == want else None
+
+    def tolist(self) -> list[str]:
+        text = self.raw.tobytes().decode("utf-8")
+        return text.split("\n") if text else []
+
+
 class HotIndex:
     """The hot index of one store; build with :meth:`open` (loads, catches up, persists)."""
 
@@ -163,6 +236,8 @@ class HotIndex:
     edge_type = _Seg()
     edge_weight = _Seg()
     edge_backbone = _Seg()
+    id_blob = _Seg()
+    created = _Seg()
 
     def __init__(self) -> None:
         import numpy as np
@@ -177,8 +252,6 @@ class HotIndex:
         self.edges_reloaded = False  # the edge list no longer extends the base's: only a merge persists it
         self.any_vector = False  # some row carried an embedding blob when it was indexed
         self.ids: list[str] = []
-        self.id_blob = np.zeros(0, dtype="S36")
-        self.created = np.zeros(0, dtype="S20")
         self.importance = np.zeros(0, dtype=np.int8)
         self.category = np.zeros(0, dtype=np.int8)
         self.source = np.zeros(0, dtype=np.int32)
@@ -188,8 +261,10 @@ class HotIndex:
         self.n_plain = np.zeros(0, dtype=np.int32)
         self.sources: list[str] = []
         self.entities: list[str] = []
-        self.vocab: list[str] = []  # vocab[:n_sorted] sorted (bisection); later terms appended (dict)
-        self.n_sorted = 0
+        # Term ids: the sorted base terms (a list, or the mapped bytes until a list is needed), then
+        # the terms appended since, unsorted (ids n_sorted.., found through _tail_terms).
+        self._sorted_terms: list[str] | _SortedTerms = []
+        self._tail_vocab: list[str] = []
         self._tail_terms: dict[str, int] = {}
         self.base_n = 0  # rows, terms, edge rows and entities the base postings/CSR cover
         self.base_v = 0
@@ -199,10 +274,15 @@ class HotIndex:
         self.p_ptr = np.zeros(1, dtype=np.int64)
         self.e_ptr = np.zeros(1, dtype=np.int64)
         self._derived: dict[str, Any] = {}
-        self._edges_derived_m = -1  # edge rows the derived CSR covers (-1: none)
+        # Edge rows [0, _csr_m) are in the derived CSR (its ptr may cover fewer rows than n); rows
+        # [_csr_m, m) are read from a small second CSR (the delta adjacency) instead of being
+        # inserted, which would copy every array of the big one. -1: no CSR derived yet.
+        self._csr_m = -1
+        self._links_m = -1  # edge rows superseded/prev/next reflect (-1: none)
+        self._delta_adj: tuple[tuple[int, int, int], tuple[np.ndarray, ...]] | None = None
         self._row_of: dict[str, int] | None = None
         self._single_lookups = 0
-        self._base_sorted: tuple[np.ndarray, np.ndarray] | None = None
+        self._base_sorted: np.ndarray | None = None
 
     # --- size and lookups ---------------------------------------------------------------------
 
@@ -221,17 +301,31 @@ class HotIndex:
 
     def _tail(self, name: str, start: int) -> np.ndarray:
         """Elements ``start:`` of a segmented array without joining the parts."""
+        return self._slice(name, start, None)
+
+    def _slice(self, name: str, start: int, stop: int | None) -> np.ndarray:
+        """Elements ``start:stop`` of a segmented array without joining the parts."""
         import numpy as np
 
         out, off = [], 0
         for part in self._parts[name]:
             end = off + int(part.shape[0])
-            if end > start:
-                out.append(part[max(0, start - off) :])
+            if end > start and (stop is None or off < stop):
+                out.append(part[max(0, start - off) : None if stop is None else max(0, stop - off)])
             off = end
         if not out:
             return np.zeros(0, dtype=_SEG_DTYPES[name])
         return out[0] if len(out) == 1 else np.concatenate(out)
+
+    def _item(self, name: str, index: int) -> Any:
+        """Element ``index`` of a segmented array without joining the parts."""
+        off = 0
+        for part in self._parts[name]:
+            end = off + int(part.shape[0])
+            if index < end:
+                return part[index - off]
+            off = end
+        raise IndexError(index)
 
     def _append_part(self, name: str, values: np.ndarray) -> None:
         if values.shape[0]:
@@ -252,7 +346,8 @@ class HotIndex:
         if self._row_of is not None:
             return [self._row_of.get(i) for i in ids]
         out: list[int | None] = [None] * len(ids)
-        tail = {bytes(b).decode("ascii", "replace"): self.base_n + r for r, b in enumerate(self.id_blob[self.base_n :].tolist())}
+        tail = {bytes(b).decode("ascii", "replace"): self.base_n + r
+                for r, b in enumerate(self._tail("id_blob", self.base_n).tolist())}  # fmt: skip
         rest = []
         for k, insight_id in enumerate(ids):
             got = tail.get(insight_id)
@@ -261,28 +356,35 @@ class HotIndex:
             else:
                 rest.append(k)
         if rest and self.base_n:
-            order, sorted_ids = self._base_order()
-            width = sorted_ids.dtype.itemsize
+            order = self._base_order()
+            base_ids = self._slice("id_blob", 0, self.base_n)
+            width = base_ids.dtype.itemsize
             wanted = [ids[k].encode("ascii", "replace") for k in rest]
             fits = [len(w) <= width for w in wanted]
-            arr = np.array([w if f else b"" for w, f in zip(wanted, fits)], dtype=sorted_ids.dtype)
-            pos = np.minimum(np.searchsorted(sorted_ids, arr), self.base_n - 1)
-            hit = (sorted_ids[pos] == arr).tolist()
-            rows = order[pos].tolist()
+            arr = np.array([w if f else b"" for w, f in zip(wanted, fits)], dtype=base_ids.dtype)
+            pos = np.minimum(_sorted_positions(base_ids, order, arr), self.base_n - 1)
+            rows = order[pos]
+            hit = (base_ids[rows] == arr).tolist()
             for j, k in enumerate(rest):
                 if fits[j] and hit[j]:
                     out[k] = int(rows[j])
         return out
 
-    def _base_order(self) -> tuple[np.ndarray, np.ndarray]:
+    def _base_order(self) -> np.ndarray:
+        """Base rows in id order (the inverse of the base's id ranks; the ids themselves are not copied)."""
         import numpy as np
 
         if self._base_sorted is None:
-            rank = np.asarray(self._get("id_rank"))[: self.base_n]  # ranks among all rows: gaps for new ids
-            slots = np.full(self.n, -1, dtype=np.int64)
-            slots[rank] = np.arange(self.base_n, dtype=np.int64)
-            order = slots[slots >= 0]
-            self._base_sorted = (order, self.id_blob[: self.base_n][order])
+            rank = self._derived.get("id_rank")
+            if rank is not None and rank.shape[0] == self.base_n:  # the base's own ranks: a permutation
+                order = np.empty(self.base_n, dtype=np.int64)
+                order[np.asarray(rank)] = np.arange(self.base_n, dtype=np.int64)
+            else:
+                rank = np.asarray(self._get("id_rank"))[: self.base_n]  # ranks among all rows: gaps for new ids
+                slots = np.full(self.n, -1, dtype=np.int64)
+                slots[rank] = np.arange(self.base_n, dtype=np.int64)
+                order = slots[slots >= 0]
+            self._base_sorted = order
         return self._base_sorted
 
     def ids_list(self) -> list[str]:
@@ -305,7 +407,7 @@ class HotIndex:
         return np.where(sorted_ids[pos] == wanted, order[pos], -1).astype(np.int64)
 
     def id_at(self, row: int) -> str:
-        return bytes(self.id_blob[row]).decode("ascii", "replace")
+        return bytes(self._item("id_blob", row)).decode("ascii", "replace")
 
     def term_ids(self, terms: Iterable[str]) -> list[int]:
         """Ids of the known terms among ``terms`` (unknown terms cannot match anything)."""
@@ -317,29 +419,56 @@ class HotIndex:
         return out
 
     def _term_id(self, term: str) -> int | None:
-        pos = bisect_left(self.vocab, term, 0, self.n_sorted)
-        if pos < self.n_sorted and self.vocab[pos] == term:
-            return pos
-        return self._tail_terms.get(term)
+        got = self._sorted_id(term)
+        return got if got is not None else self._tail_terms.get(term)
+
+    def _sorted_id(self, term: str) -> int | None:
+        terms = self._sorted_terms
+        if isinstance(terms, _SortedTerms):
+            return terms.find(term)
+        pos = bisect_left(terms, term)
+        return pos if pos < len(terms) and terms[pos] == term else None
+
+    @property
+    def n_sorted(self) -> int:
+        return len(self._sorted_terms)
+
+    @property
+    def n_terms(self) -> int:
+        return len(self._sorted_terms) + len(self._tail_vocab)
+
+    @property
+    def vocab(self) -> list[str]:
+        """Every term by id (builds the list: for merges, persistence and tests, not queries)."""
+        if isinstance(self._sorted_terms, _SortedTerms):
+            self._sorted_terms = self._sorted_terms.tolist()
+        return self._sorted_terms + self._tail_vocab
+
+    def _vocab_from(self, start: int) -> list[str]:
+        """Terms with ids ``start..`` (the tail alone when ``start`` is past the sorted part)."""
+        if start >= self.n_sorted:
+            return self._tail_vocab[start - self.n_sorted :]
+        return self.vocab[start:]
 
     # --- derived arrays (cached per process; the base's come from the file) ---------------------
 
     def _get(self, name: str) -> Any:
-        if name.startswith("post_"):
+        if name.startswith("post_e_"):
+            if name not in self._derived:
+                self._derive_entity_postings()
+        elif name.startswith("post_"):
             if name not in self._derived:
                 self._derive_postings()
         elif name in ("id_rank", "created_rank"):
             got = self._derived.get(name)
             if got is None or got.shape[0] != self.n:
                 self._derive_ranks()
-        elif name in _EDGE_KEYS and self._edges_stale():
-            self._derive_edges_now()
+        elif name in _CSR_KEYS:
+            if self._csr_m < 0 or self._csr_m > self.m or any(k not in self._derived for k in _CSR_KEYS):
+                self._derive_csr()
+        elif name in _LINK_KEYS:
+            self._derive_links()
         return self._derived[name]
-
-    def _edges_stale(self) -> bool:
-        if self._edges_derived_m != self.m or any(k not in self._derived for k in _EDGE_KEYS):
-            return True
-        return bool(self._derived["superseded"].shape[0] != self.n)
 
     def _derive_postings(self) -> None:
         """Base postings over rows ``< base_n`` and terms ``< base_v`` (the delta is scanned per query)."""
@@ -349,6 +478,27 @@ class HotIndex:
         d["post_r_ptr"], d["post_r_rows"], d["post_r_tf"] = _invert(
             self.r_ptr[: n + 1], self.r_term[:r_end], v, self.r_tf[:r_end])
         d["post_p_ptr"], d["post_p_rows"] = _invert(self.p_ptr[: n + 1], self.p_term[:p_end], v)  # fmt: skip
+
+    def _derive_entity_postings(self) -> None:
+        """Rows by entity over the base rows (a store file without them derives them once here)."""
+        e_end = int(self.e_ptr[self.base_n])
+        self._derived["post_e_ptr"], self._derived["post_e_rows"] = _invert(
+            self.e_ptr[: self.base_n + 1], self._slice("e_ent", 0, e_end), self.base_ent)  # fmt: skip
+
+    def entity_postings(self, ent_ids: list[int]) -> list[np.ndarray]:
+        """The rows (active or not) carrying each entity of ``ent_ids``: the base's posting list plus
+        the delta's entries, so a query never reads every row's entities."""
+        import numpy as np
+
+        ptr, rows = self._get("post_e_ptr"), self._get("post_e_rows")
+        start = int(self.e_ptr[self.base_n])
+        d_ents = self._tail("e_ent", start)
+        d_rows = np.repeat(np.arange(self.base_n, self.n, dtype=np.int32), np.diff(self.e_ptr[self.base_n :]))
+        out = []
+        for e in ent_ids:
+            base = np.asarray(rows[int(ptr[e]) : int(ptr[e + 1])]) if e < self.base_ent else np.zeros(0, np.int32)
+            out.append(np.concatenate([base, d_rows[d_ents == e]]) if d_ents.shape[0] else base)
+        return out
 
     def _derive_ranks(self) -> None:
         """id_rank and created_rank; after a catch-up the few new rows are merged into the old ranks."""
@@ -368,18 +518,18 @@ class HotIndex:
         # ids: new rank = old rank + new ids sorting before it; new ids slot in after their bisection point
         order = np.empty(k, dtype=np.int64)
         order[old_id] = np.arange(k, dtype=np.int64)
-        sorted_old = self.id_blob[:k][order]
-        new_ids = self.id_blob[k:]
+        new_ids = self._tail("id_blob", k)
         new_order = np.argsort(new_ids, kind="stable")
-        pos = np.searchsorted(sorted_old, new_ids[new_order])
+        old_ids = (lambda: self._slice("id_blob", 0, k), lambda r: self._item("id_blob", r))  # no join for a few
+        pos = _sorted_positions(old_ids, order, new_ids[new_order])
         id_rank = np.empty(n, dtype=np.int32)
         id_rank[:k] = old_id + np.searchsorted(pos, old_id, side="right")
         id_rank[k + new_order] = pos + np.arange(n - k)
         self._derived["id_rank"] = id_rank
         # created_at (dense rank): cheap when the new rows are not older than every old one's newest
         top = int(old_cr.max()) if k else -1
-        newest = self.created[:k][int(np.argmax(old_cr))] if k else b""
-        new_created = self.created[k:]
+        newest = self._item("created", int(np.argmax(old_cr))) if k else b""
+        new_created = self._tail("created", k)
         if new_created.shape[0] and bool((new_created < newest).any()):
             _, created_rank = np.unique(self.created, return_inverse=True)
             self._derived["created_rank"] = created_rank.astype(np.int32).reshape(n)
@@ -391,34 +541,110 @@ class HotIndex:
         cr[k:] = top + shift + inv.reshape(-1)
         self._derived["created_rank"] = cr
 
-    def _derive_edges_now(self) -> None:
-        m_old = self._edges_derived_m
-        old = self._derived
-        if m_old >= 0 and m_old <= self.m and all(k in old for k in _EDGE_KEYS):
-            self._derived.update(self._extend_edges(old, m_old))
-        else:
-            self._derived.update(self._derive_edges())
-        self._edges_derived_m = self.m
-
     def _derive(self) -> None:
-        """Every derived array (before a base is written)."""
-        for name in ("post_r_ptr", "id_rank", "csr_ptr"):
+        """Every derived array, the delta's edges folded into the CSR (before a base is written)."""
+        import numpy as np
+
+        for name in ("post_r_ptr", "post_e_ptr", "id_rank", "csr_ptr", "superseded"):
             self._get(name)
+        if "entity_live" not in self._derived and self.base_n == self.n:
+            self._derived["entity_live"] = self._entity_live_of(np.arange(self.n), np.asarray(self.active))
+        if self._csr_m != self.m or self._derived["csr_ptr"].shape[0] != self.n + 1:
+            self._derived.update(self._folded_csr())
+            self._csr_m = self.m
+            self._delta_adj = None
 
-    def _extend_edges(self, old: dict[str, Any], m_old: int) -> dict[str, Any]:
-        """Insert the edge rows appended since the last derive into the existing CSR.
+    def edge_arrays(self) -> tuple[tuple[np.ndarray, ...], tuple[np.ndarray, ...] | None]:
+        """The edge CSR as the read path takes it: the big CSR as derived (or mapped from the base
+        file) and, when edge rows were added since, the delta adjacency over all n rows (both
+        ``(ptr, nbr, weight, type, out)``; None: no delta). O(delta + n) per change, never O(E)."""
+        big = tuple(self._get(k) for k in _CSR_KEYS)
+        if self._csr_m == self.m and big[0].shape[0] == self.n + 1:
+            return big, None  # rows added since without edges still need the delta's n + 1 ptr
+        return big, self._delta_csr()
 
-        A catch-up after one ``remember`` adds a few dozen edge rows to a graph of hundreds of
-        thousands; re-sorting every entry would dominate the write. New entries go to the end of
-        their node's segment: within a node the CSR order only separates transitions that are
-        identical for the beam (same neighbour, type and delta), so results do not change.
+    def _delta_csr(self) -> tuple[np.ndarray, ...]:
+        import numpy as np
+
+        key = (self._csr_m, self.m, self.n)
+        if self._delta_adj is None or self._delta_adj[0] != key:
+            n, start = self.n, self._csr_m
+            src, dst = self._tail("edge_src", start), self._tail("edge_dst", start)
+            e_type, e_weight = self._tail("edge_type", start), self._tail("edge_weight", start)
+            # Same entry order as inserting at each node's segment end: outgoing entries in rowid
+            # order, then incoming ones (the order of a fresh build differs only among identical
+            # transitions, see _folded_csr).
+            node = np.concatenate([src, dst]).astype(np.int64)
+            order = np.argsort(node, kind="stable")
+            ptr = np.zeros(n + 1, dtype=np.int64)
+            np.cumsum(np.bincount(node, minlength=n), out=ptr[1:])
+            out_flag = np.concatenate([np.ones(src.shape[0], dtype=np.bool_), np.zeros(src.shape[0], dtype=np.bool_)])
+            arrays = (
+                ptr, np.ascontiguousarray(np.concatenate([dst, src])[order], dtype=np.int32),
+                np.ascontiguousarray(np.concatenate([e_weight, e_weight])[order], dtype=np.float64),
+                np.ascontiguousarray(np.concatenate([e_type, e_type])[order], dtype=np.int8),
+                np.ascontiguousarray(out_flag[order]),
+            )  # fmt: skip
+            self._delta_adj = (key, arrays)
+        return self._delta_adj[1]
+
+    def incident(self, row: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Row ``row``'s CSR entries (neighbour, type, weight, out flag) over both CSRs."""
+        import numpy as np
+
+        (ptr, nbr, wt, typ, out), delta = self.edge_arrays()
+        lo, hi = (int(ptr[row]), int(ptr[row + 1])) if row < ptr.shape[0] - 1 else (0, 0)
+        parts = [(nbr[lo:hi], typ[lo:hi], wt[lo:hi], out[lo:hi])]
+        if delta is not None:
+            d_ptr, d_nbr, d_wt, d_typ, d_out = delta
+            dlo, dhi = int(d_ptr[row]), int(d_ptr[row + 1])
+            parts.append((d_nbr[dlo:dhi], d_typ[dlo:dhi], d_wt[dlo:dhi], d_out[dlo:dhi]))
+        return tuple(np.concatenate(x) for x in zip(*parts))  # type: ignore[return-value]
+
+    def _derive_csr(self) -> None:
+        """The CSR of every edge row from scratch (a build, a reload): O(E)."""
+        self._derived.update(self._derive_edges())
+        self._csr_m = self._links_m = self.m
+        self._delta_adj = None
+
+    def _derive_links(self) -> None:
+        """superseded/prev/next for n rows, extended by the edge rows added since (O(n + delta))."""
+        import numpy as np
+
+        d = self._derived
+        if self._links_m < 0 or self._links_m > self.m or any(k not in d for k in _LINK_KEYS):
+            self._derive_csr()
+            return
+        if self._links_m == self.m and d["superseded"].shape[0] == self.n:
+            return
+        start = self._links_m
+        pad = self.n - d["superseded"].shape[0]
+        superseded = np.concatenate([d["superseded"], np.zeros(pad, dtype=np.bool_)])
+        prev = np.concatenate([d["prev"], np.full(pad, -1, dtype=np.int32)])
+        nxt = np.concatenate([d["next"], np.full(pad, -1, dtype=np.int32)])
+        src, dst = self._tail("edge_src", start), self._tail("edge_dst", start)
+        e_type, e_bb = self._tail("edge_type", start), self._tail("edge_backbone", start)
+        superseded[dst[e_type == EDGE_CODES["supersedes"]]] = True
+        bb = np.flatnonzero(e_bb)  # older→newer; later rows (higher rowid) win
+        prev[dst[bb]] = src[bb]
+        nxt[src[bb]] = dst[bb]
+        d.update({"superseded": superseded, "prev": prev, "next": nxt})
+        self._links_m = self.m
+
+    def _folded_csr(self) -> dict[str, Any]:
+        """The CSR with the delta adjacency's entries inserted (a merge writes it as the new base).
+
+        Re-sorting every entry would cost more than inserting the few new ones. New entries go to
+        the end of their node's segment, where the delta adjacency lists them too: within a node
+        the CSR order only separates transitions that are identical for the beam (same neighbour,
+        type and delta), so results do not change.
         """
         import numpy as np
 
+        old, m_old = self._derived, self._csr_m
         n = self.n
         src, dst = self._tail("edge_src", m_old), self._tail("edge_dst", m_old)
         e_type, e_weight = self._tail("edge_type", m_old), self._tail("edge_weight", m_old)
-        e_bb = self._tail("edge_backbone", m_old)
         ptr_old = np.asarray(old["csr_ptr"])
         ptr = np.concatenate([ptr_old, np.full(n + 1 - ptr_old.shape[0], ptr_old[-1], dtype=np.int64)])
         node = np.concatenate([src, dst]).astype(np.int64)
@@ -436,15 +662,6 @@ class HotIndex:
             "csr_type": _insert_at(np.asarray(old["csr_type"]), at, both_t),
             "csr_out": _insert_at(np.asarray(old["csr_out"]), at, out_flag[order]),
         }
-        pad = n - np.asarray(old["superseded"]).shape[0]
-        superseded = np.concatenate([old["superseded"], np.zeros(pad, dtype=np.bool_)])
-        prev = np.concatenate([old["prev"], np.full(pad, -1, dtype=np.int32)])
-        nxt = np.concatenate([old["next"], np.full(pad, -1, dtype=np.int32)])
-        superseded[dst[e_type == EDGE_CODES["supersedes"]]] = True
-        bb = np.flatnonzero(e_bb)
-        prev[dst[bb]] = src[bb]
-        nxt[src[bb]] = dst[bb]
-        d.update({"superseded": superseded, "prev": prev, "next": nxt})
         return d
 
     def _derive_edges(self) -> dict[str, Any]:
@@ -518,18 +735,20 @@ class HotIndex:
 
     def recall_postings(self) -> Postings:
         """Full postings (merges the delta: O(store); scoring uses :meth:`query_postings`)."""
-        if self.base_n == self.n and self.base_v == len(self.vocab):
+        if self.base_n == self.n and self.base_v == self.n_terms:
             return Postings(self._get("post_r_ptr"), self._get("post_r_rows"), self._get("post_r_tf"))
-        ptr, rows, tf = _invert(self.r_ptr, self.r_term, len(self.vocab), self.r_tf)
+        ptr, rows, tf = _invert(self.r_ptr, self.r_term, self.n_terms, self.r_tf)
         return Postings(ptr, rows, tf)
 
     def plain_postings(self) -> Postings:
-        if self.base_n == self.n and self.base_v == len(self.vocab):
+        if self.base_n == self.n and self.base_v == self.n_terms:
             return Postings(self._get("post_p_ptr"), self._get("post_p_rows"), None)
-        ptr, rows = _invert(self.p_ptr, self.p_term, len(self.vocab))
+        ptr, rows = _invert(self.p_ptr, self.p_term, self.n_terms)
         return Postings(ptr, rows, None)
 
     def derived(self, name: str) -> Any:
+        if name in _CSR_KEYS:  # the big CSR alone misses a delta's edge rows: read both, never one
+            raise KeyError(f"{name}: read the edge CSR through HotIndex.edge_arrays() (base CSR + delta CSR)")
         return self._get(name)
 
     def entity_rows(self) -> np.ndarray:
@@ -538,11 +757,36 @@ class HotIndex:
         return np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.e_ptr))
 
     def known_entities(self) -> set[str]:
-        """Entity strings present on active insights (index-aware extraction, §4.3)."""
+        """Entity strings present on active insights (index-aware extraction, §4.3).
+
+        From the base's per-entity count of active rows carrying it (``entity_live``, written with
+        the base), adjusted by the delta's rows and the base rows deleted since: O(delta), where
+        reading every row's entities is O(entity occurrences) per process."""
         import numpy as np
 
-        live = self.active[self.entity_rows()]
-        return {self.entities[i] for i in np.unique(self.e_ent[live]).tolist()}
+        counts = np.zeros(len(self.entities), dtype=np.int64)
+        base = self._derived.get("entity_live")
+        if base is None or base.shape[0] != self.base_ent:
+            base = self._entity_live_of(np.arange(self.base_n), np.asarray(self.base_active))
+        counts[: base.shape[0]] += base
+        counts += self._entity_live_of(np.arange(self.base_n, self.n), self.active[self.base_n :])
+        gone = np.flatnonzero(np.asarray(self.base_active) & ~self.active[: self.base_n])
+        counts -= self._entity_live_of(gone, np.ones(gone.shape[0], dtype=np.bool_))
+        return {self.entities[i] for i in np.flatnonzero(counts > 0).tolist()}
+
+    def _entity_live_of(self, rows: np.ndarray, live: np.ndarray) -> np.ndarray:
+        """Per entity, how many of ``rows`` (those with ``live`` set) carry it."""
+        import numpy as np
+
+        rows = rows[live]
+        if rows.shape[0] == 0:
+            return np.zeros(len(self.entities), dtype=np.int64)
+        lo, hi = self.e_ptr[rows], self.e_ptr[rows + 1]
+        start, lens = int(lo.min()), hi - lo
+        segment = self._slice("e_ent", start, int(hi.max()))  # the base part or the delta's: no join
+        before = np.cumsum(lens) - lens
+        ents = segment[np.repeat(lo - start - before, lens) + np.arange(int(lens.sum()))]
+        return np.bincount(ents, minlength=len(self.entities)).astype(np.int64)
 
     # --- building and catching up ----------------------------------------------------------------
 
@@ -552,16 +796,17 @@ class HotIndex:
 
         if not rows:
             return
-        vocab, tail, n_sorted = self.vocab, self._tail_terms, self.n_sorted
+        tail, tail_vocab, sorted_id = self._tail_terms, self._tail_vocab, self._sorted_id
+        n_sorted = self.n_sorted
 
         def tid(term: str) -> int:
             got = tail.get(term)
             if got is None:
-                pos = bisect_left(vocab, term, 0, n_sorted)
-                if pos < n_sorted and vocab[pos] == term:
-                    return pos
-                got = tail[term] = len(vocab)
-                vocab.append(term)
+                got = sorted_id(term)
+                if got is not None:
+                    return got
+                got = tail[term] = n_sorted + len(tail_vocab)
+                tail_vocab.append(term)
             return got
 
         ent_index = {e: i for i, e in enumerate(self.entities)}
@@ -575,10 +820,10 @@ class HotIndex:
             self.any_vector = self.any_vector or bool(has_vec)
             tags, ents = _loads(tags_raw), _loads(ents_raw)
             content = str(content)
-            counts = Counter(recall_insight_terms(content, tags, ents))
+            terms, plain, content_len = insight_views(content, tags, ents)
+            counts = Counter(terms)
             r_lists.append([tid(t) for t in counts])
             tf_lists.append(list(counts.values()))
-            plain = insight_tokens(content, tags, ents)
             p_lists.append([tid(t) for t in plain])
             e_lists.append([ent_index.setdefault(e, len(ent_index)) for e in dict.fromkeys(ents)])
             ids.append(str(ins_id))
@@ -586,7 +831,7 @@ class HotIndex:
             imp.append(int(importance))
             cat.append(CATEGORIES.index(category) if category in CATEGORIES else -1)
             srcs.append(src_index.setdefault(str(source), len(src_index)))
-            doc_len.append(len(recall_terms(content)))
+            doc_len.append(content_len)
             n_plain.append(len(plain))
         self.sources = list(src_index)
         self.entities = list(ent_index)
@@ -601,10 +846,9 @@ class HotIndex:
         self._append_part("r_tf", r_tf)
         self._append_part("p_term", p_term)
         self._append_part("e_ent", e_ent)
-        width = max([len(i) for i in ids] + [self.id_blob.dtype.itemsize, 1])
-        self.id_blob = np.concatenate([self.id_blob.astype(f"S{width}"), np.array(ids, dtype=f"S{width}")])
-        cwidth = max([len(c) for c in created] + [self.created.dtype.itemsize, 1])
-        self.created = np.concatenate([self.created.astype(f"S{cwidth}"), np.array(created, dtype=f"S{cwidth}")])
+        # new parts (joining promotes to the widest part's width)
+        self._append_part("id_blob", np.array(ids, dtype=f"S{max([len(i) for i in ids] + [1])}"))
+        self._append_part("created", np.array(created, dtype=f"S{max([len(c) for c in created] + [1])}"))
         self.importance = np.concatenate([self.importance, np.array(imp, dtype=np.int8)])
         self.category = np.concatenate([self.category, np.array(cat, dtype=np.int8)])
         self.source = np.concatenate([self.source, np.array(srcs, dtype=np.int32)])
@@ -623,42 +867,59 @@ class HotIndex:
         order = sorted(range(len(merged)), key=merged.__getitem__)
         remap = np.empty(len(merged), dtype=np.int32)
         remap[np.array(order, dtype=np.int64)] = np.arange(len(merged), dtype=np.int32)
-        self.vocab = [merged[i] for i in order]
+        self._sorted_terms = [merged[i] for i in order]
         self.r_term = remap[self.r_term] if self.r_term.size else self.r_term
         self.p_term = remap[self.p_term] if self.p_term.size else self.p_term
-        self.n_sorted = len(self.vocab)
+        self._tail_vocab = []
         self._tail_terms = {}
 
     def _append_edges(self, rows: list[tuple[Any, ...]]) -> int:
-        """Append edge rows between known rows; return how many edge rows were read."""
+        """Append edge rows between known rows; return how many edge rows were read.
+
+        Column by column (a build reads tens of millions of rows): ids to rows through one dict
+        for a large batch, by bisection over the base for a catch-up's few rows.
+        """
         import numpy as np
 
-        ends = self._lookup([str(r[1]) for r in rows] + [str(r[2]) for r in rows]) if rows else []
-        src, dst, typ, wt, bb = [], [], [], [], []
-        for k, (_rowid, _s, _t, edge_type, weight, backbone) in enumerate(rows):
-            a, b = ends[k], ends[len(rows) + k]
-            code = EDGE_CODES.get(str(edge_type))
-            if a is None or b is None or code is None:
-                continue  # touches an insight deleted before we saw it: never traversable
-            src.append(a)
-            dst.append(b)
-            typ.append(code)
-            wt.append(float(weight))
-            bb.append(bool(backbone))
-        if src:
-            self._append_part("edge_src", np.array(src, dtype=np.int32))
-            self._append_part("edge_dst", np.array(dst, dtype=np.int32))
-            self._append_part("edge_type", np.array(typ, dtype=np.int8))
-            self._append_part("edge_weight", np.array(wt, dtype=np.float64))
-            self._append_part("edge_backbone", np.array(bb, dtype=np.bool_))
-        return len(rows)
+        k = len(rows)
+        if not k:
+            return 0
+        _rowid, src_ids, dst_ids, types, weights, backbone = zip(*rows)
+        if k > _BULK_LOOKUP:
+            if self._row_of is None:
+                self._row_of = {i: r for r, i in enumerate(self.ids_list())}
+            get = self._row_of.get
+            src = np.fromiter(map(get, src_ids, repeat(-1)), dtype=np.int64, count=k)
+            dst = np.fromiter(map(get, dst_ids, repeat(-1)), dtype=np.int64, count=k)
+        else:
+            ends = self._lookup([str(i) for i in src_ids] + [str(i) for i in dst_ids])
+            both = np.array([-1 if e is None else e for e in ends], dtype=np.int64)
+            src, dst = both[:k], both[k:]
+        typ = np.fromiter(map(EDGE_CODES.get, types, repeat(-1)), dtype=np.int64, count=k)
+        keep = (src >= 0) & (dst >= 0) & (typ >= 0)  # else: touches an insight deleted before we saw it
+        if keep.any():
+            self._append_part("edge_src", src[keep].astype(np.int32))
+            self._append_part("edge_dst", dst[keep].astype(np.int32))
+            self._append_part("edge_type", typ[keep].astype(np.int8))
+            self._append_part("edge_weight", np.array(weights, dtype=np.float64)[keep])
+            self._append_part("edge_backbone", np.array(backbone, dtype=np.bool_)[keep])
+        return k
+
+    def _append_edges_from(self, cursor: Iterable[tuple[Any, ...]]) -> int:
+        """``_append_edges`` over a cursor in slices, so a build never holds every edge row as tuples."""
+        read = 0
+        it = iter(cursor)
+        while chunk := list(islice(it, _LOAD_CHUNK)):
+            read += self._append_edges(chunk)
+        return read
 
     def _reload_edges(self, conn: apsw.Connection) -> None:
         for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
             self._parts[name] = []
-        self._edges_derived_m = -1
+        self._csr_m = self._links_m = -1
+        self._delta_adj = None
         self.edges_reloaded = True
-        self._append_edges(list(hotindex.edges_since(conn, 0)))
+        self._append_edges_from(hotindex.edges_since(conn, 0))
         # The reference is the store's edge count as the guard reads it (the counter when kept), so
         # a counter off by a constant (a foreign writer without the triggers) reloads once, not on
         # every read; doctor reports such a counter and --repair recounts it.
@@ -669,7 +930,9 @@ class HotIndex:
     def build(cls, conn: apsw.Connection, fp: Fingerprint) -> HotIndex:
         """Build from scratch (inside the caller's read snapshot)."""
         index = cls()
-        index._append_rows(list(hotindex.rows_since(conn, 0)))
+        it = hotindex.rows_since(conn, 0)
+        while chunk := list(islice(it, _LOAD_CHUNK // 10)):  # rows carry their text: smaller slices
+            index._append_rows(chunk)
         index._sort_vocab()
         index._reload_edges(conn)
         index.fp = fp
@@ -678,19 +941,20 @@ class HotIndex:
 
     def _make_base(self) -> None:
         """This index becomes a base: everything it holds is covered by sorted vocab, postings, CSR."""
-        self.base_n, self.base_v, self.base_m, self.base_ent = self.n, len(self.vocab), self.m, len(self.entities)
+        self.base_n, self.base_v, self.base_m, self.base_ent = self.n, self.n_terms, self.m, len(self.entities)
         self.base_fp = self.fp
         self.base_active = self.active
         self.build_id = secrets.token_hex(8)
         self.delta_id = ""
         self.edges_reloaded = False
-        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows"):
+        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows", "entity_live",
+                     "post_e_ptr", "post_e_rows"):
             self._derived.pop(name, None)
         self._base_sorted = None
 
     def merge(self) -> None:
         """Fold the delta into a new base (sorted vocabulary, fresh postings); O(store), rare."""
-        if self.n_sorted != len(self.vocab):
+        if self._tail_vocab:
             self._sort_vocab()
         self._make_base()
         self._derive()
@@ -731,9 +995,12 @@ class HotIndex:
             gone = np.zeros(self.n, dtype=np.bool_)
             gone[np.array(gone_rows, dtype=np.int64)] = True
             live = np.concatenate([before, np.ones(self.n - n_before, dtype=np.bool_)])
-            src, dst = self.edge_src, self.edge_dst
-            removed = int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
-        self.edge_count_db += self._append_edges(list(hotindex.edges_since(conn, old.max_edge_rowid))) - removed
+            lo = 0
+            for src in list(self._parts["edge_src"]):  # part by part: the base's are never joined
+                dst = self._slice("edge_dst", lo, lo + int(src.shape[0]))
+                removed += int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
+                lo += int(src.shape[0])
+        self.edge_count_db += self._append_edges_from(hotindex.edges_since(conn, old.max_edge_rowid)) - removed
         self.edges_verified = False
         self.fp = fp
         self.delta_id = secrets.token_hex(8)
@@ -787,7 +1054,9 @@ class HotIndex:
         import numpy as np
 
         k = self.base_n
-        out: dict[str, np.ndarray] = {name: getattr(self, name)[k:] for name in _PER_ROW}
+        out: dict[str, np.ndarray] = {
+            name: self._tail(name, k) if name in _ROW_SEGMENTED else getattr(self, name)[k:] for name in _PER_ROW
+        }
         out["active_tail"] = self.active[k:]
         out["deleted"] = np.flatnonzero(np.asarray(self.base_active) & ~self.active[:k]).astype(np.int32)
         for ptr_name, values in (("r_ptr", ("r_term", "r_tf")), ("p_ptr", ("p_term",)), ("e_ptr", ("e_ent",))):
@@ -797,7 +1066,7 @@ class HotIndex:
                 out[name] = self._tail(name, int(ptr[k]))
         for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
             out[name] = self._tail(name, self.base_m)
-        out["vocab_tail"] = np.frombuffer("\n".join(self.vocab[self.base_v :]).encode("utf-8"), dtype=np.uint8)
+        out["vocab_tail"] = np.frombuffer("\n".join(self._vocab_from(self.base_v)).encode("utf-8"), dtype=np.uint8)
         return out
 
     def apply_delta(self, header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bool:
@@ -807,7 +1076,7 @@ class HotIndex:
         if header.get("version") != FORMAT_VERSION or header.get("base_id") != self.build_id or self.delta_id:
             return False
         sizes = (int(header["base_n"]), int(header["base_v"]), int(header["base_m"]), int(header["base_ent"]))
-        if sizes != (self.n, len(self.vocab), self.m, len(self.entities)):
+        if sizes != (self.n, self.n_terms, self.m, len(self.entities)):
             return False
         active = self.active.copy()
         deleted = arrays["deleted"].astype(np.int64)
@@ -815,11 +1084,15 @@ class HotIndex:
             return False
         active[deleted] = False
         for name in _PER_ROW:
-            mine = getattr(self, name)
             tail = arrays[name]
+            if name in _ROW_SEGMENTED:
+                self._append_part(name, tail)
+                continue
+            mine = getattr(self, name)
             if mine.dtype.kind == "S":
                 width = max(mine.dtype.itemsize, tail.dtype.itemsize)
-                setattr(self, name, np.concatenate([mine.astype(f"S{width}"), tail.astype(f"S{width}")]))
+                wide = f"S{width}"  # no astype copy when the widths agree (36 MB of ids at 1M rows)
+                setattr(self, name, np.concatenate([mine.astype(wide, copy=False), tail.astype(wide, copy=False)]))
             else:
                 setattr(self, name, np.concatenate([mine, tail.astype(mine.dtype)]))
         self.active = np.concatenate([active, arrays["active_tail"].astype(np.bool_)])
@@ -830,8 +1103,8 @@ class HotIndex:
             self._append_part(name, arrays[name].astype(_SEG_DTYPES[name]))
         raw = arrays["vocab_tail"].tobytes().decode("utf-8")
         for term in raw.split("\n") if raw else []:
-            self._tail_terms[term] = len(self.vocab)
-            self.vocab.append(term)
+            self._tail_terms[term] = self.n_terms
+            self._tail_vocab.append(term)
         self.entities = self.entities + list(header["entities_tail"])
         self.sources = list(header["sources"])
         self.any_vector = bool(header["any_vector"])
@@ -855,9 +1128,7 @@ class HotIndex:
         index.any_vector = bool(base_header.get("any_vector", True))
         index.sources = list(base_header["sources"])
         index.entities = list(base_header["entities"])
-        vocab = arrays["vocab"].tobytes().decode("utf-8")
-        index.vocab = vocab.split("\n") if vocab else []
-        index.n_sorted = len(index.vocab)
+        index._sorted_terms = _SortedTerms(arrays["vocab"])
         delta_arrays: dict[str, np.ndarray] = {}
         for name, arr in arrays.items():
             if name.startswith("x_"):
@@ -866,10 +1137,12 @@ class HotIndex:
                 index._derived[name[2:]] = arr
             elif name != "vocab":
                 setattr(index, name, arr)
-        index.base_n, index.base_v, index.base_m, index.base_ent = index.n, len(index.vocab), index.m, len(index.entities)
+        index.base_n, index.base_v, index.base_m, index.base_ent = index.n, index.n_terms, index.m, len(index.entities)
         index.base_active = index.active
-        if "csr_ptr" in index._derived:
-            index._edges_derived_m = index.m
+        if all(k in index._derived for k in _CSR_KEYS):
+            index._csr_m = index.m  # the mapped base CSR; the delta's edges are read beside it
+        if all(k in index._derived for k in _LINK_KEYS):
+            index._links_m = index.m
         delta = header.get("delta")
         if isinstance(delta, dict):
             try:

@@ -138,3 +138,7 @@ class ReadMixin(EngineBase):
 
 def _digest(key: bytes, value: str) -> str:
     return hmac.new(key, value.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+class ReadEngine(ReadMixin):
+    """The read pipeline alone, for ``status``: no other pipeline's modules are imported."""

@@ -156,14 +156,15 @@ class RetrieveMixin(EngineBase):
         if similarity is not None:
             similarity = np.where(scope, similarity, 0.0)
         overlap, n_query_entities = self._entity_overlap(index, query)
+        (csr_ptr, csr_nbr, csr_weight, csr_type, csr_out), delta = index.edge_arrays()
         arrays = pipeline.RecallArrays(
             scope=scope, bm25=self._bm25(index, query, scope, use_numba), similarity=similarity,
             entity_overlap=np.where(scope, overlap, 0), query_entity_count=n_query_entities,
             importance=np.asarray(index.importance), created_rank=index.derived("created_rank"),
-            id_rank=index.derived("id_rank"), csr_ptr=index.derived("csr_ptr"), csr_nbr=index.derived("csr_nbr"),
-            csr_weight=index.derived("csr_weight"), csr_type=index.derived("csr_type"),
-            csr_out=index.derived("csr_out"), superseded=index.derived("superseded"),
+            id_rank=index.derived("id_rank"), csr_ptr=csr_ptr, csr_nbr=csr_nbr, csr_weight=csr_weight,
+            csr_type=csr_type, csr_out=csr_out, superseded=index.derived("superseded"),
             prev=index.derived("prev"), next=index.derived("next"),
+            edge_delta=None if delta is None else pipeline.EdgeDelta(*delta),
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         hits = []
@@ -222,14 +223,18 @@ class RetrieveMixin(EngineBase):
         extracted = entity_extraction.resolve_entities([], query, "auto", known)
         wanted = list(dict.fromkeys(e.lower() for e in extracted if e))
         overlap = np.zeros(index.n, dtype=np.int32)
-        if not wanted or index.e_ent.size == 0:
+        if not wanted or int(index.e_ptr[-1]) == 0:  # e_ptr: no join of the entity entries
             return overlap, len(wanted)
         slot = {e: i for i, e in enumerate(wanted)}
-        ent_slot = np.array([slot.get(e.lower(), -1) for e in index.entities], dtype=np.int64)
-        entry_slot = ent_slot[index.e_ent]
-        hit = entry_slot >= 0
-        pairs = np.unique(index.entity_rows()[hit].astype(np.int64) * len(wanted) + entry_slot[hit])
-        np.add.at(overlap, pairs // len(wanted), 1)
+        ids_of_slot: dict[int, list[int]] = {}
+        for ent_id, e in enumerate(index.entities):
+            k = slot.get(e.lower())
+            if k is not None:
+                ids_of_slot.setdefault(k, []).append(ent_id)
+        # per query entity, each row carrying any spelling of it counts once (entity posting lists)
+        for ent_ids in ids_of_slot.values():
+            rows = index.entity_postings(ent_ids)
+            overlap[np.unique(np.concatenate(rows))] += 1
         return overlap, len(wanted)
 
     # --- search ------------------------------------------------------------------------------------

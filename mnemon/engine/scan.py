@@ -101,6 +101,9 @@ class ActiveTokens:
                 eligible = eligible.copy()
                 eligible[row] = False
         rows = np.flatnonzero(eligible)
+        if rows.size > limit > 0:  # only rows scoring at least the limit-th best can be kept (1M rows: no full sort)
+            s = score[rows]
+            rows = rows[s >= np.partition(s, rows.size - limit)[rows.size - limit]]
         keys = (
             index.derived("id_rank")[rows], -index.derived("created_rank")[rows].astype(np.int64),
             -np.asarray(index.importance)[rows].astype(np.int64), -score[rows],

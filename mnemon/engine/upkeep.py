@@ -22,7 +22,7 @@ from mnemon.records import (
     IMMUNE_IMPORTANCE,
     Insight,
 )
-from mnemon.store import edges, insights, oplog
+from mnemon.store import counts, edges, insights, oplog
 from mnemon.validate import check_text
 
 if TYPE_CHECKING:
@@ -97,7 +97,8 @@ def auto_prune(
     ceiling = settings.max_insights
     if ceiling <= 0:
         return []
-    active = insights.active_count(conn)
+    # The trigger-kept counter (one row) where the store has it: COUNT(*) scans every row (0.1 s at 1M).
+    active = counts.active_count(conn) if counts.available(conn) else insights.active_count(conn)
     if active <= ceiling:
         return []
     victims = insights.prune_candidates(

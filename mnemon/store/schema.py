@@ -14,7 +14,7 @@ import apsw
 from mnemon.store import counts
 from mnemon.store.tx import write_tx
 
-SCHEMA_VERSION = 6  # 6: exact counters (mnemon.store.counts)
+SCHEMA_VERSION = 7  # 6: exact counters (mnemon.store.counts); 7: insight_entities by insight_id
 
 _SQL_CREATE_INSIGHTS = """
 CREATE TABLE IF NOT EXISTS insights (
@@ -113,6 +113,9 @@ _SQL_INDEXES = (
     "created_at DESC) WHERE deleted_at IS NULL",
     "CREATE INDEX IF NOT EXISTS idx_insights_prune_stored ON insights(deleted_at, importance, access_count, "
     "stored_at, effective_importance)",
+    # The entity triggers delete an insight's rows by insight_id on every entities/deleted_at update
+    # (remember, forget, prune): without this index each such write scanned every entity row.
+    "CREATE INDEX IF NOT EXISTS idx_insight_entities_insight ON insight_entities(insight_id)",
     # Exact-duplicate lookup (Decision 5) must not scan every content on a large store.
     "CREATE INDEX IF NOT EXISTS idx_insights_active_content ON insights(content) WHERE deleted_at IS NULL",
     # Edges keep two b-trees besides the table: the primary key (source_id, target_id, edge_type)
