@@ -52,6 +52,19 @@ def db_path(data_dir: Path, store: str = "default") -> Path:
     return data_dir / "data" / store / "mnemon.db"
 
 
+def stored_state(data_dir: Path, store: str = "default") -> object:
+    """What a store holds, to compare before and after a command that must change nothing: the
+    SQLite file's bytes, or every row of a PostgreSQL store (and its change sequence)."""
+    from mnemon.store import registration
+
+    if not registration.is_postgres(db_path(data_dir, store).parent):
+        return db_path(data_dir, store).read_bytes()
+    tables = ("insights", "edges", "oplog", "mnemon_meta", "insight_entities", "mnemon_counts", "entity_counts")
+    state = {t: query(data_dir, f"SELECT * FROM {t} ORDER BY 1, 2", store=store) for t in tables}
+    state["seq"] = query(data_dir, "SELECT last_value FROM mnemon_change_seq", store=store)
+    return state
+
+
 def query(data_dir: Path, sql: str, params: tuple = (), store: str = "default") -> list[tuple]:
     """Run one SQLite statement on a store: its file, or its PostgreSQL schema (translated, as the
     store modules' statements are)."""

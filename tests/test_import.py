@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli_remember import query
+from tests.test_cli_remember import query, stored_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -173,12 +173,12 @@ def test_import_between_two_old_neighbours_replaces_their_backbone_pair(cli, tmp
 )
 def test_bad_drafts_fail_with_the_contract_message_and_change_nothing(cli, tmp_path, draft, message):
     cli.ok("remember", "kept memory")
-    before = _db(cli.data_dir).read_bytes()
+    before = stored_state(cli.data_dir)
     result = cli("import", _write(tmp_path, draft))
     assert result.code == 1
     assert result.err.strip() == f"Error: {message}"
     assert "Traceback" not in result.err
-    assert _db(cli.data_dir).read_bytes() == before
+    assert stored_state(cli.data_dir) == before
 
 
 def test_load_errors(cli, tmp_path):
@@ -195,13 +195,13 @@ def test_load_errors(cli, tmp_path):
 def test_dry_run_writes_nothing(cli, tmp_path):
     cli.ok("remember", "existing memory")
     db = _db(cli.data_dir)
-    before = db.read_bytes()
+    before = stored_state(cli.data_dir)
     draft = {"schema_version": "1", "insights": [{"content": "a"}, {"content": "b"}],
              "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal"}]}
     result = cli("import", "--dry-run", _write(tmp_path, draft))
     assert result.code == 0
     assert result.out == "Dry run: 2 insights, 1 explicit edges — validation passed.\n"
-    assert db.read_bytes() == before
+    assert stored_state(cli.data_dir) == before
     assert not Path(f"{db}-wal").exists()
 
 
