@@ -150,10 +150,11 @@ def pg_url() -> Iterator[str]:
         if pg_cluster.REQUIRED:
             pytest.fail(f"cannot start a PostgreSQL cluster: {exc}")
         pytest.skip(f"cannot start a PostgreSQL cluster: {exc}")
-    os.environ["MNEMON_TEST_PG_CLUSTER"] = str(cluster.base)
+    pg_cluster.ACTIVE = cluster
     try:
         yield cluster.url
     finally:
+        pg_cluster.ACTIVE = None
         cluster.stop()
 
 
@@ -164,7 +165,8 @@ def pg_cluster_handle(pg_url: str) -> object:
 
     if pg_cluster.EXTERNAL_URL:
         pytest.skip("the PostgreSQL server is external: it cannot be restarted by the tests")
-    return pg_cluster.Cluster.attach(Path(os.environ["MNEMON_TEST_PG_CLUSTER"]))
+    assert pg_cluster.ACTIVE is not None
+    return pg_cluster.ACTIVE
 
 
 @pytest.fixture

@@ -26,6 +26,7 @@ REQUIRE_ENV = "MNEMON_REQUIRE_POSTGRES"
 EXTERNAL_URL = os.environ.get(URL_ENV, "")
 REQUIRED = os.environ.get(REQUIRE_ENV) == "1"
 UNPRIVILEGED = "nobody"
+ACTIVE: Cluster | None = None  # the session's cluster (set by the pg_url fixture)
 
 
 def find_binaries() -> Path | None:
@@ -49,17 +50,6 @@ class Cluster:
         self.user: str | None = UNPRIVILEGED if os.geteuid() == 0 else None
         self.url = f"postgresql:///postgres?host={self.base}&user=postgres"
 
-    @classmethod
-    def attach(cls, base: Path) -> Cluster:
-        """The cluster started in ``base`` (by the session fixture)."""
-        bindir = find_binaries()
-        assert bindir is not None
-        cluster = cls.__new__(cls)
-        cluster.bindir, cluster.base, cluster.data = bindir, base, base / "data"
-        cluster.user = UNPRIVILEGED if os.geteuid() == 0 else None
-        cluster.url = f"postgresql:///postgres?host={base}&user=postgres"
-        return cluster
-
     def _run(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
         kwargs: dict[str, object] = {}
         if self.user is not None:
@@ -70,6 +60,10 @@ class Cluster:
             cwd=self.base, **kwargs,  # type: ignore[arg-type]
         )
 
+    def _options(self) -> str:
+        # No TCP at all; no fsync: the data is thrown away with the directory.
+        return f"-c listen_addresses='' -k {self.base} -c fsync=off -c synchronous_commit=off -c max_connections=200"
+
     def start(self) -> None:
         if self.user is not None:
             entry = pwd.getpwnam(self.user)
@@ -78,14 +72,16 @@ class Cluster:
         done = self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync")
         if done.returncode != 0:
             raise RuntimeError(f"initdb failed: {done.stderr.strip()[-500:]}")
-        options = f"-c listen_addresses='' -k {self.base} -c fsync=off -c synchronous_commit=off -c max_connections=200"
-        done = self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.base / "log"), "-w", "start")
+        done = self._run("pg_ctl", "-D", str(self.data), "-o", self._options(), "-l", str(self.base / "log"), "-w", "start")
         if done.returncode != 0:
             raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip()[-500:]}")
 
     def restart(self, mode: str = "fast") -> None:
         """Restart the server (fault tests): every open connection is dropped."""
-        done = self._run("pg_ctl", "-D", str(self.data), "-m", mode, "-w", "restart")
+        # With -l the server never holds our pipes (communicate would wait for it otherwise).
+        done = self._run(
+            "pg_ctl", "-D", str(self.data), "-m", mode, "-o", self._options(), "-l", str(self.base / "log"), "-w", "restart"
+        )
         if done.returncode != 0:
             raise RuntimeError(f"pg_ctl restart failed: {done.stderr.strip()[-500:]}")
 

@@ -136,7 +136,8 @@ def store_remove(
     if drop:
         if not registration.is_postgres(store_dir):
             raise InputError(f'store "{name}" is not a PostgreSQL store: --drop applies to PostgreSQL stores only')
-        if not yes and not _confirmed(f'Drop PostgreSQL schema "{registration.read(store_dir).schema}" and every insight in it? [y/N] '):
+        schema = registration.read(store_dir).schema
+        if not yes and not _confirmed(f'Drop PostgreSQL schema "{schema}" and every insight in it? [y/N] '):
             raise InputError("store remove --drop: not confirmed; nothing removed")
         _postgres_backend().drop_remote(store_dir)
     remove_store(settings.data_dir, name)
@@ -146,7 +147,10 @@ def store_remove(
 def _confirmed(question: str) -> bool:
     sys.stderr.write(question)
     sys.stderr.flush()
-    answer = sys.stdin.readline().strip().lower()
+    try:
+        answer = sys.stdin.readline().strip().lower()
+    except (OSError, ValueError):  # no readable stdin (a hook, a closed descriptor): not confirmed
+        return False
     return answer in ("y", "yes")
 
 
