@@ -125,14 +125,25 @@ class PgConnection:
         return _Rows(self._run(statement, params))
 
     def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run the statement for every row, in order. An INSERT becomes multi-row statements (a
+        thousand rows each), so its triggers run once per statement rather than once per row."""
         batch = list(rows)
         if not batch:
             return
-        text = dialect.translate(statement)
+        multi = dialect.multi_row(statement)
         try:
             with self.raw.cursor() as cur:
-                cur.executemany(text, batch)
-                self._changes = max(cur.rowcount, 0)
+                if multi is None:
+                    cur.executemany(dialect.translate(statement), batch)
+                    self._changes = max(cur.rowcount, 0)
+                    return
+                batch = multi.last_per_key(batch)
+                changed = 0
+                for start in range(0, len(batch), multi.rows_per_statement):
+                    chunk = batch[start : start + multi.rows_per_statement]
+                    cur.execute(multi.text(len(chunk)), [v for row in chunk for v in row])
+                    changed += max(cur.rowcount, 0)
+                self._changes = changed
         except psycopg.Error as exc:
             raise self._failure(exc) from exc
 

@@ -20,6 +20,7 @@ distinct statement (cached):
 from __future__ import annotations
 
 import re
+from typing import Any
 
 # Primary keys of the tables written with INSERT OR REPLACE (the upsert's conflict target).
 _KEYS = {
@@ -87,6 +88,79 @@ def translate(sql: str) -> str:
     out = _placeholders(out)
     _CACHE[sql] = out
     return out
+
+
+_VALUES = re.compile(r"\bVALUES\s*\(([^)]*)\)", re.S)
+_MULTI_CACHE: dict[str, MultiRow | None] = {}
+
+
+class MultiRow:
+    """An ``INSERT ... VALUES (?, ...)`` run for many rows as multi-row statements.
+
+    One upsert statement may not touch a key twice, so for INSERT OR REPLACE only each key's last
+    row is kept, which is what running the rows one by one leaves (the last write wins).
+    """
+
+    def __init__(self, head: str, tail: str, slots: list[str], key_positions: tuple[int, ...] | None) -> None:
+        self.head, self.tail, self.slots = head, tail, slots  # a slot: "?" (bound) or a constant
+        self.width = max(1, slots.count("?"))
+        self.key_positions = key_positions
+        self.rows_per_statement = max(1, min(1000, 60_000 // self.width))  # PostgreSQL binds at most 65535 values
+        self._texts: dict[int, str] = {}
+
+    def text(self, n: int) -> str:
+        cached = self._texts.get(n)
+        if cached is None:
+            groups = []
+            bound = 0
+            for _ in range(n):
+                values = []
+                for slot in self.slots:
+                    if slot == "?":
+                        bound += 1
+                        values.append(f"${bound}")
+                    else:
+                        values.append(slot)
+                groups.append("(" + ", ".join(values) + ")")
+            cached = ", ".join(groups)
+            cached = self._texts[n] = f"{self.head} VALUES {cached}{self.tail}"
+        return cached
+
+    def last_per_key(self, rows: list[Any]) -> list[Any]:
+        """The rows to write: each key's last row for an upsert (keys index the bound values)."""
+        if self.key_positions is None:
+            return rows
+        keyed: dict[tuple[Any, ...], Any] = {}
+        for row in rows:
+            key = tuple(row[i] for i in self.key_positions)
+            keyed.pop(key, None)  # re-inserted at the end: the order of last writes is kept
+            keyed[key] = row
+        return list(keyed.values()) if len(keyed) != len(rows) else rows
+
+
+def multi_row(sql: str) -> MultiRow | None:
+    """The multi-row form of an INSERT statement with one ``VALUES (?, ...)`` group, else None."""
+    if sql in _MULTI_CACHE:
+        return _MULTI_CACHE[sql]
+    found: MultiRow | None = None
+    stripped = sql.lstrip()
+    match = _VALUES.search(stripped)
+    if stripped.upper().startswith("INSERT") and match is not None:
+        slots = [v.strip() for v in match.group(1).split(",")]
+        if all(v in ("?", "0") for v in slots) and "SELECT" not in stripped.upper():
+            translated = translate(stripped)
+            values = _VALUES.search(translated)
+            assert values is not None
+            head, tail = translated[: values.start()].rstrip(), translated[values.end() :]
+            keys = None
+            insert = _INSERT_OR.match(stripped)
+            if insert is not None and insert.group(1) == "REPLACE":
+                columns = [c.strip() for c in insert.group(3).split(",")]
+                bound = [c for c, v in zip(columns, slots) if v == "?"]  # positions among the bound values
+                keys = tuple(bound.index(k) for k in _KEYS[insert.group(2)])
+            found = MultiRow(head, tail, slots, keys)
+    _MULTI_CACHE[sql] = found
+    return found
 
 
 def pragma(sql: str) -> str | None:

@@ -8,7 +8,9 @@ the hot index and vector matrix catch up by it). The triggers keep the derived r
 triggers keep (``stored_at``, ``insight_entities``, ``mnemon_counts``, ``entity_counts``) under the
 same names, plus the change sequence: every insert and update of an insight or an edge stamps the
 row with ``nextval('mnemon_change_seq')`` (``change_seq``), and every delete advances it, so a
-reader can tell "nothing changed" and fetch what changed since a sequence value. Embeddings are
+reader can tell "nothing changed" (the sequence's last value) and which rows changed after a value (a
+scan of ``change_seq``; not indexed: every index costs each imported edge row a write, and the
+caches catch up by the same ``rowid`` and generation markers as on SQLite). Embeddings are
 little-endian float32 (the Go format). Helper functions and a ``sqlite_master`` view let the store
 modules' statements run unchanged (see ``dialect.py``).
 """
@@ -90,9 +92,7 @@ _INDEXES = (
     "CREATE INDEX IF NOT EXISTS idx_insights_deleted_at ON insights(deleted_at) WHERE deleted_at IS NOT NULL",
     # A B-tree entry is limited to about 2.7 kB; content may be longer: a hash index for equality.
     "CREATE INDEX IF NOT EXISTS idx_insights_active_content ON insights USING hash (content) WHERE deleted_at IS NULL",
-    "CREATE INDEX IF NOT EXISTS idx_insights_change ON insights(change_seq)",
     "CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type)",
-    "CREATE INDEX IF NOT EXISTS idx_edges_change ON edges(change_seq)",
     "CREATE INDEX IF NOT EXISTS idx_oplog_created ON oplog(created_at)",
     "CREATE INDEX IF NOT EXISTS idx_entity_counts_n ON entity_counts(n DESC, entity)",
 )
@@ -158,12 +158,13 @@ BEGIN
     PERFORM nextval('mnemon_change_seq');
     RETURN NULL;
 END $$""",
+    # Statement-level with transition tables: one multi-row insert (import) is one counter update
+    # per key, not one per row (a row updated many times in one transaction costs more each time).
     """CREATE OR REPLACE FUNCTION mnemon_entities_ai() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF NEW.deleted_at IS NULL THEN
-        INSERT INTO insight_entities (entity, created_at, insight_id)
-        SELECT e, NEW.created_at, NEW.id FROM mnemon_entities_of(NEW.entities) AS e ON CONFLICT DO NOTHING;
-    END IF;
+    INSERT INTO insight_entities (entity, created_at, insight_id)
+    SELECT e, n.created_at, n.id FROM new_rows AS n CROSS JOIN LATERAL mnemon_entities_of(n.entities) AS e
+    WHERE n.deleted_at IS NULL ON CONFLICT DO NOTHING;
     RETURN NULL;
 END $$""",
     """CREATE OR REPLACE FUNCTION mnemon_entities_au() RETURNS trigger LANGUAGE plpgsql AS $$
@@ -186,51 +187,80 @@ END $$""",
     f"""CREATE OR REPLACE FUNCTION mnemon_count_insight() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE old_key text; new_key text;
 BEGIN
-    IF TG_OP <> 'INSERT' THEN old_key := {_CATEGORY_KEY.format(row='OLD')}; END IF;
-    IF TG_OP <> 'DELETE' THEN new_key := {_CATEGORY_KEY.format(row='NEW')}; END IF;
+    old_key := {_CATEGORY_KEY.format(row='OLD')};
+    new_key := {_CATEGORY_KEY.format(row='NEW')};
     IF old_key IS DISTINCT FROM new_key THEN
-        IF old_key IS NOT NULL THEN {_bump('old_key', '-1')} END IF;
-        IF new_key IS NOT NULL THEN {_bump('new_key', '1')} END IF;
+        {_bump('old_key', '-1')}
+        {_bump('new_key', '1')}
     END IF;
     RETURN NULL;
 END $$""",
-    f"""CREATE OR REPLACE FUNCTION mnemon_count_edge() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE OR REPLACE FUNCTION mnemon_count_insights_added() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN {_bump("'edges'", '1')} ELSE {_bump("'edges'", '-1')} END IF;
+    INSERT INTO mnemon_counts (key, n) SELECT {_CATEGORY_KEY.format(row='r')}, COUNT(*) FROM new_rows AS r GROUP BY 1
+    ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n + EXCLUDED.n;
     RETURN NULL;
 END $$""",
-    """CREATE OR REPLACE FUNCTION mnemon_count_entity() RETURNS trigger LANGUAGE plpgsql AS $$
+    f"""CREATE OR REPLACE FUNCTION mnemon_count_insights_removed() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF TG_OP = 'INSERT' THEN
-        INSERT INTO entity_counts (entity, n) VALUES (NEW.entity, 1)
-        ON CONFLICT (entity) DO UPDATE SET n = entity_counts.n + 1;
-    ELSE
-        UPDATE entity_counts SET n = n - 1 WHERE entity = OLD.entity;
-        DELETE FROM entity_counts WHERE entity = OLD.entity AND n <= 0;
+    INSERT INTO mnemon_counts (key, n) SELECT {_CATEGORY_KEY.format(row='r')}, -COUNT(*) FROM old_rows AS r GROUP BY 1
+    ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_edges_added() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE k bigint;
+BEGIN
+    SELECT COUNT(*) INTO k FROM new_rows;
+    IF k > 0 THEN
+        INSERT INTO mnemon_counts (key, n) VALUES ('edges', k) ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n + k;
     END IF;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_edges_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE k bigint;
+BEGIN
+    SELECT COUNT(*) INTO k FROM old_rows;
+    IF k > 0 THEN
+        INSERT INTO mnemon_counts (key, n) VALUES ('edges', -k) ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n - k;
+    END IF;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_entities_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO entity_counts (entity, n) SELECT entity, COUNT(*) FROM new_rows GROUP BY entity
+    ON CONFLICT (entity) DO UPDATE SET n = entity_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_entities_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE entity_counts AS c SET n = c.n - d.k FROM (SELECT entity, COUNT(*) AS k FROM old_rows GROUP BY entity) AS d
+    WHERE c.entity = d.entity;
+    DELETE FROM entity_counts AS c USING (SELECT DISTINCT entity FROM old_rows) AS d WHERE c.entity = d.entity AND c.n <= 0;
     RETURN NULL;
 END $$""",
 )
 
 # (name, timing and events, table, level, function); the counter triggers carry SQLite's names,
 # which doctor's trigger check (counts.TRIGGER_NAMES) looks for.
+_NEW = "REFERENCING NEW TABLE AS new_rows"
+_OLD = "REFERENCING OLD TABLE AS old_rows"
 _TRIGGERS = (
     ("insights_stored_at", "BEFORE INSERT", "insights", "ROW", "mnemon_stored_at"),
     ("insights_change_seq", "BEFORE INSERT OR UPDATE", "insights", "ROW", "mnemon_change_stamp"),
     ("edges_change_seq", "BEFORE INSERT OR UPDATE", "edges", "ROW", "mnemon_change_stamp"),
     ("insights_change_del", "AFTER DELETE", "insights", "STATEMENT", "mnemon_change_deleted"),
     ("edges_change_del", "AFTER DELETE", "edges", "STATEMENT", "mnemon_change_deleted"),
-    ("insights_entities_ai", "AFTER INSERT", "insights", "ROW", "mnemon_entities_ai"),
+    ("insights_entities_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_entities_ai"),
     ("insights_entities_au", "AFTER UPDATE OF entities, deleted_at, created_at", "insights", "ROW", "mnemon_entities_au"),
     ("insights_entities_ad", "AFTER DELETE", "insights", "ROW", "mnemon_entities_ad"),
-    ("insights_count_ai", "AFTER INSERT", "insights", "ROW", "mnemon_count_insight"),
+    ("insights_count_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_count_insights_added"),
     ("insights_count_au", "AFTER UPDATE OF category, deleted_at", "insights", "ROW", "mnemon_count_insight"),
-    ("insights_count_ad", "AFTER DELETE", "insights", "ROW", "mnemon_count_insight"),
-    # AFTER INSERT fires only for rows really inserted (not for an upsert's update): the count is exact.
-    ("edges_count_bi", "AFTER INSERT", "edges", "ROW", "mnemon_count_edge"),
-    ("edges_count_ad", "AFTER DELETE", "edges", "ROW", "mnemon_count_edge"),
-    ("entities_count_ai", "AFTER INSERT", "insight_entities", "ROW", "mnemon_count_entity"),
-    ("entities_count_ad", "AFTER DELETE", "insight_entities", "ROW", "mnemon_count_entity"),
+    ("insights_count_ad", f"AFTER DELETE ON insights {_OLD}", None, "STATEMENT", "mnemon_count_insights_removed"),
+    # The insert transition table holds only rows really inserted (not an upsert's updates): exact.
+    ("edges_count_bi", f"AFTER INSERT ON edges {_NEW}", None, "STATEMENT", "mnemon_count_edges_added"),
+    ("edges_count_ad", f"AFTER DELETE ON edges {_OLD}", None, "STATEMENT", "mnemon_count_edges_removed"),
+    ("entities_count_ai", f"AFTER INSERT ON insight_entities {_NEW}", None, "STATEMENT", "mnemon_count_entities_added"),
+    ("entities_count_ad", f"AFTER DELETE ON insight_entities {_OLD}", None, "STATEMENT", "mnemon_count_entities_removed"),
 )
 
 # What the store modules ask SQLite's catalogue, answered from PostgreSQL's for this schema.
@@ -270,9 +300,9 @@ def migrate(conn: PgConnection, quoted_schema: str, schema_name: str) -> None:
         conn.execute(_SQLITE_MASTER.format(schema='"' + literal.replace('"', '""') + '"'), raw=True)
         conn.execute(_SQLITE_SEQUENCE, raw=True)
         for name, when, table, level, function in _TRIGGERS:
+            target = f"{when} ON {table}" if table else when  # transition-table triggers name their table inline
             conn.execute(
-                f"CREATE OR REPLACE TRIGGER {name} {when} ON {table} FOR EACH {level} EXECUTE FUNCTION {function}()",
-                raw=True,
+                f"CREATE OR REPLACE TRIGGER {name} {target} FOR EACH {level} EXECUTE FUNCTION {function}()", raw=True
             )
         for key, value in (("generation", "0"), ("embedding_format", EMBEDDING_FORMAT), ("store_id", secrets.token_hex(16))):
             conn.execute(
