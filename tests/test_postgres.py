@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, Cli, run_process
+from tests.conftest import REPO, Cli
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'mnemon[postgres]')")
 from psycopg import sql  # noqa: E402

@@ -67,8 +67,7 @@ def copy_store(source: Store, target: Store) -> Copied:
         conn.execute(_SQL_PUT_META, ("embedding_format", source.embedding_format))
         for key, value in meta:
             conn.execute(_SQL_PUT_META, (key, value))
-        for table, sql, rows in (("insights", _SQL_PUT_INSIGHT, insights), ("edges", _SQL_PUT_EDGE, edges),
-                                 ("oplog", _SQL_PUT_OPLOG, oplog)):  # fmt: skip
+        for sql, rows in ((_SQL_PUT_INSIGHT, insights), (_SQL_PUT_EDGE, edges), (_SQL_PUT_OPLOG, oplog)):
             for start in range(0, len(rows), _BATCH):
                 conn.executemany(sql, rows[start : start + _BATCH])
         if target.backend == "postgres" and oplog:
