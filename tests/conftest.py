@@ -107,7 +107,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # The CLI contract suites run against both backends (issue 11): their tests take ``data_dir``,
 # whose ``default`` store is, for the ``postgres`` parameter, registered on a fresh schema of the
 # session's PostgreSQL server. A test about SQLite's own files is marked ``sqlite_only``.
-BOTH_BACKENDS = {"test_cli_remember", "test_cli_commands", "test_cli_errors", "test_search", "test_recall", "test_import"}
+BOTH_BACKENDS = {
+    "test_cli_remember", "test_cli_commands", "test_cli_errors", "test_search", "test_recall", "test_import",
+    "test_embed_cli", "test_recall_vectors",
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:

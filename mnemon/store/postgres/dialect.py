@@ -8,6 +8,7 @@ most statements need only their placeholders rewritten. What differs is rewritte
 distinct statement (cached):
 
 - ``?`` placeholders become ``$1, $2, ...`` (server-side binding, so ``%`` needs no escaping);
+- an upsert's bare column in ``DO UPDATE SET`` is qualified with its table;
 - ``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``, ``INSERT OR REPLACE`` an upsert on the
   table's key that also moves a replaced edge to a new ``rowid`` (SQLite's REPLACE deletes and
   re-inserts, which the hot index's catch-up by ``rowid`` relies on);
@@ -76,12 +77,26 @@ def _insert_or(sql: str) -> str:
     return body + f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {', '.join(sets)}"
 
 
+_UPSERT_SET = re.compile(r"^\s*INSERT INTO (\w+)\b.*?\bDO UPDATE SET\b", re.S)
+_CAST_COLUMN = re.compile(r"\bCAST\((\w+) AS\b")
+
+
+def _qualify_upsert(sql: str) -> str:
+    """In SQLite's ``DO UPDATE SET col = f(col)`` a bare column is the existing row's; PostgreSQL
+    calls it ambiguous (the existing row or EXCLUDED), so it is qualified with the table."""
+    match = _UPSERT_SET.match(sql)
+    if match is None:
+        return sql
+    table = match.group(1)
+    return sql[: match.end()] + _CAST_COLUMN.sub(lambda m: f"CAST({table}.{m.group(1)} AS", sql[match.end() :])
+
+
 def translate(sql: str) -> str:
     """The PostgreSQL text of one SQLite statement of the store modules."""
     cached = _CACHE.get(sql)
     if cached is not None:
         return cached
-    out = _insert_or(sql)
+    out = _qualify_upsert(_insert_or(sql))
     out = _PLUS_HINT.sub("", out)
     out = _LIKE.sub("ILIKE", out)
     out = _SUBQUERY_GROUP.sub(") AS rows_of GROUP BY", out)
