@@ -23,6 +23,10 @@ import pytest
 
 from tests.conftest import REPO, Cli
 
+# remember commands per machine in the four-machine test (the figure is 100; 40 keeps the
+# suite fast). Read at import: the autouse fixture clears MNEMON_* variables.
+WRITES_PER_MACHINE = int(os.environ.get("MNEMON_TEST_PG_WRITES", "40"))
+
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'mnemon[postgres]')")
 from psycopg import sql  # noqa: E402
 
@@ -106,6 +110,22 @@ def test_an_unreachable_server_is_one_error_line_within_the_timeout(tmp_path, ca
     res = cli("--store", "team", "recall", "anything")
     assert res.code == 1 and res.err.startswith('Error: cannot reach PostgreSQL for store "team": ')
     assert time.monotonic() - started < 10
+
+
+def test_store_list_with_a_postgres_store_stays_light(tmp_path, pg_db) -> None:
+    from tests import pg_cluster
+
+    data = tmp_path / "m"
+    pg_cluster.register(data, "team", pg_db)
+    probe = (
+        "import sys; from mnemon.cli import main; code = main(['--data-dir', sys.argv[1], 'store', 'list']); "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'numpy', 'numba')); "
+        "print(heavy); sys.exit(code)"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe, str(data)], capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["  team  (postgres)", "[]"]
 
 
 def test_readonly_writes_nothing_remotely_or_locally(tmp_path, capsys, pg_db) -> None:
@@ -249,7 +269,7 @@ def _check_store(pg_db: str, acks: list[dict], clis: list[Cli], *, exact: bool) 
 
 
 def test_four_machines_write_one_store_at_once_and_lose_nothing(tmp_path, capsys, pg_db) -> None:
-    count = int(os.environ.get("MNEMON_TEST_PG_WRITES", "40"))
+    count = WRITES_PER_MACHINE
     clis = _machines(tmp_path, capsys, pg_db, 4)
     writers = [_start_writer(c.data_dir, f"m{k}", count, tmp_path / f"ack{k}") for k, c in enumerate(clis)]
     for w in writers:
