@@ -159,16 +159,18 @@ def main(argv: list[str] | None = None) -> int:
         cluster.start()
         admin_url = cluster.url
     work = Path(tempfile.mkdtemp(prefix="mnemon-bench-pg-"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    rows: list[dict[str, Any]] = []
     try:
-        rows = [bench_size(_size(s), admin_url, work, args.runs) for s in args.sizes.split(",")]
+        for size in args.sizes.split(","):
+            rows.append(bench_size(_size(size), admin_url, work, args.runs))
+            text = report(rows)  # written after every size: a long run keeps what it measured
+            (args.out / "postgres.md").write_text(text + "\n", encoding="utf-8")
+            print(text, flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if cluster is not None:
             cluster.stop()
-    text = report(rows)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "postgres.md").write_text(text + "\n", encoding="utf-8")
-    print(text)
     return 0
 
 
