@@ -11,7 +11,8 @@ after one warm-up run). Then the catch-up: a second data directory (another "mac
 ``recall`` after it (current). Without ``--url`` a private throwaway cluster is started from the
 server binaries (``tests/pg_cluster.py``: Unix socket in a temp dir, fsync off, as ``nobody`` when
 run as root) and stopped at the end. No embedding server: token mode, as in the hooks' default.
-Output: a Markdown table on stdout and in ``--out/postgres.md``.
+Output: Markdown tables (each time "wall ms / CPU ms", medians; CPU = user + system of the
+process, steadier than wall time on a shared machine) on stdout and in ``--out/postgres.md``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -51,21 +53,36 @@ def _env() -> dict[str, str]:
     return env
 
 
+LAST_CPU = [0.0]  # user + system seconds of the last run (steadier than wall time on a busy machine)
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(args: list[str], timeout: float = 7200) -> tuple[float, subprocess.CompletedProcess[bytes]]:
+    cpu = _children_cpu()
     start = time.perf_counter()
     proc = subprocess.run([sys.executable, "-m", "mnemon", *args], capture_output=True, env=_env(), timeout=timeout)
     seconds = time.perf_counter() - start
+    LAST_CPU[0] = _children_cpu() - cpu
     if proc.returncode != 0:
         raise SystemExit(f"mnemon {' '.join(args[:4])} failed: {proc.stderr.decode()[-2000:]}")
     return seconds, proc
 
 
-def _median_ms(plan: Any, runs: int) -> float:
+def _median_ms(plan: Any, runs: int) -> tuple[float, float]:
+    """Median wall and median CPU (user + system) milliseconds of ``runs`` whole-process runs."""
     _run(plan(-1))  # warm the page cache (and the server's) once
-    return statistics.median(_run(plan(k))[0] * 1000 for k in range(runs))
+    walls, cpus = [], []
+    for k in range(runs):
+        walls.append(_run(plan(k))[0] * 1000)
+        cpus.append(LAST_CPU[0] * 1000)
+    return statistics.median(walls), statistics.median(cpus)
 
 
-def _commands(base: list[str], runs: int) -> dict[str, float]:
+def _commands(base: list[str], runs: int) -> dict[str, tuple[float, float]]:
     plans = {
         "remember": lambda k: [*base, "remember", "--no-diff", f"Bench note {k} {time.time_ns()} about Kafka in OrderService"],
         "recall": lambda k: [*base, "recall", QUERIES[k % len(QUERIES)]],
@@ -80,8 +97,8 @@ def _import(base: list[str], draft: Path) -> float:
     return json.loads(proc.stdout)["imported"] / seconds
 
 
-def _catch_up(url_db: str, machine_a: Path, work: Path, size: int) -> dict[int, tuple[float, float]]:
-    """(first recall after k foreign writes, the recall after it) in ms, for each k."""
+def _catch_up(url_db: str, machine_a: Path, work: Path, size: int) -> dict[int, tuple[float, float, float, float]]:
+    """(wall, CPU) ms of the first recall after k foreign writes and (wall, CPU) of the recalls after it."""
     machine_b = work / "machine-b"
     _run(["--data-dir", str(machine_b), "store", "create", "team", "--postgres", url_db])
     out: dict[int, tuple[float, float]] = {}
@@ -91,8 +108,9 @@ def _catch_up(url_db: str, machine_a: Path, work: Path, size: int) -> dict[int, 
         _run(["--data-dir", str(machine_b), "--store", "team", "import", str(draft)])
         base = ["--data-dir", str(machine_a), "--store", "team", "recall", QUERIES[0]]
         first = _run(base)[0] * 1000
-        after = statistics.median(_run(base)[0] * 1000 for _ in range(3))
-        out[count] = (first, after)
+        first_cpu = LAST_CPU[0] * 1000
+        after, after_cpu = _median_ms(lambda _k, argv=base: argv, 3)  # (its warm-up run is one more recall)
+        out[count] = (first, first_cpu, after, after_cpu)
     return out
 
 
@@ -122,6 +140,7 @@ def bench_size(n: int, admin_url: str, work: Path, runs: int) -> dict[str, Any]:
 
 
 def report(rows: list[dict[str, Any]]) -> str:
+    """Markdown tables; each time cell is "wall ms / CPU ms" (medians)."""
     lines = [
         "| store | backend | import (insights/s) | remember | recall | search | status |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -129,14 +148,19 @@ def report(rows: list[dict[str, Any]]) -> str:
     for r in rows:
         for key, label in (("sqlite", "SQLite"), ("pg", "PostgreSQL")):
             t = r[key]
-            lines.append(
-                f"| {r['size']:,} | {label} | {r['import_' + key]:,.0f} | {t['remember']:.0f} ms | {t['recall']:.0f} ms "
-                f"| {t['search']:.0f} ms | {t['status']:.0f} ms |"
-            )
-    lines += ["", "| store | foreign writes | first recall (catch-up) | next recall | catch-up cost |", "|---|---:|---:|---:|---:|"]
+            cells = " | ".join(f"{t[c][0]:.0f} / {t[c][1]:.0f}" for c in ("remember", "recall", "search", "status"))
+            lines.append(f"| {r['size']:,} | {label} | {r['import_' + key]:,.0f} | {cells} |")
+    lines += [
+        "",
+        "| store | foreign writes | first recall (catch-up) | next recall | catch-up cost (wall / CPU) |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for r in rows:
-        for count, (first, after) in r["catch_up"].items():
-            lines.append(f"| {r['size']:,} | {count:,} | {first:.0f} ms | {after:.0f} ms | {first - after:+.0f} ms |")
+        for count, (first, first_cpu, after, after_cpu) in r["catch_up"].items():
+            lines.append(
+                f"| {r['size']:,} | {count:,} | {first:.0f} / {first_cpu:.0f} | {after:.0f} / {after_cpu:.0f} "
+                f"| {first - after:+.0f} / {first_cpu - after_cpu:+.0f} |"
+            )
     return "\n".join(lines)
 
 
