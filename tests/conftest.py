@@ -104,10 +104,93 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MNEMON_SERVER", "require" if SERVED else "off")
 
 
+# The CLI contract suites run against both backends (issue 11): their tests take ``data_dir``,
+# whose ``default`` store is, for the ``postgres`` parameter, registered on a fresh schema of the
+# session's PostgreSQL server. A test about SQLite's own files is marked ``sqlite_only``.
+BOTH_BACKENDS = {
+    "test_cli_remember", "test_cli_commands", "test_cli_errors", "test_search", "test_recall", "test_import",
+    "test_embed_cli", "test_recall_vectors",
+}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "sqlite_only: the test inspects SQLite's files; not run on PostgreSQL")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    module = metafunc.module.__name__.rsplit(".", 1)[-1]
+    if "backend" in metafunc.fixturenames and module in BOTH_BACKENDS:
+        both = metafunc.definition.get_closest_marker("sqlite_only") is None
+        metafunc.parametrize("backend", ["sqlite", "postgres"] if both else ["sqlite"], indirect=True)
+
+
+@pytest.fixture(scope="session")
+def pg_url() -> Iterator[str]:
+    """A PostgreSQL server for the session: ``MNEMON_TEST_POSTGRES_URL`` or a private cluster."""
+    from tests import pg_cluster
+
+    if pg_cluster.EXTERNAL_URL:
+        yield pg_cluster.EXTERNAL_URL
+        return
+    reason = ""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        reason = "psycopg is not installed (pip install 'mnemon[postgres]')"
+    bindir = pg_cluster.find_binaries()
+    if not reason and bindir is None:
+        reason = f"no PostgreSQL server binaries (initdb, pg_ctl) and no {pg_cluster.URL_ENV}"
+    if reason:
+        if pg_cluster.REQUIRED:
+            pytest.fail(f"{pg_cluster.REQUIRE_ENV}=1 but {reason}")
+        pytest.skip(reason)
+    assert bindir is not None
+    cluster = pg_cluster.Cluster(bindir)
+    try:
+        cluster.start()
+    except (RuntimeError, OSError, KeyError, subprocess.SubprocessError) as exc:
+        cluster.stop()
+        if pg_cluster.REQUIRED:
+            pytest.fail(f"cannot start a PostgreSQL cluster: {exc}")
+        pytest.skip(f"cannot start a PostgreSQL cluster: {exc}")
+    pg_cluster.ACTIVE = cluster
+    try:
+        yield cluster.url
+    finally:
+        pg_cluster.ACTIVE = None
+        cluster.stop()
+
+
 @pytest.fixture
-def data_dir(tmp_path: Path) -> Path:
+def pg_cluster_handle(pg_url: str) -> object:
+    """The session's cluster object (restart tests); skips when the server is external."""
+    from tests import pg_cluster
+
+    if pg_cluster.EXTERNAL_URL:
+        pytest.skip("the PostgreSQL server is external: it cannot be restarted by the tests")
+    assert pg_cluster.ACTIVE is not None
+    return pg_cluster.ACTIVE
+
+
+@pytest.fixture
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "sqlite"))
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[Path]:
     path = tmp_path / "mnemon-data"
-    return path
+    if backend != "postgres":
+        yield path
+        return
+    from tests import pg_cluster
+
+    url = request.getfixturevalue("pg_url")
+    schema = pg_cluster.register(path, "default", url)
+    try:
+        yield path
+    finally:
+        pg_cluster.drop_schema(url, schema)
 
 
 @dataclass

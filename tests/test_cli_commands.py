@@ -11,7 +11,6 @@ import shutil
 from datetime import timedelta
 from pathlib import Path
 
-import apsw
 import pytest
 
 from mnemon import __version__
@@ -250,9 +249,7 @@ def test_gc_threshold_limit_and_validation(data_dir, capsys) -> None:
 
 def test_gc_survives_unparsable_timestamps(data_dir, capsys) -> None:
     made = ok_at(data_dir, capsys, T0, "remember", "row the Go program stamped oddly", "--imp", "2")
-    conn = apsw.Connection(str(db_path(data_dir)))
-    conn.execute("UPDATE insights SET created_at = 'not a time', last_accessed_at = '' WHERE id = ?", (made["id"],))
-    conn.close()
+    query(data_dir, "UPDATE insights SET created_at = 'not a time', last_accessed_at = '' WHERE id = ?", (made["id"],))
     out = ok_at(data_dir, capsys, T0, "gc")
     (cand,) = out["candidates"]
     # An unreadable stamp reads as Go's zero time: maximally decayed, very old.
@@ -262,6 +259,7 @@ def test_gc_survives_unparsable_timestamps(data_dir, capsys) -> None:
 # --- stores, global flags, resolution ----------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only  # a fresh data dir: the postgres run pre-registers "default"
 def test_store_subcommands_and_messages(cli, data_dir) -> None:
     res = cli("store", "list")
     assert res.out == "  (no stores yet — run 'mnemon store create <name>' or any command to create default)\n"
@@ -322,6 +320,7 @@ def test_version_and_help(capsys, data_dir) -> None:
     assert plain(data_dir, capsys, "remember", "--help").code == 0
 
 
+@pytest.mark.sqlite_only
 def test_legacy_database_is_migrated_once(data_dir, capsys) -> None:
     ok_at(data_dir, capsys, None, "remember", "from the old layout")
     default = db_path(data_dir)
@@ -340,4 +339,5 @@ def test_whole_process_round_trip(data_dir) -> None:
     shown = run_process(["show", made.json()["id"]], data_dir=data_dir)
     assert shown.json()["category"] == "fact"
     side = [p.name for p in db_path(data_dir).parent.iterdir() if p.name.endswith(("-wal", "-shm", "-journal"))]
+    # (a PostgreSQL store has no database file here at all: only its registration and caches)
     assert side == []  # closed deterministically: the WAL is checkpointed away

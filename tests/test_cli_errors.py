@@ -18,12 +18,19 @@ from tests.conftest import REPO, Result
 SEED = "Seeded memory about Rust services"
 
 
-def snapshot(root: Path) -> dict[str, str]:
-    """SHA-256 of every file under ``root`` (a new, vanished or changed file shows up)."""
-    return {
+def snapshot(root: Path) -> dict[str, object]:
+    """SHA-256 of every file under ``root`` (a new, vanished or changed file shows up), and every
+    row of the default store when it lives in PostgreSQL."""
+    from mnemon.store import registration
+    from tests.test_cli_remember import stored_state
+
+    files: dict[str, object] = {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*")) if p.is_file()
     }
+    if registration.is_postgres(root / "data" / "default"):
+        files["<postgres rows>"] = stored_state(root)
+    return files
 
 
 @pytest.fixture

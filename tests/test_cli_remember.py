@@ -52,8 +52,33 @@ def db_path(data_dir: Path, store: str = "default") -> Path:
     return data_dir / "data" / store / "mnemon.db"
 
 
-def query(data_dir: Path, sql: str, params: tuple = ()) -> list[tuple]:
-    conn = apsw.Connection(str(db_path(data_dir)))
+def stored_state(data_dir: Path, store: str = "default") -> object:
+    """What a store holds, to compare before and after a command that must change nothing: the
+    SQLite file's bytes, or every row of a PostgreSQL store (and its change sequence)."""
+    from mnemon.store import registration
+
+    if not registration.is_postgres(db_path(data_dir, store).parent):
+        return db_path(data_dir, store).read_bytes()
+    tables = ("insights", "edges", "oplog", "mnemon_meta", "insight_entities", "mnemon_counts", "entity_counts")
+    state = {t: query(data_dir, f"SELECT * FROM {t} ORDER BY 1, 2", store=store) for t in tables}
+    state["seq"] = query(data_dir, "SELECT last_value FROM mnemon_change_seq", store=store)
+    return state
+
+
+def query(data_dir: Path, sql: str, params: tuple = (), store: str = "default") -> list[tuple]:
+    """Run one SQLite statement on a store: its file, or its PostgreSQL schema (translated, as the
+    store modules' statements are)."""
+    from mnemon.store import registration
+
+    if registration.is_postgres(db_path(data_dir, store).parent):
+        from mnemon.store import Store
+
+        opened = Store.open(db_path(data_dir, store), readonly=False, now="2026-01-01T00:00:00Z")
+        try:
+            return [tuple(r) for r in opened.conn.execute(sql, params)]
+        finally:
+            opened.close()
+    conn = apsw.Connection(str(db_path(data_dir, store)))
     try:
         return [tuple(r) for r in conn.execute(sql, params)]
     finally:
@@ -306,9 +331,7 @@ def test_auto_prune_respects_grace_then_prunes_aged_rows(data_dir, capsys, monke
     assert ids[4]["auto_pruned"] == 0 and ids[4]["auto_pruned_ids"] == []  # all inside the 24 h grace
     assert ok_at(data_dir, capsys, T0, "status")["total_insights"] == 4
     # Simulate age: the grace is measured on stored_at (physical insert time), not created_at.
-    conn = apsw.Connection(str(db_path(data_dir)))
-    conn.execute("UPDATE insights SET stored_at = '2026-02-16T09:00:00Z'")
-    conn.close()
+    query(data_dir, "UPDATE insights SET stored_at = '2026-02-16T09:00:00Z'")
     new = ok_at(data_dir, capsys, T0 + timedelta(minutes=1), "remember", "fifth memory arrives", "--imp", "3")
     assert new["auto_pruned"] == 2
     assert new["auto_pruned_ids"] == [ids[1]["id"], ids[2]["id"]]  # lowest stored EI first; imp 4 immune

@@ -7,8 +7,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-import apsw
 import pytest
+
+from tests.test_cli_remember import query, stored_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -27,14 +28,11 @@ def _db(data_dir: Path) -> Path:
 
 
 def _edges(data_dir: Path) -> list[tuple[str, str, str, float, dict[str, str]]]:
-    conn = apsw.Connection(str(_db(data_dir)))
-    try:
-        rows = conn.execute(
-            "SELECT s.content, t.content, e.edge_type, e.weight, e.metadata FROM edges e "
-            "JOIN insights s ON s.id = e.source_id JOIN insights t ON t.id = e.target_id"
-        ).fetchall()
-    finally:
-        conn.close()
+    rows = query(
+        data_dir,
+        "SELECT s.content, t.content, e.edge_type, e.weight, e.metadata FROM edges e "
+        "JOIN insights s ON s.id = e.source_id JOIN insights t ON t.id = e.target_id",
+    )
     return [(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
 
 
@@ -175,12 +173,12 @@ def test_import_between_two_old_neighbours_replaces_their_backbone_pair(cli, tmp
 )
 def test_bad_drafts_fail_with_the_contract_message_and_change_nothing(cli, tmp_path, draft, message):
     cli.ok("remember", "kept memory")
-    before = _db(cli.data_dir).read_bytes()
+    before = stored_state(cli.data_dir)
     result = cli("import", _write(tmp_path, draft))
     assert result.code == 1
     assert result.err.strip() == f"Error: {message}"
     assert "Traceback" not in result.err
-    assert _db(cli.data_dir).read_bytes() == before
+    assert stored_state(cli.data_dir) == before
 
 
 def test_load_errors(cli, tmp_path):
@@ -197,13 +195,13 @@ def test_load_errors(cli, tmp_path):
 def test_dry_run_writes_nothing(cli, tmp_path):
     cli.ok("remember", "existing memory")
     db = _db(cli.data_dir)
-    before = db.read_bytes()
+    before = stored_state(cli.data_dir)
     draft = {"schema_version": "1", "insights": [{"content": "a"}, {"content": "b"}],
              "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal"}]}
     result = cli("import", "--dry-run", _write(tmp_path, draft))
     assert result.code == 0
     assert result.out == "Dry run: 2 insights, 1 explicit edges — validation passed.\n"
-    assert db.read_bytes() == before
+    assert stored_state(cli.data_dir) == before
     assert not Path(f"{db}-wal").exists()
 
 
@@ -237,26 +235,22 @@ def test_batched_import_equals_one_by_one(cli, tmp_path, monkeypatch, data_dir):
 
 
 def _edge_multiset(data_dir: Path, store: str = "default") -> Counter[tuple[str, str, str, float]]:
-    conn = apsw.Connection(str(data_dir / "data" / store / "mnemon.db"))
-    try:
-        rows = conn.execute(
-            "SELECT s.content, t.content, e.edge_type, e.weight FROM edges e "
-            "JOIN insights s ON s.id = e.source_id JOIN insights t ON t.id = e.target_id"
-        ).fetchall()
-    finally:
-        conn.close()
+    rows = query(
+        data_dir,
+        "SELECT s.content, t.content, e.edge_type, e.weight FROM edges e "
+        "JOIN insights s ON s.id = e.source_id JOIN insights t ON t.id = e.target_id",
+        store=store,
+    )
     return Counter((r[0], r[1], r[2], round(r[3], 12)) for r in rows)
 
 
 def _insight_rows(data_dir: Path, store: str) -> list[tuple[object, ...]]:
-    conn = apsw.Connection(str(data_dir / "data" / store / "mnemon.db"))
-    try:
-        return conn.execute(
-            "SELECT content, category, importance, tags, entities, source, created_at FROM insights "
-            "WHERE deleted_at IS NULL ORDER BY content"
-        ).fetchall()
-    finally:
-        conn.close()
+    return query(
+        data_dir,
+        "SELECT content, category, importance, tags, entities, source, created_at FROM insights "
+        "WHERE deleted_at IS NULL ORDER BY content",
+        store=store,
+    )
 
 
 def test_export_then_import_reproduces_insights_and_edges(cli, tmp_path):

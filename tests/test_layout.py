@@ -26,10 +26,7 @@ HEAVY = ("numpy", "numba", "kernels")
 
 # Known departures, each with the reason it is tolerated; an entry that no longer applies fails
 # the test below, so the list can only shrink.
-APSW_OUTSIDE_STORE = {
-    "mnemon/engine/bulk.py": "catches apsw.Error around explicit import edges (owner: import/export)",
-    "mnemon/engine/scan.py": "apsw.Connection used in annotations only (owner: recall/search)",
-}
+APSW_OUTSIDE_STORE: dict[str, str] = {}
 
 
 @dataclass(frozen=True)

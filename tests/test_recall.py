@@ -311,15 +311,27 @@ def test_access_bump_and_oplog_in_one_transaction(tcli: TimedCli) -> None:
     assert log.count("recall") == 2 and "q=disk alarms hits=1" in log
 
 
-def snapshot(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(root.rglob("*")) if p.is_file()}
+def snapshot(root: Path) -> dict[str, object]:
+    """SHA-256 of every file under ``root`` (a new, vanished or changed file shows up), and every
+    row of the default store when it lives in PostgreSQL."""
+    from mnemon.store import registration
+    from tests.test_cli_remember import stored_state
+
+    files: dict[str, object] = {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*")) if p.is_file()
+    }
+    if registration.is_postgres(root / "data" / "default"):
+        files["<postgres rows>"] = stored_state(root)
+    return files
 
 
 def test_readonly_recall_changes_no_byte_even_with_a_stale_index(tcli: TimedCli, data_dir: Path) -> None:
     a = tcli.remember("Readonly snapshots serve the GUI")
     tcli.ok("recall", "snapshots")  # the index file exists now
     b = tcli.remember("A newer memory about snapshots")  # index caught up by remember...
-    hot = db_file(data_dir).with_name("mnemon.db.index") / "hot"
+    (folder,) = db_file(data_dir).parent.glob("*.index")  # mnemon.db.index, or postgres-<store id>.index
+    hot = folder / "hot"
     hot.unlink()  # ...and then lost: a read-only reader must rebuild in memory
     before = snapshot(data_dir)
     out = tcli.ok("--readonly", "recall", "snapshots", "--verbose")

@@ -127,8 +127,9 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
         return 1
     except Exception as exc:
         # An apsw error from a read outside write_tx (a corrupt page, an I/O error) is still a
-        # one-line store error; matched by module so the CLI never imports apsw.
-        if type(exc).__module__ == "apsw":
+        # one-line store error; matched by module so the CLI never imports apsw (the PostgreSQL
+        # backend's statement errors subclass apsw's).
+        if any(cls.__module__ == "apsw" for cls in type(exc).__mro__):
             print(f"Error: database error: {_one_line(str(exc))}", file=sys.stderr)
             return 1
         raise

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
+import sys
+from pathlib import Path
+from typing import Any, Optional
 
 import typer
 
@@ -33,13 +35,27 @@ def store_list(ctx: typer.Context) -> None:
     if names is None:
         render.emit_text("  (no stores yet — run 'mnemon store create <name>' or any command to create default)")
         return
-    lines = [("* " if n == settings.store else "  ") + n for n in names]
+    from mnemon.store import registration
+    from mnemon.store.layout import stores_dir
+
+    # SQLite is the default backend and keeps the Go layout's line; a PostgreSQL store says so.
+    lines = [
+        ("* " if n == settings.store else "  ") + n
+        + ("  (postgres)" if registration.is_postgres(stores_dir(settings.data_dir) / n) else "")
+        for n in names
+    ]
     render.emit_text("\n".join(lines) if lines else "")
 
 
 @store_app.command("create")
-def store_create(ctx: typer.Context, words: Words = typer.Argument(None, help="store name")) -> None:
-    """Create a new store."""
+def store_create(
+    ctx: typer.Context,
+    words: Words = typer.Argument(None, help="store name"),
+    postgres: Optional[str] = typer.Option(
+        None, "--postgres", help="keep the store in PostgreSQL: a libpq URL or 'service=NAME' (no password)"
+    ),
+) -> None:
+    """Create a new store (SQLite, or a PostgreSQL schema with --postgres)."""
     from mnemon.engine.core import format_ts, utc_now
     from mnemon.store import Store
     from mnemon.store.layout import store_db_path, store_exists
@@ -52,8 +68,34 @@ def store_create(ctx: typer.Context, words: Words = typer.Argument(None, help="s
         from mnemon.errors import ReadonlyModeError
 
         raise ReadonlyModeError("store create")
-    Store.open(store_db_path(settings.data_dir, name), readonly=False, now=format_ts(utc_now())).close()
+    if postgres is not None:
+        _create_postgres(settings.data_dir, name, postgres)
+    else:
+        Store.open(store_db_path(settings.data_dir, name), readonly=False, now=format_ts(utc_now())).close()
     render.emit_text(f'Created store "{name}"')
+
+
+def _postgres_backend() -> Any:
+    try:
+        from mnemon.store import postgres
+    except ImportError as exc:
+        raise InputError(f"PostgreSQL stores need psycopg: pip install 'mnemon[postgres]' ({exc})") from exc
+    return postgres
+
+
+def _create_postgres(data_dir: Path, name: str, conninfo: str) -> None:
+    """Create (or join) the store's schema first, then write the 0600 registration."""
+    from mnemon.store import registration
+    from mnemon.store.connection import ensure_private_dir
+    from mnemon.store.layout import stores_dir
+
+    postgres = _postgres_backend()
+    registration.refuse_password(postgres.parse_conninfo(conninfo))
+    reg = registration.Registration(name, conninfo, registration.schema_for(name))
+    store_dir = stores_dir(data_dir) / name
+    postgres.PostgresStore.open_with(reg, store_dir, readonly=False).close()
+    ensure_private_dir(store_dir)
+    registration.write(store_dir, reg)
 
 
 @store_app.command("set")
@@ -70,9 +112,15 @@ def store_set(ctx: typer.Context, words: Words = typer.Argument(None, help="stor
 
 
 @store_app.command("remove")
-def store_remove(ctx: typer.Context, words: Words = typer.Argument(None, help="store name")) -> None:
-    """Delete a store and all its insights."""
-    from mnemon.store.layout import remove_store, store_exists
+def store_remove(
+    ctx: typer.Context,
+    words: Words = typer.Argument(None, help="store name"),
+    drop: bool = typer.Option(False, "--drop", help="PostgreSQL store: also drop its schema and data on the server"),
+    yes: bool = typer.Option(False, "--yes", "-y", help="drop without asking"),
+) -> None:
+    """Delete a store and all its insights (a PostgreSQL store: forget it; --drop deletes the data too)."""
+    from mnemon.store import registration
+    from mnemon.store.layout import remove_store, store_exists, stores_dir
 
     name = _name(words)
     settings = ctx.obj.settings()
@@ -84,8 +132,64 @@ def store_remove(ctx: typer.Context, words: Words = typer.Argument(None, help="s
         from mnemon.errors import ReadonlyModeError
 
         raise ReadonlyModeError("store remove")
+    store_dir = stores_dir(settings.data_dir) / name
+    if drop:
+        if not registration.is_postgres(store_dir):
+            raise InputError(f'store "{name}" is not a PostgreSQL store: --drop applies to PostgreSQL stores only')
+        schema = registration.read(store_dir).schema
+        if not yes and not _confirmed(f'Drop PostgreSQL schema "{schema}" and every insight in it? [y/N] '):
+            raise InputError("store remove --drop: not confirmed; nothing removed")
+        _postgres_backend().drop_remote(store_dir)
     remove_store(settings.data_dir, name)
     render.emit_text(f'Removed store "{name}"')
+
+
+def _confirmed(question: str) -> bool:
+    sys.stderr.write(question)
+    sys.stderr.flush()
+    try:
+        answer = sys.stdin.readline().strip().lower()
+    except (OSError, ValueError):  # no readable stdin (a hook, a closed descriptor): not confirmed
+        return False
+    return answer in ("y", "yes")
+
+
+@store_app.command("copy")
+def store_copy(
+    ctx: typer.Context, words: Words = typer.Argument(None, help="source and destination store names")
+) -> None:
+    """Copy every row of one store into an empty one (either backend): ids, times, counts, embeddings, oplog."""
+    from mnemon.engine.core import format_ts, utc_now
+    from mnemon.store import Store, copy
+    from mnemon.store.layout import store_db_path, store_exists
+
+    src, dst = exactly(words, 2)
+    for name in (src, dst):
+        if not config.valid_store_name(name):
+            raise InputError(f"invalid store name {config.quote_name(name)}: must match [a-zA-Z0-9][a-zA-Z0-9_-]*")
+    if src == dst:
+        raise InputError("store copy: source and destination are the same store")
+    settings = ctx.obj.settings()
+    if not store_exists(settings.data_dir, src):
+        raise NotFoundError(f'store "{src}" does not exist')
+    if settings.readonly:
+        from mnemon.errors import ReadonlyModeError
+
+        raise ReadonlyModeError("store copy")
+    now = format_ts(utc_now())
+    source = Store.open(store_db_path(settings.data_dir, src), readonly=True, now=now)
+    try:
+        target = Store.open(store_db_path(settings.data_dir, dst), readonly=False, now=now)
+        try:
+            copied = copy.copy_store(source, target)
+        finally:
+            target.close()
+    finally:
+        source.close()
+    render.emit_text(
+        f'Copied store "{src}" to "{dst}" ({copied.insights} insights, {copied.edges} edges, '
+        f"{copied.oplog} oplog entries)"
+    )
 
 
 def register(app: typer.Typer) -> None:

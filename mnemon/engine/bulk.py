@@ -26,8 +26,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import apsw
-
 from mnemon import linking
 from mnemon.drafts import Draft, DraftInsight
 from mnemon.engine import graph, prepare
@@ -45,10 +43,11 @@ from mnemon.records import (
     Edge,
     Insight,
 )
-from mnemon.store import connection, edges, insights, oplog
+from mnemon.store import StatementError, edges, insights, oplog
 from mnemon.text import token_overlap, tokenize
 
 if TYPE_CHECKING:
+    import apsw
     import numpy as np
     from numpy.typing import NDArray
 
@@ -199,7 +198,7 @@ class ImportMixin(WriteMixin):
         """Import a validated draft; return the §3.15 output object."""
         self.require_writable("import")
         now = self.now()
-        with connection.bulk_tuning(self.store.conn):
+        with self.store.bulk_tuning():
             return self._import(draft, no_diff, progress, now)
 
     def _import(self, draft: Draft, no_diff: bool, progress: Progress | None, now: datetime) -> dict[str, object]:
@@ -239,7 +238,7 @@ class ImportMixin(WriteMixin):
             chunk = draft.insights[start : start + size]
             vectors = self._embed_chunk(embedder, [item.content for item in chunk])
             # Foreign keys are checked set-based before the chunk's edges are written (_checked).
-            with connection.foreign_keys_unchecked(store.conn), store.transaction("import") as conn:
+            with store.foreign_keys_unchecked(), store.transaction("import") as conn:
                 if store.generation() != state.generation:
                     state.reset(conn)  # first batch, or another process wrote since our last commit
                 try:
@@ -247,7 +246,7 @@ class ImportMixin(WriteMixin):
                         out = self._import_chunk(
                             conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, defer=True
                         )
-                except apsw.Error:
+                except StatementError:
                     # A row failed (never seen in practice): redo the chunk one savepoint per item,
                     # so only the failing items become errors, from state as the store has it.
                     state.reset(conn)
@@ -339,7 +338,7 @@ class ImportMixin(WriteMixin):
                             conn, state, new, item.entities, prep, vector, neighbours, offset, now, stamp, item_edges,
                             write=True,
                         )
-                except apsw.Error as exc:
+                except StatementError as exc:
                     result.update(action="error", error=str(exc))
                     out.ids.append(None)
                     out.counts["errors"] += 1
@@ -484,20 +483,20 @@ class ImportMixin(WriteMixin):
             explicit.append(Edge(source_id, target_id, e.edge_type, e.weight, meta, stamp))
             touched[source_id] = None
             touched[target_id] = None
-        with connection.foreign_keys_unchecked(self.store.conn), self.store.transaction("import") as conn:
+        with self.store.foreign_keys_unchecked(), self.store.transaction("import") as conn:
             inserted = 0
             explicit = _checked(conn, explicit, self._notice)
             try:
                 with conn:  # key order keeps the edge b-trees' pages hot
                     edges.upsert_many(conn, sorted(explicit, key=lambda e: (e.source_id, e.target_id, e.edge_type)))
                 inserted = len(explicit)
-            except apsw.Error:
+            except StatementError:
                 for k, edge in enumerate(explicit):  # find the failing ones, keep the rest
                     try:
                         with conn:
                             edges.upsert(conn, edge)
                         inserted += 1
-                    except apsw.Error as exc:
+                    except StatementError as exc:
                         self._notice(f"warning: explicit edge {k}: {exc}")
             added_set = set(added)
             for source in sources:

@@ -23,7 +23,7 @@ from typing import Any
 
 from mnemon.engine.core import EngineBase
 from mnemon.errors import NotFoundError, StoreError
-from mnemon.store import check, counts, derived
+from mnemon.store import check, counts, derived, registration
 from mnemon.store.connection import DIR_MODE, FILE_MODE
 from mnemon.store.layout import SIDE_SUFFIXES
 from mnemon.store.schema import SCHEMA_VERSION
@@ -52,17 +52,19 @@ class DoctorMixin(EngineBase):
         """Run every consistency check; with ``repair``, fix what is derived first (§ doctor)."""
         db_path = self.settings.db_path
         try:
-            found = db_path.is_file()
+            found = db_path.is_file() or registration.is_postgres(db_path.parent)
         except OSError:  # e.g. a store name longer than the file system allows
             found = False
         if not found:
             raise NotFoundError(f"database not found: {db_path}")
         if repair:
             self.require_writable("doctor --repair")
+        # The local files: a PostgreSQL store has only its derived caches here (under store.path).
+        local = self.store.path
         repaired: list[str] = []
         if repair:
-            repaired = self._repair(db_path)
-        checks = self._checks(db_path)
+            repaired = self._repair(local)
+        checks = self._checks(local)
         report: dict[str, object] = {
             "ok": all(c["ok"] for c in checks),
             "store": self.settings.store,
@@ -174,7 +176,10 @@ class DoctorMixin(EngineBase):
                 done.append(f"removed {removed} dangling edge(s)")
             if counts.problems(conn):
                 with self.store.transaction("doctor --repair") as tx:
-                    counts.install(tx)  # recreates a dropped trigger and recounts every counter
+                    if self.store.backend == "sqlite":
+                        counts.install(tx)  # recreates a dropped trigger and recounts every counter
+                    else:
+                        counts.rebuild(tx)  # the server's triggers are the schema's (postgres/schema.py)
                 done.append("recounted the status counters")
         for path in derived_files(db_path):
             if path.name.endswith(".lock"):

@@ -137,8 +137,7 @@ class EmbedMixin(VectorMixin):
         self.after_write()
 
     def _any_content(self) -> str | None:
-        row = self.store.conn.execute("SELECT content FROM insights WHERE deleted_at IS NULL LIMIT 1").fetchone()
-        return None if row is None else str(row[0])
+        return insights.any_active_content(self.store.conn)
 
     def _embed_batch(self, embedder: Embedder, batch: list[tuple[str, str]]) -> int:
         """Embed and store one batch in one transaction; return how many were stored."""

@@ -25,7 +25,6 @@ if TYPE_CHECKING:
 
     from mnemon.engine.hot import HotIndex
 
-_SQL_VECTORS = "SELECT id, embedding FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +123,7 @@ class RetrieveMixin(EngineBase):
         if qnorm == 0:
             return sims
         fmt = self.store.embedding_format
-        for insight_id, raw in conn.execute(_SQL_VECTORS):
+        for insight_id, raw in insights.active_embeddings(conn):
             row = index.row_of(str(insight_id))
             vec = blob.decode(raw, fmt)
             if row is None or vec is None or vec.shape != qvec.shape:

@@ -14,19 +14,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import apsw
-
+from mnemon.store import insights
 from mnemon.text import insight_tokens
 
 if TYPE_CHECKING:
+    import apsw
     import numpy as np
 
     from mnemon.engine.hot import HotIndex
 
-_SQL_ROW = "SELECT id, content, category, importance, created_at, tags, entities, deleted_at FROM insights WHERE id = ?"
-_SQL_ACTIVE_TEXT = (
-    "SELECT id, content, category, importance, created_at, tags, entities FROM insights WHERE deleted_at IS NULL"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,18 +63,18 @@ class ActiveTokens:
     def rows(self) -> list[ScanRow]:
         """Every active row with its tokens (loaded on first use only; the ranked scans never need it)."""
         if self._rows is None:
-            self._rows = [_scan_row(r) for r in self._conn.execute(_SQL_ACTIVE_TEXT)]
+            self._rows = [_scan_row(r) for r in insights.scan_rows(self._conn)]
         return self._rows
 
     def active_row(self, insight_id: str) -> ScanRow | None:
         """One active insight with its §4.1 tokens, exactly as ``rows`` would hold it, or None."""
-        r = self._conn.execute(_SQL_ROW, (insight_id,)).fetchone()
+        r = insights.scan_row(self._conn, insight_id)
         return None if r is None or r[7] is not None else _scan_row(r)
 
     def _hits(self, scored: list[tuple[int, float]]) -> list[ScoredRow]:
         out = []
         for row, score in scored:
-            r = self._conn.execute(_SQL_ROW, (self._index.id_at(row),)).fetchone()
+            r = insights.scan_row(self._conn, self._index.id_at(row))
             if r is not None:
                 out.append(ScoredRow(_scan_row(r), score))
         return out

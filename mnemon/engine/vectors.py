@@ -71,14 +71,12 @@ class VectorMixin(EngineBase):
 
     def _blob_dim(self) -> int | None:
         """The length of an existing vector blob (a Go store records no dimension)."""
-        from mnemon.store import blob
+        from mnemon.store import blob, insights
 
         conn = self.store.conn
         fmt = self.store.embedding_format
-        row = conn.execute(
-            "SELECT embedding FROM insights WHERE embedding IS NOT NULL AND deleted_at IS NULL LIMIT 1"
-        ).fetchone()
-        vector = None if row is None else blob.decode(row[0], fmt)
+        raw = insights.any_active_blob(conn)
+        vector = None if raw is None else blob.decode(raw, fmt)
         return None if vector is None else int(vector.shape[0])
 
     def vector_mismatch(self, model: str, dim: int) -> str | None:

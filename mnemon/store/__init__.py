@@ -1,12 +1,15 @@
-"""The store: one SQLite database per store, opened the one way mnemon uses it.
+"""The store: one database per store, SQLite by default or a PostgreSQL schema.
 
 ``Store`` owns the connection, the write transaction, the schema migration and the blob
-format; the SQL itself lives in ``insights``, ``edges`` and ``oplog``. This package is the only
-importer of apsw, and it never imports domain modules, the embedder or the CLI.
+format; the SQL itself lives in ``insights``, ``edges`` and ``oplog``. A store directory holding a
+PostgreSQL registration opens as ``postgres.PostgresStore`` instead (psycopg is imported only
+then), whose connection runs the same store functions (see ``postgres/dialect.py``). This package
+is the only importer of apsw and psycopg, and it never imports domain modules, the embedder or the CLI.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,14 +17,20 @@ from pathlib import Path
 import apsw
 
 from mnemon.errors import ReadonlyModeError, StoreError
-from mnemon.store import connection, derived, edges, insights, oplog, schema
+from mnemon.store import connection, derived, edges, insights, oplog, registration, schema
 from mnemon.store.tx import translate, write_tx
 
-__all__ = ["Store", "edges", "insights", "oplog"]
+__all__ = ["StatementError", "Store", "edges", "insights", "oplog"]
+
+# A statement failed inside a transaction that can still roll back to a savepoint (both backends
+# raise a subclass: the PostgreSQL connection's failures are apsw-shaped, postgres/connection.py).
+StatementError = apsw.Error
 
 
 class Store:
     """An open store database (writable or read-only)."""
+
+    backend = "sqlite"
 
     def __init__(self, conn: apsw.Connection, path: Path, *, readonly: bool) -> None:
         self.conn = conn
@@ -32,6 +41,10 @@ class Store:
     @classmethod
     def open(cls, path: Path, *, readonly: bool, now: str) -> Store:
         """Open ``path``; a writable open creates and migrates it, a read-only open never writes."""
+        if registration.is_postgres(path.parent):
+            from mnemon.store.postgres import PostgresStore
+
+            return PostgresStore.open_registered(path.parent, readonly=readonly, now=now)
         if readonly:
             return cls(connection.open_readonly(path), path, readonly=True)
         conn = connection.open_writable(path)
@@ -57,6 +70,15 @@ class Store:
             raise ReadonlyModeError(action)
         with write_tx(self.conn) as conn:
             yield conn
+
+    def bulk_tuning(self) -> contextlib.AbstractContextManager[None]:
+        """Tune the connection for a bulk write (import) while the context lasts."""
+        return connection.bulk_tuning(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
+
+    def foreign_keys_unchecked(self) -> contextlib.AbstractContextManager[None]:
+        """Skip per-row foreign-key checks for one bulk transaction (SQLite only: a PostgreSQL
+        server always checks them, at a cost it pays on its own side)."""
+        return connection.foreign_keys_unchecked(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
 
     def generation(self) -> int:
         return schema.generation(self.conn)

@@ -340,3 +340,37 @@ def active_embeddings(conn: apsw.Connection) -> Iterator[tuple[str, bytes]]:
     """(id, raw blob) of every active insight that has an embedding."""
     for r in conn.execute(_SQL_ACTIVE_EMBEDDINGS):
         yield str(r[0]), bytes(r[1])
+
+
+# --- the write path's token scans (engine/scan.py) -----------------------------------------------
+
+_SQL_SCAN_ROW = "SELECT id, content, category, importance, created_at, tags, entities, deleted_at FROM insights WHERE id = ?"
+_SQL_SCAN_ACTIVE = (
+    "SELECT id, content, category, importance, created_at, tags, entities FROM insights WHERE deleted_at IS NULL"
+)
+_SQL_ANY_ACTIVE_CONTENT = "SELECT content FROM insights WHERE deleted_at IS NULL LIMIT 1"
+
+
+def scan_row(conn: apsw.Connection, insight_id: str) -> tuple[object, ...] | None:
+    """(id, content, category, importance, created_at, tags, entities, deleted_at) of one insight."""
+    return conn.execute(_SQL_SCAN_ROW, (insight_id,)).fetchone()
+
+
+def scan_rows(conn: apsw.Connection) -> Iterator[tuple[object, ...]]:
+    """(id, content, category, importance, created_at, tags, entities) of every active insight."""
+    return iter(conn.execute(_SQL_SCAN_ACTIVE))
+
+
+def any_active_content(conn: apsw.Connection) -> str | None:
+    """The content of some active insight (the embed command's probe text), or None."""
+    row = conn.execute(_SQL_ANY_ACTIVE_CONTENT).fetchone()
+    return None if row is None else str(row[0])
+
+
+_SQL_ANY_ACTIVE_BLOB = "SELECT embedding FROM insights WHERE embedding IS NOT NULL AND deleted_at IS NULL LIMIT 1"
+
+
+def any_active_blob(conn: apsw.Connection) -> bytes | None:
+    """The embedding blob of some active insight (its length tells a Go store's dimension), or None."""
+    row = conn.execute(_SQL_ANY_ACTIVE_BLOB).fetchone()
+    return None if row is None else bytes(row[0])

@@ -1,0 +1,335 @@
+"""The PostgreSQL store schema: same tables and rules as the SQLite store, one schema per store.
+
+Created and migrated idempotently by the first writer, under the store's advisory lock (so two
+machines opening a new store at once create it once). Text columns are ``COLLATE "C"``: ordering
+and comparison are byte-wise, as in SQLite, so ties break the same way on both backends. Each
+table SQLite keys by ``rowid`` has a ``rowid bigserial`` column with the same role (insert order;
+the hot index and vector matrix catch up by it). The triggers keep the derived rows SQLite's
+triggers keep (``stored_at``, ``insight_entities``, ``mnemon_counts``, ``entity_counts``) under the
+same names, plus the change sequence: every insert and update of an insight or an edge stamps the
+row with ``nextval('mnemon_change_seq')`` (``change_seq``), and every delete advances it, so a
+reader can tell "nothing changed" (the sequence's last value) and which rows changed after a value (a
+scan of ``change_seq``; not indexed: every index costs each imported edge row a write, and the
+caches catch up by the same ``rowid`` and generation markers as on SQLite). Embeddings are
+little-endian float32 (the Go format). Helper functions and a ``sqlite_master`` view let the store
+modules' statements run unchanged (see ``dialect.py``).
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING
+
+from mnemon.store import counts
+from mnemon.store.schema import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from mnemon.store.postgres.connection import PgConnection
+
+EMBEDDING_FORMAT = "float32"
+
+_C = 'COLLATE "C"'
+_TABLES = (
+    f"""CREATE TABLE IF NOT EXISTS insights (
+    rowid bigserial NOT NULL UNIQUE,
+    id text {_C} PRIMARY KEY,
+    content text {_C} NOT NULL,
+    category text {_C} NOT NULL DEFAULT 'general',
+    importance integer NOT NULL DEFAULT 3,
+    tags text {_C} NOT NULL DEFAULT '[]',
+    entities text {_C} NOT NULL DEFAULT '[]',
+    source text {_C} NOT NULL DEFAULT 'user',
+    access_count integer NOT NULL DEFAULT 0,
+    created_at text {_C} NOT NULL,
+    updated_at text {_C} NOT NULL,
+    deleted_at text {_C},
+    last_accessed_at text {_C},
+    embedding bytea,
+    effective_importance double precision DEFAULT 0.5,
+    stored_at text {_C},
+    change_seq bigint NOT NULL DEFAULT 0
+)""",
+    f"""CREATE TABLE IF NOT EXISTS edges (
+    rowid bigserial NOT NULL UNIQUE,
+    source_id text {_C} NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+    target_id text {_C} NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+    edge_type text {_C} NOT NULL CHECK (edge_type IN ('temporal', 'semantic', 'causal', 'entity', 'supersedes')),
+    weight double precision NOT NULL DEFAULT 1.0,
+    metadata text {_C} NOT NULL DEFAULT '{{}}',
+    created_at text {_C} NOT NULL,
+    change_seq bigint NOT NULL DEFAULT 0,
+    PRIMARY KEY (source_id, target_id, edge_type)
+)""",
+    f"""CREATE TABLE IF NOT EXISTS oplog (
+    id bigserial PRIMARY KEY,
+    operation text {_C} NOT NULL,
+    insight_id text {_C},
+    detail text {_C} DEFAULT '',
+    created_at text {_C} NOT NULL
+)""",
+    f"CREATE TABLE IF NOT EXISTS mnemon_meta (key text {_C} PRIMARY KEY, value text {_C} NOT NULL)",
+    f"""CREATE TABLE IF NOT EXISTS insight_entities (
+    entity text {_C} NOT NULL,
+    created_at text {_C} NOT NULL,
+    insight_id text {_C} NOT NULL,
+    PRIMARY KEY (entity, created_at, insight_id)
+)""",
+    f"CREATE TABLE IF NOT EXISTS mnemon_counts (key text {_C} PRIMARY KEY, n bigint NOT NULL)",
+    f"CREATE TABLE IF NOT EXISTS entity_counts (entity text {_C} PRIMARY KEY, n bigint NOT NULL)",
+    "CREATE SEQUENCE IF NOT EXISTS mnemon_change_seq",
+)
+
+_INDEXES = (
+    "CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_ei ON insights(effective_importance)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_stored ON insights(stored_at)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_created ON insights(created_at DESC) WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_source ON insights(source, created_at) WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_importance ON insights(importance DESC, created_at DESC) "
+    "WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_insights_prune_stored ON insights(deleted_at, importance, access_count, "
+    "stored_at, effective_importance)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_deleted_at ON insights(deleted_at) WHERE deleted_at IS NOT NULL",
+    # A B-tree entry is limited to about 2.7 kB; content may be longer: a hash index for equality.
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_content ON insights USING hash (content) WHERE deleted_at IS NULL",
+    "CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type)",
+    "CREATE INDEX IF NOT EXISTS idx_oplog_created ON oplog(created_at)",
+    "CREATE INDEX IF NOT EXISTS idx_entity_counts_n ON entity_counts(n DESC, entity)",
+)
+
+# SQLite's JSON and string functions the store's statements use, with SQLite's results.
+_FUNCTIONS = (
+    """CREATE OR REPLACE FUNCTION json_valid(raw text) RETURNS integer LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF raw IS NULL THEN RETURN NULL; END IF;
+    PERFORM raw::json;
+    RETURN 1;
+EXCEPTION WHEN others THEN
+    RETURN 0;
+END $$""",
+    """CREATE OR REPLACE FUNCTION json_type(raw text) RETURNS text LANGUAGE plpgsql IMMUTABLE AS $$
+DECLARE t text;
+BEGIN
+    t := json_typeof(raw::json);
+    RETURN CASE t WHEN 'string' THEN 'text' WHEN 'number' THEN 'real' WHEN 'boolean' THEN raw::json::text ELSE t END;
+EXCEPTION WHEN others THEN
+    RETURN NULL;
+END $$""",
+    # An inlinable SQL function: the planner sees through it (one index probe per element).
+    """CREATE OR REPLACE FUNCTION json_each(raw text) RETURNS TABLE(value text, type text)
+LANGUAGE sql IMMUTABLE ROWS 20 AS $$
+    SELECT e #>> '{}', CASE json_typeof(e) WHEN 'string' THEN 'text' WHEN 'number' THEN 'real' ELSE json_typeof(e) END
+    FROM json_array_elements(raw::json) AS e
+$$""",
+    "CREATE OR REPLACE FUNCTION instr(haystack text, needle text) RETURNS integer LANGUAGE sql IMMUTABLE "
+    "AS $$ SELECT strpos(haystack, needle) $$",
+    # The entity strings of an entities column; malformed JSON (old Go stores) yields none.
+    """CREATE OR REPLACE FUNCTION mnemon_entities_of(raw text) RETURNS SETOF text LANGUAGE plpgsql IMMUTABLE AS $$
+BEGIN
+    IF raw IS NULL OR raw = '[]' THEN RETURN; END IF;
+    RETURN QUERY SELECT DISTINCT e #>> '{}' FROM json_array_elements(raw::json) AS e WHERE json_typeof(e) = 'string';
+EXCEPTION WHEN others THEN
+    RETURN;
+END $$""",
+)
+
+_CATEGORY_KEY = f"CASE WHEN {{row}}.deleted_at IS NULL THEN '{counts.CATEGORY_PREFIX}' || {{row}}.category ELSE 'deleted' END"
+
+
+def _bump(key: str, delta: str) -> str:
+    return f"INSERT INTO mnemon_counts (key, n) VALUES ({key}, {delta}) ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n + ({delta});"
+
+
+_TRIGGER_FUNCTIONS = (
+    """CREATE OR REPLACE FUNCTION mnemon_stored_at() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.stored_at IS NULL THEN
+        NEW.stored_at := to_char(now() AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"');
+    END IF;
+    RETURN NEW;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_change_stamp() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    NEW.change_seq := nextval('mnemon_change_seq');
+    RETURN NEW;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_change_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    PERFORM nextval('mnemon_change_seq');
+    RETURN NULL;
+END $$""",
+    # Statement-level with transition tables: one multi-row insert (import) is one counter update
+    # per key, not one per row (a row updated many times in one transaction costs more each time).
+    """CREATE OR REPLACE FUNCTION mnemon_entities_ai() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO insight_entities (entity, created_at, insight_id)
+    SELECT e, n.created_at, n.id FROM new_rows AS n CROSS JOIN LATERAL mnemon_entities_of(n.entities) AS e
+    WHERE n.deleted_at IS NULL ON CONFLICT DO NOTHING;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_entities_au() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.entities IS DISTINCT FROM OLD.entities OR NEW.deleted_at IS DISTINCT FROM OLD.deleted_at
+            OR NEW.created_at IS DISTINCT FROM OLD.created_at THEN
+        DELETE FROM insight_entities WHERE insight_id = OLD.id;
+        IF NEW.deleted_at IS NULL THEN
+            INSERT INTO insight_entities (entity, created_at, insight_id)
+            SELECT e, NEW.created_at, NEW.id FROM mnemon_entities_of(NEW.entities) AS e ON CONFLICT DO NOTHING;
+        END IF;
+    END IF;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_entities_ad() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM insight_entities WHERE insight_id = OLD.id;
+    RETURN NULL;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION mnemon_count_insight() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE old_key text; new_key text;
+BEGIN
+    old_key := {_CATEGORY_KEY.format(row='OLD')};
+    new_key := {_CATEGORY_KEY.format(row='NEW')};
+    IF old_key IS DISTINCT FROM new_key THEN
+        {_bump('old_key', '-1')}
+        {_bump('new_key', '1')}
+    END IF;
+    RETURN NULL;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION mnemon_count_insights_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO mnemon_counts (key, n) SELECT {_CATEGORY_KEY.format(row='r')}, COUNT(*) FROM new_rows AS r GROUP BY 1
+    ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION mnemon_count_insights_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO mnemon_counts (key, n) SELECT {_CATEGORY_KEY.format(row='r')}, -COUNT(*) FROM old_rows AS r GROUP BY 1
+    ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_edges_added() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE k bigint;
+BEGIN
+    SELECT COUNT(*) INTO k FROM new_rows;
+    IF k > 0 THEN
+        INSERT INTO mnemon_counts (key, n) VALUES ('edges', k) ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n + k;
+    END IF;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_edges_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE k bigint;
+BEGIN
+    SELECT COUNT(*) INTO k FROM old_rows;
+    IF k > 0 THEN
+        INSERT INTO mnemon_counts (key, n) VALUES ('edges', -k) ON CONFLICT (key) DO UPDATE SET n = mnemon_counts.n - k;
+    END IF;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_entities_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    INSERT INTO entity_counts (entity, n) SELECT entity, COUNT(*) FROM new_rows GROUP BY entity
+    ON CONFLICT (entity) DO UPDATE SET n = entity_counts.n + EXCLUDED.n;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_count_entities_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    UPDATE entity_counts AS c SET n = c.n - d.k FROM (SELECT entity, COUNT(*) AS k FROM old_rows GROUP BY entity) AS d
+    WHERE c.entity = d.entity;
+    DELETE FROM entity_counts AS c USING (SELECT DISTINCT entity FROM old_rows) AS d WHERE c.entity = d.entity AND c.n <= 0;
+    RETURN NULL;
+END $$""",
+)
+
+# (name, timing and events, table, level, function); the counter triggers carry SQLite's names,
+# which doctor's trigger check (counts.TRIGGER_NAMES) looks for.
+_NEW = "REFERENCING NEW TABLE AS new_rows"
+_OLD = "REFERENCING OLD TABLE AS old_rows"
+_TRIGGERS = (
+    ("insights_stored_at", "BEFORE INSERT", "insights", "ROW", "mnemon_stored_at"),
+    ("insights_change_seq", "BEFORE INSERT OR UPDATE", "insights", "ROW", "mnemon_change_stamp"),
+    ("edges_change_seq", "BEFORE INSERT OR UPDATE", "edges", "ROW", "mnemon_change_stamp"),
+    ("insights_change_del", "AFTER DELETE", "insights", "STATEMENT", "mnemon_change_deleted"),
+    ("edges_change_del", "AFTER DELETE", "edges", "STATEMENT", "mnemon_change_deleted"),
+    ("insights_entities_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_entities_ai"),
+    ("insights_entities_au", "AFTER UPDATE OF entities, deleted_at, created_at", "insights", "ROW", "mnemon_entities_au"),
+    ("insights_entities_ad", "AFTER DELETE", "insights", "ROW", "mnemon_entities_ad"),
+    ("insights_count_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_count_insights_added"),
+    ("insights_count_au", "AFTER UPDATE OF category, deleted_at", "insights", "ROW", "mnemon_count_insight"),
+    ("insights_count_ad", f"AFTER DELETE ON insights {_OLD}", None, "STATEMENT", "mnemon_count_insights_removed"),
+    # The insert transition table holds only rows really inserted (not an upsert's updates): exact.
+    ("edges_count_bi", f"AFTER INSERT ON edges {_NEW}", None, "STATEMENT", "mnemon_count_edges_added"),
+    ("edges_count_ad", f"AFTER DELETE ON edges {_OLD}", None, "STATEMENT", "mnemon_count_edges_removed"),
+    ("entities_count_ai", f"AFTER INSERT ON insight_entities {_NEW}", None, "STATEMENT", "mnemon_count_entities_added"),
+    ("entities_count_ad", f"AFTER DELETE ON insight_entities {_OLD}", None, "STATEMENT", "mnemon_count_entities_removed"),
+)
+
+# What the store modules ask SQLite's catalogue, answered from PostgreSQL's for this schema.
+_SQLITE_MASTER = """CREATE OR REPLACE VIEW sqlite_master AS
+    SELECT 'table'::text AS type, c.relname::text AS name, NULL::text AS sql
+    FROM pg_class c WHERE c.relnamespace = '{schema}'::regnamespace AND c.relkind IN ('r', 'v')
+    UNION ALL
+    SELECT 'trigger'::text, t.tgname::text, NULL::text FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid
+    WHERE c.relnamespace = '{schema}'::regnamespace AND NOT t.tgisinternal"""
+_SQLITE_SEQUENCE = """CREATE OR REPLACE VIEW sqlite_sequence AS
+    SELECT 'oplog'::text AS name, CASE WHEN is_called THEN last_value ELSE 0 END AS seq FROM oplog_id_seq"""
+
+
+def is_current(conn: PgConnection) -> bool:
+    if not exists(conn):
+        return False
+    row = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema'", raw=True).fetchone()
+    return bool(row and row[0] == str(SCHEMA_VERSION))
+
+
+def exists(conn: PgConnection) -> bool:
+    row = conn.execute("SELECT to_regclass('mnemon_meta') IS NOT NULL", raw=True).fetchone()
+    return bool(row and row[0])
+
+
+def migrate(conn: PgConnection, quoted_schema: str, schema_name: str) -> None:
+    """Create or bring the schema forward in one transaction under the store's lock; idempotent."""
+    conn.begin_write()
+    try:
+        conn.execute(f"CREATE SCHEMA IF NOT EXISTS {quoted_schema}", raw=True)
+        if is_current(conn):
+            conn.commit()
+            return  # another machine created it while we waited for the lock
+        for statement in (*_TABLES, *_FUNCTIONS, *_TRIGGER_FUNCTIONS, *_INDEXES):
+            conn.execute(statement, raw=True)
+        literal = schema_name.replace("'", "''")
+        conn.execute(_SQLITE_MASTER.format(schema='"' + literal.replace('"', '""') + '"'), raw=True)
+        conn.execute(_SQLITE_SEQUENCE, raw=True)
+        for name, when, table, level, function in _TRIGGERS:
+            target = f"{when} ON {table}" if table else when  # transition-table triggers name their table inline
+            conn.execute(
+                f"CREATE OR REPLACE TRIGGER {name} {target} FOR EACH {level} EXECUTE FUNCTION {function}()", raw=True
+            )
+        for key, value in (("generation", "0"), ("embedding_format", EMBEDDING_FORMAT), ("store_id", secrets.token_hex(16))):
+            conn.execute(
+                "INSERT INTO mnemon_meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING", (key, value), raw=True
+            )
+        conn.execute(
+            "INSERT INTO mnemon_meta (key, value) VALUES ('schema', $1) "
+            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (str(SCHEMA_VERSION),), raw=True
+        )
+        conn.execute("UPDATE mnemon_meta SET value = (value::bigint + 1)::text WHERE key = 'generation'", raw=True)
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise
+
+
+def store_id(conn: PgConnection) -> str:
+    row = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'store_id'", raw=True).fetchone()
+    return str(row[0]) if row else ""
+
+
+def drop(conn: PgConnection, quoted_schema: str) -> None:
+    """Drop the store's schema and everything in it (``store remove --drop``), under its lock."""
+    conn.begin_write()
+    try:
+        conn.execute(f"DROP SCHEMA IF EXISTS {quoted_schema} CASCADE", raw=True)
+        conn.commit()
+    except BaseException:
+        conn.rollback()
+        raise

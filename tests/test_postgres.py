@@ -1,0 +1,313 @@
+"""PostgreSQL stores (issue 11) on a real server: registration, faults, several machines at once,
+kill -9 and a server restart mid-run, and ``store copy`` between the backends.
+
+The server is the session's private cluster (``tests/pg_cluster.py``) or ``MNEMON_TEST_POSTGRES_URL``;
+each test gets a fresh database, so store schemas (``mnemon_<name>``) never meet across tests.
+The contract suites themselves run on both backends through the ``backend`` parameter (conftest).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO, Cli
+
+# remember commands per machine in the four-machine test (the issue's figure is 100; 40 keeps the
+# suite fast). Read at import: the autouse fixture clears MNEMON_* variables.
+WRITES_PER_MACHINE = int(os.environ.get("MNEMON_TEST_PG_WRITES", "40"))
+
+psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'mnemon[postgres]')")
+from psycopg import sql  # noqa: E402
+
+
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[str]:
+    """A fresh, empty database on the session's server; its libpq conninfo."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield psycopg.conninfo.make_conninfo(pg_url, dbname=name)
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def rows(conninfo: str, query: str, params: tuple = ()) -> list[tuple]:
+    with psycopg.connect(conninfo) as conn:
+        return [tuple(r) for r in conn.execute(query, params)]
+
+
+def make_cli(tmp_path: Path, name: str, capsys: pytest.CaptureFixture[str]) -> Cli:
+    return Cli(tmp_path / name, capsys, served=False)
+
+
+# --- registration ---------------------------------------------------------------------------------
+
+
+def test_create_list_use_and_remove_a_postgres_store(tmp_path, capsys, pg_db) -> None:
+    cli = make_cli(tmp_path, "m1", capsys)
+    assert cli("store", "create", "team", "--postgres", pg_db).out == 'Created store "team"\n'
+    reg = cli.data_dir / "data" / "team" / "postgres.json"
+    assert stat.S_IMODE(reg.stat().st_mode) == 0o600
+    assert json.loads(reg.read_text()) == {"backend": "postgres", "conninfo": pg_db, "schema": "mnemon_team"}
+    assert not (cli.data_dir / "data" / "team" / "mnemon.db").exists()
+    assert cli("store", "create", "local").code == 0
+    assert cli("store", "list").out == "  local\n  team  (postgres)\n"
+    made = cli.ok("--store", "team", "remember", "Team memory lives in PostgreSQL", "--cat", "fact")
+    assert rows(pg_db, "SELECT id, category FROM mnemon_team.insights") == [(made["id"], "fact")]
+    # A second machine joins the same schema: it sees the first one's memory at once.
+    other = make_cli(tmp_path, "m2", capsys)
+    assert other("store", "create", "team", "--postgres", pg_db).code == 0
+    assert [r["id"] for r in other.ok("--store", "team", "recall", "PostgreSQL")["results"]] == [made["id"]]
+    # Forgetting the registration keeps the data; --drop --yes drops it.
+    assert other("store", "remove", "team").out == 'Removed store "team"\n'
+    assert rows(pg_db, "SELECT count(*) FROM mnemon_team.insights") == [(1,)]
+    refused = cli("store", "remove", "team", "--drop")  # stdin answers nothing: not confirmed
+    assert refused.code == 1 and refused.err.endswith("Error: store remove --drop: not confirmed; nothing removed\n")
+    assert (cli.data_dir / "data" / "team").is_dir()
+    assert cli("store", "remove", "team", "--drop", "--yes").out == 'Removed store "team"\n'
+    assert rows(pg_db, "SELECT count(*) FROM pg_namespace WHERE nspname = 'mnemon_team'") == [(0,)]
+    assert cli("store", "remove", "local", "--drop", "--yes").err == (
+        'Error: store "local" is not a PostgreSQL store: --drop applies to PostgreSQL stores only\n'
+    )
+
+
+def test_a_url_with_a_password_is_refused_and_nothing_is_written(tmp_path, capsys, pg_db) -> None:
+    cli = make_cli(tmp_path, "m", capsys)
+    for url in ("postgresql://user:secret@localhost/db", "host=localhost password=secret dbname=x"):
+        res = cli("store", "create", "team", "--postgres", url)
+        assert res.code == 1
+        assert res.err.startswith("Error: refusing a PostgreSQL URL that contains a password")
+        assert "secret" not in res.err
+        assert not (cli.data_dir / "data" / "team").exists()
+    bad = cli("store", "create", "team", "--postgres", "host=")
+    assert bad.code == 1 and bad.err.startswith("Error: ")
+
+
+def test_an_unreachable_server_is_one_error_line_within_the_timeout(tmp_path, capsys) -> None:
+    cli = make_cli(tmp_path, "m", capsys)
+    gone = f"postgresql:///postgres?host={tmp_path}/no-such-socket-dir&connect_timeout=2"
+    res = cli("store", "create", "team", "--postgres", gone)
+    assert res.code == 1 and res.err.startswith('Error: cannot reach PostgreSQL for store "team": ')
+    assert len(res.err.splitlines()) == 1 and not (cli.data_dir / "data" / "team").exists()
+    # A registered store whose server went away: every command says so, fast, exit 1.
+    from tests import pg_cluster
+
+    pg_cluster.register(cli.data_dir, "team", gone)
+    started = time.monotonic()
+    res = cli("--store", "team", "recall", "anything")
+    assert res.code == 1 and res.err.startswith('Error: cannot reach PostgreSQL for store "team": ')
+    assert time.monotonic() - started < 10
+
+
+def test_store_list_with_a_postgres_store_stays_light(tmp_path, pg_db) -> None:
+    from tests import pg_cluster
+
+    data = tmp_path / "m"
+    pg_cluster.register(data, "team", pg_db)
+    probe = (
+        "import sys; from mnemon.cli import main; code = main(['--data-dir', sys.argv[1], 'store', 'list']); "
+        "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('psycopg', 'numpy', 'numba')); "
+        "print(heavy); sys.exit(code)"
+    )
+    proc = subprocess.run([sys.executable, "-c", probe, str(data)], capture_output=True, text=True, cwd=REPO,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["  team  (postgres)", "[]"]
+
+
+def test_readonly_writes_nothing_remotely_or_locally(tmp_path, capsys, pg_db) -> None:
+    cli = make_cli(tmp_path, "m", capsys)
+    cli("store", "create", "team", "--postgres", pg_db)
+    made = cli.ok("--store", "team", "remember", "Readonly readers leave the server untouched")
+    local = cli.data_dir / "data" / "team"
+    for folder in local.glob("*.index"):
+        for f in folder.iterdir():
+            f.unlink()
+        folder.rmdir()
+    before = rows(pg_db, "SELECT id, access_count, last_accessed_at FROM mnemon_team.insights"), rows(
+        pg_db, "SELECT count(*), max(id) FROM mnemon_team.oplog"
+    )
+    out = cli.ok("--readonly", "--store", "team", "recall", "readonly readers")
+    assert [r["id"] for r in out["results"]] == [made["id"]]
+    res = cli("--readonly", "--store", "team", "remember", "x")
+    assert res.code == 1 and "unavailable with --readonly" in res.err
+    after = rows(pg_db, "SELECT id, access_count, last_accessed_at FROM mnemon_team.insights"), rows(
+        pg_db, "SELECT count(*), max(id) FROM mnemon_team.oplog"
+    )
+    assert after == before
+    assert sorted(p.name for p in local.iterdir()) == ["postgres.json"]  # no cache written under --readonly
+
+
+# --- store copy -----------------------------------------------------------------------------------
+
+_EVERY_FIELD = {
+    "insights": "SELECT id, content, category, importance, tags, entities, source, access_count, created_at, "
+    "updated_at, deleted_at, last_accessed_at, embedding, effective_importance, stored_at FROM insights ORDER BY rowid",
+    "edges": "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges "
+    "ORDER BY source_id, target_id, edge_type",
+    "oplog": "SELECT id, operation, insight_id, detail, created_at FROM oplog ORDER BY id",
+    "meta": "SELECT key, value FROM mnemon_meta WHERE key IN "
+    "('embedding_format', 'embedding_model', 'embedding_dim', 'receipt_key') ORDER BY key",
+}
+
+
+def _every_field(data_dir: Path, store: str) -> dict[str, list[tuple]]:
+    from tests.test_cli_remember import query
+
+    out = {}
+    for name, q in _EVERY_FIELD.items():
+        out[name] = [tuple(bytes(v) if isinstance(v, memoryview) else v for v in r) for r in query(data_dir, q, store=store)]
+    return out
+
+
+def test_store_copy_sqlite_to_postgres_to_sqlite_is_equal_on_every_field(tmp_path, capsys, pg_db, monkeypatch) -> None:
+    from tests.embed_server import EmbedServer
+
+    cli = make_cli(tmp_path, "m", capsys)
+    with EmbedServer() as server:
+        monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+        first = cli.ok("remember", "Alice chose Postgres for the team store", "--cat", "decision", "--tags", "db,team")
+        cli.ok("remember", "Because Bob needs two machines, Alice chose Postgres", "--imp", "4")
+        gone = cli.ok("remember", "A note that will be forgotten")
+        cli.ok("remember", "Carol keeps the backups of the Postgres cluster", "--source", "ops")
+    cli.ok("forget", gone["id"])
+    carol = cli.ok("search", "Carol backups")[0]["id"]
+    cli.ok("link", first["id"], carol, "--type", "causal", "--weight", "0.7", "--meta", '{"why":"backups protect the decision"}')
+    cli.ok("recall", "Postgres")  # access counts and last_accessed_at move
+    cli("receipt")  # the receipt key goes into the meta
+    original = _every_field(cli.data_dir, "default")
+    assert any(r[12] for r in original["insights"]), "the fixture should store embeddings"
+    cli("store", "create", "pg", "--postgres", pg_db)
+    copied = cli("store", "copy", "default", "pg")
+    assert copied.code == 0, copied.err
+    assert copied.out.startswith('Copied store "default" to "pg" (4 insights, ')
+    assert _every_field(cli.data_dir, "pg") == original
+    assert cli("store", "copy", "pg", "back").code == 0
+    assert _every_field(cli.data_dir, "back") == original
+    # The copies work as stores: same answers as the original.
+    for store in ("pg", "back"):
+        assert cli.ok("--store", store, "status")["total_insights"] == 3
+        assert cli.ok("--store", store, "doctor")["ok"] is True
+    refused = cli("store", "copy", "default", "pg")
+    assert refused.code == 1 and refused.err == "Error: store copy: the destination store is not empty (copy into a new store)\n"
+
+
+# --- several machines at once ---------------------------------------------------------------------
+
+
+def _start_writer(data_dir: Path, name: str, count: int, ack: Path) -> subprocess.Popen[bytes]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env.update(MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9", MNEMON_SERVER="off", PYTHONPATH=str(REPO))
+    return subprocess.Popen([sys.executable, "-m", "tests.pg_writer", str(data_dir), name, str(count), str(ack)],
+                            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+
+
+def _acks(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def _machines(tmp_path: Path, capsys, pg_db: str, n: int) -> list[Cli]:
+    clis = []
+    for k in range(n):
+        cli = make_cli(tmp_path, f"machine{k}", capsys)
+        assert cli("store", "create", "team", "--postgres", pg_db).code == 0
+        clis.append(cli)
+    return clis
+
+
+def _check_store(pg_db: str, acks: list[dict], clis: list[Cli], *, exact: bool) -> None:
+    from tests.pg_writer import SHARED
+
+    active = dict(rows(pg_db, "SELECT id, content FROM mnemon_team.insights WHERE deleted_at IS NULL"))
+    every = dict(rows(pg_db, "SELECT id, content FROM mnemon_team.insights"))
+    added = {a["id"]: a["content"] for a in acks if a["op"] == "remember" and a["action"] == "added"}
+    forgotten = {a["id"] for a in acks if a["op"] == "forget"}
+    attempted = {a["id"] for a in acks if a["op"] == "forget-attempt"}
+    # Zero lost: every acknowledged write is there, with its content; acknowledged forgets took effect.
+    for insight_id, content in added.items():
+        assert every.get(insight_id) == content
+        if insight_id not in attempted:
+            assert insight_id in active
+    assert not forgotten & set(active)
+    if exact:  # no failures at all: the store holds exactly what was acknowledged
+        assert set(every) == set(added)
+    # Each identical content stored once, whichever machine wrote it first.
+    contents = list(active.values())
+    for shared in SHARED:
+        assert contents.count(shared) <= 1
+    assert all(contents.count(c) == 1 for c in contents)
+    # Nothing half-written: every insight has its oplog row (written in the same transaction).
+    logged = {r[0] for r in rows(pg_db, "SELECT insight_id FROM mnemon_team.oplog WHERE operation = 'remember'")}
+    assert set(every) <= logged
+    # Every machine's next recall sees every other machine's writes; doctor is clean everywhere.
+    probes = {}
+    for a in acks:
+        if a["op"] == "remember" and a["action"] == "added" and a["id"] in active and not a["content"].startswith("shared"):
+            probes[a["content"].split()[0]] = a
+    for cli in clis:
+        for probe in probes.values():
+            words = probe["content"].split()
+            found = cli.ok("--store", "team", "recall", words[5], "--limit", "5")["results"]
+            assert probe["id"] in [r["id"] for r in found], (probe, found)
+        report = cli.ok("--store", "team", "doctor")
+        assert report["ok"] is True, [c for c in report["checks"] if not c["ok"]]
+
+
+def test_four_machines_write_one_store_at_once_and_lose_nothing(tmp_path, capsys, pg_db) -> None:
+    count = WRITES_PER_MACHINE
+    clis = _machines(tmp_path, capsys, pg_db, 4)
+    writers = [_start_writer(c.data_dir, f"m{k}", count, tmp_path / f"ack{k}") for k, c in enumerate(clis)]
+    for w in writers:
+        _, err = w.communicate(timeout=600)
+        assert w.returncode == 0, err.decode()[-2000:]
+    acks = [a for k in range(4) for a in _acks(tmp_path / f"ack{k}")]
+    assert not [a for a in acks if a["op"] == "failed"]
+    assert sum(1 for a in acks if a["op"] == "remember" and a["content"].startswith("m")) == 4 * count
+    shared = [a for a in acks if a["op"] == "remember" and a["content"].startswith("shared")]
+    # Each shared content was added by exactly one machine; every other attempt was skipped as a duplicate.
+    for content in {a["content"] for a in shared}:
+        actions = sorted(a["action"] for a in shared if a["content"] == content)
+        assert actions == ["added"] + ["skipped"] * (len(actions) - 1), (content, actions)
+    _check_store(pg_db, acks, clis, exact=True)
+
+
+def test_kill_9_of_writers_and_a_server_restart_lose_nothing_acknowledged(
+    tmp_path, capsys, pg_db, pg_cluster_handle
+) -> None:
+    clis = _machines(tmp_path, capsys, pg_db, 3)
+    writers = [_start_writer(c.data_dir, f"m{k}", 80, tmp_path / f"ack{k}") for k, c in enumerate(clis)]
+    deadline = time.monotonic() + 120
+    while len(_acks(tmp_path / "ack0")) < 10 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    writers[0].send_signal(signal.SIGKILL)  # mid-command, most likely inside a transaction
+    time.sleep(0.5)
+    assert all(w.poll() is None for w in writers[1:]), "the writers must still be running at the restart"
+    pg_cluster_handle.restart("fast")  # every open connection drops, mid-command for the writers
+    time.sleep(0.5)
+    writers[1].send_signal(signal.SIGKILL)
+    for w in writers[2:]:
+        w.communicate(timeout=600)
+    for w in writers[:2]:
+        w.wait(timeout=60)
+    acks = [a for k in range(3) for a in _acks(tmp_path / f"ack{k}")]
+    failures = [a["err"] for a in acks if a["op"] == "failed"]
+    assert all(e.startswith("Error: ") and "Traceback" not in e for e in failures), failures
+    with capsys.disabled():  # shown with -s: what the restart did to the writers
+        print(f"\n{len(failures)} failed commands around the restart: {sorted({f[:90] for f in failures})}")
+    assert sum(1 for a in acks if a["op"] == "remember") > 20
+    _check_store(pg_db, acks, clis, exact=False)
