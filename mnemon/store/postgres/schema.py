@@ -95,6 +95,8 @@ _INDEXES = (
     "CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type)",
     "CREATE INDEX IF NOT EXISTS idx_oplog_created ON oplog(created_at)",
     "CREATE INDEX IF NOT EXISTS idx_entity_counts_n ON entity_counts(n DESC, entity)",
+    # schema 7, as on SQLite: the entity triggers delete by insight id on every update and forget
+    "CREATE INDEX IF NOT EXISTS idx_insight_entities_insight ON insight_entities(insight_id)",
 )
 
 # SQLite's JSON and string functions the store's statements use, with SQLite's results.
