@@ -174,9 +174,16 @@ def _stdio() -> list[tuple[str, str]] | None:
 
 def run(argv: list[str]) -> int:
     """Run one command line (``sys.argv[1:]``) as the ``mnemon`` program; return its exit status."""
+    code = _served(argv)
+    return _in_process(argv) if code is None else code
+
+
+def _served(argv: list[str]) -> int | None:
+    """The exit status of the command run through the server (or of ``require`` failing), or None
+    when it is to run in this process (a server was started in the background when none answered)."""
     mode = os.environ.get("MNEMON_SERVER", "auto")
     if mode == "off" or command_word(argv) in IN_PROCESS:
-        return _in_process(argv)
+        return None
     environ = dict(os.environb)
     stdio = _stdio()
     try:
@@ -198,7 +205,7 @@ def run(argv: list[str]) -> int:
         _error("no mnemon server could take the command (MNEMON_SERVER=require)")
         return 1
     _start_server(environ)
-    return _in_process(argv)
+    return None
 
 
 def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[bytes, bytes], cwd: bytes) -> int | None:
@@ -212,4 +219,15 @@ def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[byte
 
 
 def main() -> None:
-    sys.exit(run(sys.argv[1:]))
+    argv = sys.argv[1:]
+    code = _served(argv)
+    if code is None:
+        sys.exit(_in_process(argv))
+    # Served: this process imported a few stdlib modules and ran nothing else, so there is nothing
+    # to tear down but the interpreter itself (a few ms): flush what we wrote and leave.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)
