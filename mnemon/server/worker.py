@@ -12,6 +12,7 @@ reports a death by signal (``S<n>``).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import signal
@@ -19,6 +20,7 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 from mnemon.server import protocol
 from mnemon.server.warm import WarmIndexes
@@ -36,16 +38,29 @@ def _reset_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
-    with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up once in the parent (``prepare``), not again in every worker."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
     except (OSError, AttributeError):
+        return None
+
+
+def prepare() -> None:
+    """What the parent does once so that each worker need not (called before the first fork)."""
+    _prctl()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
+    with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
+    prctl = _prctl()
+    if prctl is None:
         return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:
         os._exit(1)  # the server died before we asked: never run for a dead server
 
