@@ -1,7 +1,7 @@
 """The ``mnemon`` entry point: hand the command to the user's warm server, else run it here.
 
 Imports only the standard library, and few of its modules (``_socket``, not ``socket``; no json,
-no pathlib): a served ``mnemon --help`` is this module, one connection and the worker's run. The
+no pathlib, no ``__future__``: the annotations here evaluate on 3.10): a served ``mnemon --help`` is this module, one connection and the worker's run. The
 client sends argv as bytes, its environment, working directory, umask and stdio encodings, and
 passes its stdin, stdout and stderr descriptors (SCM_RIGHTS); it exits with the worker's status
 and forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the worker. See ``mnemon.server.protocol``.
@@ -15,8 +15,6 @@ Fail open, never twice: no server, a refused or stale one, or no acknowledgement
 belongs to the worker; if it dies the client exits 1 with ``Error: mnemon server worker died
 (signal N)`` and never runs the command again (a write could happen twice).
 """
-
-from __future__ import annotations
 
 import os
 import sys
