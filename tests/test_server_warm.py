@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -83,16 +84,21 @@ def test_a_worker_starts_from_the_warm_index_and_answers_as_a_fresh_load(cli, da
     assert _answers(cli) == served  # without the table: loaded from the files, as a fresh process
 
 
-def test_changed_files_are_not_taken_until_refreshed(cli, data_dir: Path, table) -> None:
+def test_a_delta_written_unseen_is_caught_up_and_a_new_base_is_not_taken(cli, data_dir: Path, table) -> None:
     _seed(cli)
     name = warm.key(db_file(data_dir))
     table.refresh(name)
     old = table.entries[name].index
-    cli.ok("remember", "A new keeper arrived with the supply boat", "--no-diff")  # writes hot.delta
-    assert table.take(db_file(data_dir)) is None  # its files moved on: the worker loads them itself
-    table.entries.clear()
-    assert table.refresh(name) is True
+    made = cli.ok("remember", "A new keeper arrived with the supply boat and fog", "--no-diff")  # a new hot.delta
+    with worker(table):  # same base file: taken, then caught up from the database
+        out = cli.ok("recall", "keeper fog", "--verbose")
+    assert table.kept == [old] and made["id"] in ids_of(out)
+    same_content(old, fresh_build(data_dir))
+    assert table.refresh(name) is True  # the parent reloads what changed
     assert table.entries[name].index is not old and table.entries[name].index.fp == _live(data_dir)
+    shutil.rmtree(hotindex.index_path(db_file(data_dir)).parent)  # the documented way to force a rebuild
+    cli.ok("recall", "keeper")  # a new base
+    assert table.take(db_file(data_dir)) is None
 
 
 def test_a_new_stamp_only_moves_the_fingerprint(cli, data_dir: Path, table) -> None:

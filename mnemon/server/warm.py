@@ -9,9 +9,13 @@ inherit it copy-on-write (``mnemon.engine.hot.inherited``).
 Freshness, so that a worker never uses a stale index:
 - The parent reads only the derived files, never the database (it holds no connection a worker
   could inherit). An entry remembers the identity (inode, size, mtime) of the three files it was
-  loaded from; a worker takes it only while all three are unchanged, so it starts from exactly the
-  index it would have loaded itself, and then checks it against the live fingerprint (catching up
-  when needed) like any process does.
+  loaded from.
+- A worker takes it only while the base file (``hot``) is the one it was loaded from: the same
+  base a fresh process would read. It then checks it against the live fingerprint like any
+  process does, so what changed since (a new ``hot.delta`` or stamp written by a process the
+  server did not see, a write behind the index's back) is caught up from the database, exactly as
+  a process that loaded an older delta catches up. A new base (a merge, a rebuild, a deleted
+  folder) is never bridged: the worker loads the files.
 - A worker reports the stores it opened an index for; the parent reloads those between requests
   (only the stamp changed: the fingerprint it records; anything else: the whole load).
 - A worker takes an entry once: its first connection to a store mutates the index while catching
@@ -129,13 +133,13 @@ class WarmIndexes:
 
     # --- worker side ----------------------------------------------------------------------------
     def take(self, db_path: Path) -> HotIndex | None:
-        """The inherited index for ``db_path`` if its files are still the ones it was loaded from
+        """The inherited index for ``db_path`` while its base file is the one it was loaded from
         (installed as ``mnemon.engine.hot.inherited`` in a worker)."""
         name = key(db_path)
         if name not in self.used:
             self.used.append(name)
         entry = self.entries.pop(name, None)
-        if entry is None or tuple(_identity(p) for p in _files(entry.db_path)) != entry.files:
+        if entry is None or _identity(_files(entry.db_path)[0]) != entry.files[0]:
             return None
         self.kept.append(entry.index)
         return entry.index
