@@ -1,7 +1,7 @@
 """The ``mnemon`` entry point: hand the command to the user's warm server, else run it here.
 
 Imports only the standard library, and few of its modules (``_socket``, not ``socket``; no json,
-no pathlib): a served ``mnemon --help`` is this module, one connection and the worker's run. The
+no pathlib, no ``__future__``: the annotations here evaluate on 3.10): a served ``mnemon --help`` is this module, one connection and the worker's run. The
 client sends argv as bytes, its environment, working directory, umask and stdio encodings, and
 passes its stdin, stdout and stderr descriptors (SCM_RIGHTS); it exits with the worker's status
 and forwards SIGINT, SIGTERM, SIGHUP and SIGQUIT to the worker. See ``mnemon.server.protocol``.
@@ -15,8 +15,6 @@ Fail open, never twice: no server, a refused or stale one, or no acknowledgement
 belongs to the worker; if it dies the client exits 1 with ``Error: mnemon server worker died
 (signal N)`` and never runs the command again (a write could happen twice).
 """
-
-from __future__ import annotations
 
 import os
 import sys
@@ -174,9 +172,16 @@ def _stdio() -> list[tuple[str, str]] | None:
 
 def run(argv: list[str]) -> int:
     """Run one command line (``sys.argv[1:]``) as the ``mnemon`` program; return its exit status."""
+    code = _served(argv)
+    return _in_process(argv) if code is None else code
+
+
+def _served(argv: list[str]) -> int | None:
+    """The exit status of the command run through the server (or of ``require`` failing), or None
+    when it is to run in this process (a server was started in the background when none answered)."""
     mode = os.environ.get("MNEMON_SERVER", "auto")
     if mode == "off" or command_word(argv) in IN_PROCESS:
-        return _in_process(argv)
+        return None
     environ = dict(os.environb)
     stdio = _stdio()
     try:
@@ -198,7 +203,7 @@ def run(argv: list[str]) -> int:
         _error("no mnemon server could take the command (MNEMON_SERVER=require)")
         return 1
     _start_server(environ)
-    return _in_process(argv)
+    return None
 
 
 def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[bytes, bytes], cwd: bytes) -> int | None:
@@ -212,4 +217,15 @@ def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[byte
 
 
 def main() -> None:
-    sys.exit(run(sys.argv[1:]))
+    argv = sys.argv[1:]
+    code = _served(argv)
+    if code is None:
+        sys.exit(_in_process(argv))
+    # Served: this process imported a few stdlib modules and ran nothing else, so there is nothing
+    # to tear down but the interpreter itself (a few ms): flush what we wrote and leave.
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):
+            pass
+    os._exit(code)

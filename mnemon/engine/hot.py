@@ -33,7 +33,7 @@ import secrets
 import weakref
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from itertools import islice, repeat
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -1156,6 +1156,16 @@ class HotIndex:
 _OPEN: weakref.WeakKeyDictionary[Any, HotIndex] = weakref.WeakKeyDictionary()
 
 
+def _no_inherited(_db_path: Path) -> HotIndex | None:
+    return None
+
+
+# Where a worker forked from the warm server (mnemon.server.warm) finds the index its parent kept
+# for a store, instead of loading the files again. Only a starting point: open_index checks it
+# against the live fingerprint and catches it up like any cached index. Set only in such a worker.
+inherited: Callable[[Path], HotIndex | None] = _no_inherited
+
+
 def cached(conn: apsw.Connection) -> HotIndex | None:
     """The index this process last used with ``conn`` (possibly stale), if any."""
     return _OPEN.get(conn)
@@ -1166,7 +1176,10 @@ def index_for(conn: apsw.Connection, db_path: Path, *, readonly: bool, edges: bo
 
     ``edges=False`` (the write-path scans) skips the edge-count check; recall needs it.
     """
-    index = open_index(conn, db_path, readonly=readonly, cached=_OPEN.get(conn), edges=edges)
+    start = _OPEN.get(conn)
+    if start is None:
+        start = inherited(db_path)
+    index = open_index(conn, db_path, readonly=readonly, cached=start, edges=edges)
     _OPEN[conn] = index
     return index
 

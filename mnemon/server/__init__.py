@@ -9,6 +9,7 @@ directory, environment and umask and runs the same in-process CLI. Modules, one 
 - ``protocol``: the wire format of a request and of the replies (stdlib, used by the client);
 - ``control``: start, stop and status of a server from outside (no heavy imports);
 - ``preload``: the one list of warm-up steps the parent runs before it listens;
+- ``warm``: per-store state kept warm in the parent (each recently used store's hot index);
 - ``worker``: what a forked child does with one request;
 - ``daemon``: the listener, the fork per request, reaping and idle exit.
 

@@ -6,6 +6,10 @@ self-pipe that SIGCHLD and SIGTERM write to (``signal.set_wakeup_fd``); each fin
 status goes to its client (``X<code>`` or ``S<signal>``). A request whose fingerprint is not the
 server's is refused and the server stops: it was started from other files (an upgrade).
 
+Between requests (no worker running, no client waiting) the parent refreshes the warm indexes of
+the stores the last workers reported (``mnemon.server.warm``) and forks the next spare worker from
+that state; neither runs while a worker does, so on a small machine they never take its CPU.
+
 Stopping (SIGTERM, ``mnemon server stop``, a stale fingerprint, or ``MNEMON_SERVER_IDLE`` with no
 request): the socket is unlinked at once, so new clients run in-process or start a fresh server,
 and the server exits when its running workers have ended.
@@ -25,7 +29,7 @@ import sys
 import time
 
 from mnemon import config
-from mnemon.server import control, paths, worker
+from mnemon.server import control, paths, warm, worker
 from mnemon.server.fingerprint import fingerprint
 
 ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let one stall the loop
@@ -42,7 +46,10 @@ class Daemon:
         self.idle = idle
         self.fingerprint = own_fingerprint
         self.workers: dict[int, socket.socket] = {}
+        self.reports: dict[int, socket.socket] = {}  # worker pid -> the channel it reports its stores on
         self.spare: tuple[int, socket.socket] | None = None
+        self.warm = warm.WarmIndexes()
+        self.dirty: list[str] = []  # stores whose warm index to refresh once no client waits
         self.stopping = False
         self.last_active = time.monotonic()
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
@@ -68,7 +75,19 @@ class Daemon:
                 if timeout <= 0:
                     self.stop()
                     return
-            for key, _ in sel.select(timeout):
+            # Between requests (no worker running, no client waiting): refresh the warm indexes
+            # the last commands changed, then fork the next spare from that state. Neither runs
+            # while a worker does: on a small machine it would take the worker's CPU.
+            between = not self.workers and not self.stopping and (self.dirty or self.spare is None)
+            if between:
+                timeout = 0  # look for waiting clients first
+            events = sel.select(timeout)
+            if between and not events:
+                if self.dirty:
+                    self.refresh()
+                if self.spare is None:
+                    self.fork_spare()
+            for key, _ in events:
                 if key.fileobj is self.listener and not self.stopping:
                     self.accept()
                 elif key.fileobj == self.wake_r:
@@ -101,6 +120,7 @@ class Daemon:
             if pid == 0:
                 return
             conn = self.workers.pop(pid, None)
+            self.take_report(pid)
             if conn is None:
                 if self.spare is not None and self.spare[0] == pid:
                     self.drop_spare()  # killed while waiting; the next request forks anew
@@ -134,10 +154,11 @@ class Daemon:
                 self.stop()
                 raise ConnectionAbortedError("stale")
             pid = self.hand_to_spare(raw, conn)
-            if pid is None:  # no spare (it died): fork one for this request
-                pid = os.fork()
-                if pid == 0:
-                    worker.run(conn, request, close=self.inherited(), close_fds=self.inherited_fds())
+            if pid is None:  # no spare (taken by a running command, or it died): fork one now
+                self.fork_spare()
+                pid = self.hand_to_spare(raw, conn)
+            if pid is None:
+                raise ConnectionAbortedError("no worker")
             self.workers[pid] = conn
             try:
                 conn.sendall(b"A%d\n" % pid)
@@ -149,18 +170,17 @@ class Daemon:
         finally:
             if conn is not None:
                 conn.close()
-        if not self.stopping and self.spare is None:
-            self.fork_spare()
 
     # --- the spare worker -----------------------------------------------------------------------
     # A worker forked ahead of time waits on a socket pair for its request and connection: the fork and the
     # child's first page faults (a few ms for a parent this size) then fall between requests.
     def fork_spare(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        gc.freeze()  # what the parent made since the last fork stays out of the worker's collections too
         pid = os.fork()
         if pid == 0:
             ours.close()
-            worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds())
+            worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds(), warm=self.warm)
         theirs.close()
         self.spare = (pid, ours)
 
@@ -171,20 +191,57 @@ class Daemon:
         self.spare = None
         try:
             socket.send_fds(channel, [raw], [conn.fileno()])
-            return pid
         except OSError:
-            return None  # it died; the reaper collects it
-        finally:
             channel.close()
+            return None  # it died; the reaper collects it
+        self.reports[pid] = channel  # it reports the stores it used on the same channel
+        return pid
 
     def drop_spare(self) -> None:
         if self.spare is not None:
             self.spare[1].close()  # EOF: the spare exits unrun
             self.spare = None
 
+    # --- warm per-store state -------------------------------------------------------------------
+    def take_report(self, pid: int) -> None:
+        """Note the stores a finished worker used (sent just before it exited, so all there)."""
+        channel = self.reports.pop(pid, None)
+        if channel is None:
+            return
+        data = b""
+        try:
+            channel.setblocking(False)
+            while len(data) < warm.MAX_REPORT:
+                chunk = channel.recv(warm.MAX_REPORT)
+                if not chunk:
+                    break
+                data += chunk
+        except OSError:
+            pass  # nothing (more) sent: a worker killed before it reported
+        finally:
+            channel.close()
+        for name in warm.parse_report(data):
+            if name not in self.dirty:
+                self.dirty.append(name)
+
+    def refresh(self) -> None:
+        """Reload the warm indexes of the stores the last commands used; a spare forked before
+        holds the old state (which the files no longer match), so it goes and the loop forks anew."""
+        changed = False
+        for name in self.dirty:
+            try:
+                changed = self.warm.refresh(name) or changed
+            except Exception:  # noqa: BLE001  a damaged file must never stop the server: workers load as before
+                changed = self.warm.entries.pop(name, None) is not None or changed
+        self.dirty.clear()
+        if changed:
+            self.drop_spare()
+
     def inherited(self) -> list[socket.socket]:
-        """Sockets a new child must close: the listener, running workers' connections, the spare's channel."""
-        return [self.listener, *self.workers.values(), *([self.spare[1]] if self.spare else [])]
+        """Sockets a new child must close: the listener, running workers' connections and report
+        channels, the spare's channel."""
+        return [self.listener, *self.workers.values(), *self.reports.values(),
+                *([self.spare[1]] if self.spare else [])]
 
     def inherited_fds(self) -> list[int]:
         return [self.wake_r, self.wake_w, self.lock_fd]
@@ -243,6 +300,7 @@ def main() -> int:
 
     own = fingerprint()
     preload.warm()
+    worker.prepare()
     # Everything loaded so far lives as long as the server: move it out of the collector's reach,
     # so a worker's garbage collection never walks (and copies, page by page) the parent's heap.
     gc.collect()

@@ -6,10 +6,8 @@ differs from the client's was started from other files, so it must not serve (an
 runs old code). stdlib only.
 """
 
-from __future__ import annotations
-
+import binascii  # crc32 as zlib's (same values), a lighter import than zlib
 import os
-import zlib
 
 from mnemon import __version__
 
@@ -33,4 +31,4 @@ def fingerprint() -> str:
     for name in _PACKAGES:
         _walk(os.path.join(_ROOT, name), files)
     files.sort()
-    return "%s-%08x-%d" % (__version__, zlib.crc32(b"\n".join(files)), len(files))
+    return "%s-%08x-%d" % (__version__, binascii.crc32(b"\n".join(files)), len(files))

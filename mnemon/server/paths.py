@@ -7,11 +7,9 @@ virtualenvs never fight over one server, while an upgrade in place (same key, ne
 the old server and makes it exit (see ``fingerprint``). stdlib only: imported by every client call.
 """
 
-from __future__ import annotations
-
+import binascii  # crc32 as zlib's (same values), a lighter import than zlib
 import os
 import sys
-import zlib
 
 # Variables read once at start or import time by the interpreter and the preloaded libraries: a
 # server started under other values would not behave as a fresh process would, so they are part
@@ -34,7 +32,7 @@ def install_key(environ: dict[bytes, bytes]) -> str:
     parts = [os.fsencode(sys.prefix), sys.version.encode(), os.fsencode(PACKAGE_DIR)]
     parts += sorted(k + b"=" + v for k, v in environ.items() if k.startswith(_IMPORT_TIME_PREFIXES))
     parts += [k + b"=" + environ.get(k, b"1") for k in _BLAS_THREADS]
-    return "%08x" % zlib.crc32(b"\0".join(parts))
+    return "%08x" % binascii.crc32(b"\0".join(parts))
 
 
 def server_path(environ: dict[bytes, bytes], suffix: str) -> bytes:

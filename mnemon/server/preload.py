@@ -3,9 +3,8 @@
 Each warmer runs once in the parent before it listens; workers inherit the result through
 ``fork`` (imported modules, loaded machine code, built tables). A feature that has its own
 start-up cost adds its warmer to ``WARMERS`` (for example an in-process embedding model). A warmer
-must leave no open store, file or thread behind: a worker must never inherit a connection or a
-derived index that could be stale by the time it runs (the hot index's own freshness checks then
-run in every worker, as in a fresh process).
+must leave no open store, file or thread behind: a worker must never inherit a connection. (Stores'
+hot indexes are kept by ``warm``, under its freshness rules, not here.)
 """
 
 from __future__ import annotations

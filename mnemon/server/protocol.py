@@ -19,8 +19,6 @@
 stdlib only (imported by every client call; no json, no struct).
 """
 
-from __future__ import annotations
-
 MAGIC = b"MNEMON1\0"
 HEADER = len(MAGIC) + 4
 MAX_PAYLOAD = 8 << 20  # argv + environment; Linux caps both together far below this

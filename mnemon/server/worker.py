@@ -12,6 +12,7 @@ reports a death by signal (``S<n>``).
 
 from __future__ import annotations
 
+import functools
 import io
 import os
 import signal
@@ -19,8 +20,10 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 from mnemon.server import protocol
+from mnemon.server.warm import WarmIndexes
 
 PR_SET_PDEATHSIG = 1
 GO_TIMEOUT = 10.0  # the client answers the acknowledgement at once; a vanished one must not pin us
@@ -35,16 +38,29 @@ def _reset_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
-    with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's prctl, looked up once in the parent (``prepare``), not again in every worker."""
     try:
         import ctypes
 
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
     except (OSError, AttributeError):
+        return None
+
+
+def prepare() -> None:
+    """What the parent does once so that each worker need not (called before the first fork)."""
+    _prctl()
+
+
+def _die_with_parent() -> None:
+    """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
+    with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
+    prctl = _prctl()
+    if prctl is None:
         return
+    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() == 1:
         os._exit(1)  # the server died before we asked: never run for a dead server
 
@@ -90,7 +106,10 @@ def _leave_parent(close: list[socket.socket], close_fds: list[int]) -> None:
     _die_with_parent()
 
 
-def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.socket], close_fds: list[int]) -> None:
+def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.socket], close_fds: list[int],
+        warm: WarmIndexes | None = None, report: socket.socket | None = None) -> None:
+    """Run one request; ``warm`` holds the indexes inherited from the parent, and the stores used
+    go back on ``report`` after the client has its status."""
     code = 1
     try:
         _leave_parent(close, close_fds)
@@ -106,6 +125,10 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
         sys.argv = ["mnemon", *argv]
         from mnemon.cli import run as run_command
 
+        if warm is not None:
+            from mnemon.engine import hot
+
+            hot.inherited = warm.take
         try:
             code = run_command(argv, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
         except SystemExit as exc:
@@ -125,13 +148,20 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
             conn.sendall(b"X%d\n" % code)
         except OSError:
             pass  # the client is gone, or the parent's report reaches it
+        if warm is not None and report is not None and warm.used:
+            try:
+                report.sendall(warm.report())
+            except OSError:
+                pass  # the parent refreshes nothing for this command
     finally:
         os._exit(code)
 
 
-def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int]) -> None:
+def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int],
+                     warm: WarmIndexes | None = None) -> None:
     """The spare worker: wait for the parent to hand over a request (its bytes, and the client's
-    connection as a descriptor), then run it. EOF means "not needed": exit."""
+    connection as a descriptor), then run it and report on the same channel. EOF means "not
+    needed": exit."""
     code = 0
     try:
         _leave_parent(close, close_fds)
@@ -139,8 +169,7 @@ def wait_for_request(channel: socket.socket, *, close: list[socket.socket], clos
             _, request, fds = receive(channel, 1)
         except (OSError, ValueError, UnicodeDecodeError):
             os._exit(0)
-        channel.close()
-        run(socket.socket(fileno=fds[0]), request, close=[], close_fds=[])
+        run(socket.socket(fileno=fds[0]), request, close=[], close_fds=[], warm=warm, report=channel)
     finally:
         os._exit(code)
 
