@@ -16,7 +16,9 @@ from conftest import Result
 
 from mnemon.cli import main
 from mnemon.cli.state import GlobalOptions
-from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, RERANK_WEIGHTS_TOKENS
+from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, NEIGHBOUR_LIFT_WEIGHTS_TOKENS, RERANK_WEIGHTS_TOKENS
+
+SIGNALS = ("keyword", "entity", "similarity", "graph")  # the order of the weight tables
 
 T0 = datetime(2026, 3, 1, 9, 0, 0, tzinfo=timezone.utc)
 
@@ -286,8 +288,9 @@ def test_neighbour_expansion_brings_the_backbone_neighbour(tcli: TimedCli) -> No
     by_id = {r["insight"]["id"]: r for r in out["results"]}
     assert q in by_id and n in by_id
     assert out["results"][0]["insight"]["id"] == q
-    after, before = NEIGHBOUR_EXPANSION_TOKENS  # n follows q: q's score lifts n by `after`
-    assert by_id[n]["score"] >= after * (by_id[q]["score"] - before * by_id[n]["score"]) - 1e-9
+    after, _before = NEIGHBOUR_EXPANSION_TOKENS  # n follows q: q's own match lifts n by `after`
+    lent = sum(w * by_id[q]["signals"][k] for w, k in zip(NEIGHBOUR_LIFT_WEIGHTS_TOKENS, SIGNALS, strict=True))
+    assert lent > 0 and by_id[n]["score"] >= after * lent - 1e-9
 
 
 def test_equal_scores_tie_by_importance_then_recency_then_id(tcli: TimedCli) -> None:
