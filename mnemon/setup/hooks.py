@@ -28,8 +28,9 @@ if TYPE_CHECKING:
 # past the budget (seconds, the whole helper). The floor is where recall's own confidence becomes
 # "high" (contract §3.4): keyword matches on one common word ("migration", "like") still score
 # "medium", and context the agent did not ask for costs more than a hit it misses (it can recall).
-# Strictly above the backbone neighbour lift (records.NEIGHBOUR_EXPANSION_*: the insight written right
-# after a perfect match scores 0.6 with no relevance of its own), so a neighbour alone never passes.
+# Strictly above the backbone neighbour lift (records.NEIGHBOUR_EXPANSION_* times a lift table that
+# sums to at most 1: the insight written right after a perfect match scores at most 0.55 with no
+# relevance of its own), so a neighbour alone never passes.
 RECALL_LIMIT = 5
 RECALL_FLOOR = 0.65
 RECALL_BUDGET_SECONDS = 1.5
