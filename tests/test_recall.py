@@ -6,7 +6,6 @@ order (and the 24 h proximity window) is under the test's control.
 
 from __future__ import annotations
 
-import hashlib
 import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -17,6 +16,7 @@ from conftest import Result
 from mnemon.cli import main
 from mnemon.cli.state import GlobalOptions
 from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, NEIGHBOUR_LIFT_WEIGHTS_TOKENS, RERANK_WEIGHTS_TOKENS
+from tests.test_cli_errors import snapshot  # the byte (and PostgreSQL row) snapshot the readonly tests compare
 
 SIGNALS = ("keyword", "entity", "similarity", "graph")  # the order of the weight tables
 
@@ -312,21 +312,6 @@ def test_access_bump_and_oplog_in_one_transaction(tcli: TimedCli) -> None:
     assert tcli.ok("show", a)["access_count"] == 2
     log = tcli("log").out
     assert log.count("recall") == 2 and "q=disk alarms hits=1" in log
-
-
-def snapshot(root: Path) -> dict[str, object]:
-    """SHA-256 of every file under ``root`` (a new, vanished or changed file shows up), and every
-    row of the default store when it lives in PostgreSQL."""
-    from mnemon.store import registration
-    from tests.test_cli_remember import stored_state
-
-    files: dict[str, object] = {
-        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in sorted(root.rglob("*")) if p.is_file()
-    }
-    if registration.is_postgres(root / "data" / "default"):
-        files["<postgres rows>"] = stored_state(root)
-    return files
 
 
 def test_readonly_recall_changes_no_byte_even_with_a_stale_index(tcli: TimedCli, data_dir: Path) -> None:
