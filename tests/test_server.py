@@ -479,3 +479,20 @@ def test_server_start_stop_status(tmp_path: Path) -> None:
     assert json.loads(_mnemon(runtime, "off", ["server", "stop"]).stdout) == {"stopped": False}
     off = _mnemon(runtime, "off", ["--data-dir", str(tmp_path / "d"), "status"])
     assert off.returncode == 0 and list(runtime.glob("mnemon-*/server-*.pid")) == []  # off starts none
+
+
+def test_stop_right_after_a_background_start_stops_the_starting_server(tmp_path: Path) -> None:
+    # A first call under auto runs in-process and spawns the server, which preloads before it
+    # listens; a stop in that window must wait for it and stop it, not report that none runs.
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    try:
+        first = _mnemon(runtime, "auto", ["--data-dir", str(tmp_path / "d"), "status"])
+        assert first.returncode == 0, first.stderr
+        stopped = json.loads(_mnemon(runtime, "off", ["server", "stop"]).stdout)
+        assert stopped["stopped"] is True
+        assert not _alive(int(stopped["pid"]))
+        assert json.loads(_mnemon(runtime, "off", ["server", "status"]).stdout)["running"] is False
+        assert list(runtime.glob("mnemon-*/server-*.sock")) == []
+    finally:
+        stop_servers(runtime)

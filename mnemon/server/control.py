@@ -124,6 +124,10 @@ def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> ServerInfo | Non
     """Ask the live server to exit (SIGTERM: it stops listening, lets running commands finish)
     and wait until it has released its lock and is gone; return what was stopped, None when none ran."""
     found = info(environ)
+    if found is None and held(environ):
+        # a server still preloading (just started in the background by a first call) holds the lock
+        # but has no pid file yet: stop it once it listens, rather than say "not running" and leave it
+        found = wait_ready(environ, timeout)
     if found is None:
         return None
     try:
