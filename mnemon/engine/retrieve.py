@@ -193,25 +193,29 @@ class RetrieveMixin(EngineBase):
         qids = index.term_ids(dict.fromkeys(recall_terms(query)))
         if n_docs == 0:
             return np.zeros(index.n, dtype=np.float64)
-        scores = self._bm25_terms(index, qids, scope, use_numba)
+        # the collection statistics once for both passes: each is O(rows)
+        stats = (n_docs, float(index.doc_len[scope].mean()), np.asarray(index.doc_len, dtype=np.float64))
+        scores = self._bm25_terms(index, qids, scope, stats, use_numba)
         derived = [t for t in index.term_ids(derived_query_terms(query)) if t not in qids]
         if derived:
-            scores = scores + QUERY_DERIVED_WEIGHT * self._bm25_terms(index, derived, scope, use_numba)
+            scores = scores + QUERY_DERIVED_WEIGHT * self._bm25_terms(index, derived, scope, stats, use_numba)
         return scores
 
-    def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray, use_numba: bool) -> np.ndarray:
-        """BM25 of the term ids ``qids`` over the rows in ``scope`` (zeros without terms)."""
+    def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
+                    stats: tuple[int, float, np.ndarray], use_numba: bool) -> np.ndarray:
+        """BM25 of the term ids ``qids`` over the rows in ``scope`` (zeros without terms); ``stats``
+        is (rows in scope, their mean length, every row's length as float64)."""
         import kernels
         import numpy as np
 
         if not qids:
             return np.zeros(index.n, dtype=np.float64)
-        avgdl = float(index.doc_len[scope].mean())
+        n_docs, avgdl, doc_len = stats
         post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         return score(  # type: ignore[no-any-return]
-            post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64), np.array(local, dtype=np.int32),
-            int(scope.sum()), avgdl, BM25_K1, BM25_B, scope,
+            post.ptr, post.rows, post.tf, doc_len, np.array(local, dtype=np.int32),
+            n_docs, avgdl, BM25_K1, BM25_B, scope,
         )  # fmt: skip
 
     def _entity_overlap(self, index: HotIndex, query: str) -> tuple[np.ndarray, int]:
