@@ -28,6 +28,7 @@ __all__ = [
     "jaccard",
     "keyword_score",
     "recall_insight_terms",
+    "recall_query_terms",
     "recall_terms",
     "stem",
     "token_overlap",
@@ -204,6 +205,24 @@ def recall_terms(text: str) -> list[str]:
     return [stem(token) for token in token_sequence(text)]
 
 
+# Query side only: phrases that work as a preposition ("with respect to adoption" asks about
+# adoption). Their stopwords drop anyway, but the content-looking word left behind ("respect",
+# "terms", "according") would count as a rare, strong BM25 term and pull in memories that use it
+# in its own sense. Matched on whole words, any spacing, case-insensitively.
+_FUNCTION_PHRASES = regex.compile(
+    r"\b(?:with\s+respect\s+to|with\s+regards?\s+to|in\s+regards?\s+to|as\s+regards|regarding"
+    r"|in\s+terms\s+of|according\s+to|when\s+it\s+comes\s+to|in\s+relation\s+to|pertaining\s+to"
+    r"|in\s+connection\s+with)\b",
+    regex.IGNORECASE,
+)
+
+
+def recall_query_terms(text: str) -> list[str]:
+    """Return a recall query's BM25 terms: :func:`recall_terms` of ``text`` with its prepositional
+    phrases ("with respect to", "in terms of", "according to", ...) left out."""
+    return recall_terms(_FUNCTION_PHRASES.sub(" ", text))
+
+
 # Query side only: a noun made from a verb or adjective ("adoption", "mentorship", "happiness")
 # rarely shares its stem with the words a memory uses ("adopted", "mentored", "happy"). The
 # query also asks for the root's stem, at a reduced BM25 weight (records.QUERY_DERIVED_WEIGHT).
@@ -217,10 +236,10 @@ def derived_query_terms(text: str) -> list[str]:
     """Return the stems of the roots of ``text``'s derived nouns that its own terms lack.
 
     "adoption" → "adopt", "mentorship" → "mentor", "presentation" → "present" and "presentat";
-    in order of appearance, each once, never a term :func:`recall_terms` already yields. The
+    in order of appearance, each once, never a term :func:`recall_query_terms` already yields. The
     suffix is taken off the stemmed token, so plurals count too ("adoptions" → "adopt").
     """
-    own = recall_terms(text)
+    own = recall_query_terms(text)
     out: list[str] = []
     for token in own:
         if not (token.isascii() and token.isalpha()):

@@ -205,6 +205,22 @@ def test_derived_query_noun_reaches_the_root_at_a_quarter_weight(engine) -> None
     assert np.array_equal(engine._bm25(index, "adoption", scope, True), scores)  # numba path agrees
 
 
+def test_a_prepositional_phrase_is_no_query_term(engine) -> None:
+    # "with respect to adoption" asks about adoption: the rare word "respect" must not make a
+    # memory that respects something outrank the one about adoption.
+    for text in ("Jon respects the rules", "Caroline is researching adoption agencies",
+                 "Caroline went hiking", "Melanie painted a lake", "Caroline read a book about adoption"):
+        engine.remember(text, no_diff=True)
+    index = engine.hot_index()
+    scope = np.array(index.active)
+    ids = _ids(engine)
+    scores = engine._bm25(index, "What are Melanie's plans with respect to adoption?", scope, False)
+    assert scores[index.row_of(ids["Jon respects the rules"])] == 0.0
+    assert np.array_equal(scores, engine._bm25(index, "What are Melanie's plans about adoption?", scope, False))
+    top = engine.recall("What are Melanie's plans with respect to adoption?", limit=3).hits
+    assert "Jon respects the rules" not in [h.insight.content for h in top]
+
+
 def test_a_neighbour_lends_its_match_not_its_reach() -> None:
     # Rows 0 and 2 have the same keyword score; only row 0 is linked to the top anchor (row 4), so it
     # gets the higher graph signal and the higher rerank score. The rows after them (1 and 3) match

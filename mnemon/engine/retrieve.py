@@ -17,7 +17,7 @@ from mnemon.engine.core import EngineBase
 from mnemon.intent import detect_intent, parse_intent
 from mnemon.records import BM25_B, BM25_K1, CATEGORIES, QUERY_DERIVED_WEIGHT, Insight, Intent
 from mnemon.store import blob, hotindex, insights, oplog
-from mnemon.text import derived_query_terms, recall_terms, tokenize
+from mnemon.text import derived_query_terms, recall_query_terms, tokenize
 from mnemon.validate import check_limit
 
 if TYPE_CHECKING:
@@ -190,7 +190,7 @@ class RetrieveMixin(EngineBase):
         import numpy as np
 
         n_docs = int(scope.sum())
-        qids = index.term_ids(dict.fromkeys(recall_terms(query)))
+        qids = index.term_ids(dict.fromkeys(recall_query_terms(query)))
         if n_docs == 0:
             return np.zeros(index.n, dtype=np.float64)
         # the collection statistics once for both passes: each is O(rows)
