@@ -285,6 +285,8 @@ def test_index_grows_past_its_first_capacity(endpoint: str, data_dir: Path) -> N
         engine.remember("seed text for the index", no_diff=True)
         engine.vector_scores(HashEmbedder(DIM).embed("x"))
         conn = engine.store.conn
+        matrix = Path(str(engine.vector_index().base))
+        inode, first_row = matrix.stat().st_ino, np.array(engine.vector_index()._vectors[0])
         emb = HashEmbedder(DIM)
         with engine.store.transaction() as tx:  # bulk rows as an importer would write them
             for i in range(many):
@@ -299,6 +301,17 @@ def test_index_grows_past_its_first_capacity(endpoint: str, data_dir: Path) -> N
         hits = engine.vector_search(emb.embed("bulk text 7"), 1)
         assert hits[0][0] == "bulk-0007"
         assert conn is engine.store.conn
+        # grown in place (same file, longer), not copied into memory and rewritten
+        assert matrix.stat().st_ino == inode
+        assert matrix.stat().st_size == index.header.capacity * DIM * 8
+        assert np.array_equal(np.asarray(index._vectors[0]), first_row)
+        query = emb.embed("bulk text 7")
+        grown = scores_of(engine, query)
+    # a new engine maps the grown files as they are (no rebuild), and scores as a rebuild does
+    with Engine(settings(data_dir, endpoint)) as engine:
+        assert scores_of(engine, query) == grown
+    assert matrix.stat().st_ino == inode
+    assert fresh_scores(data_dir, endpoint, query) == pytest.approx(grown, abs=1e-12)
 
 
 def test_aligned_scores_equal_the_by_id_mapping_in_any_row_order(endpoint: str, data_dir: Path) -> None:
