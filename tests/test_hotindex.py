@@ -254,3 +254,28 @@ def test_terms_are_found_in_the_mapped_vocabulary_bytes_as_in_a_list() -> None:
     for absent in ("", "aa", "zz", "中", "\ud800", "alphab"):
         assert mapped.find(absent) is None
     assert len(_SortedTerms(np.zeros(0, dtype=np.uint8))) == 0
+
+
+@pytest.mark.parametrize("collide", [False, True])
+def test_rows_of_many_ids_by_hash_equals_the_id_lookup(cli, data_dir: Path, monkeypatch, collide: bool) -> None:
+    # rows_of hashes every row's id once for large batches (a vector index in another row order);
+    # the answer must be the plain id -> row mapping, -1 for unknown ids, whatever the hashes do.
+    import mnemon.engine.hot as hot
+
+    for i in range(40):
+        cli.ok("remember", f"rows_of probe number {i} about topic {i % 7}", "--no-diff")
+    index = fresh_build(data_dir)
+    truth = {index.id_at(r): r for r in range(index.n)}
+    monkeypatch.setattr(hot, "_HASHED_LOOKUP_MIN_IDS", 1)
+    if collide:  # every id shares its hash with about a third of the others
+        real = hot._id_hashes
+        monkeypatch.setattr(hot, "_id_hashes", lambda ids: real(ids) % np.uint64(3))
+    rng = np.random.default_rng(3)
+    known = list(truth)
+    asked = [known[k] for k in rng.permutation(len(known))] + ["not-an-id", "", known[0][:-1], known[0] + "x"]
+    as_bytes = np.array([a.encode() for a in asked])
+    want = [truth.get(a, -1) for a in asked]
+    for ids in (as_bytes, np.array(asked)):  # bytes (a vector index's ids) or str
+        assert index.rows_of(ids).tolist() == want
+    monkeypatch.setattr(hot, "_HASHED_LOOKUP_MIN_IDS", 10**9)  # the bisection path agrees
+    assert index.rows_of(as_bytes).tolist() == want

@@ -118,6 +118,32 @@ class Postings:
     tf: np.ndarray | None
 
 
+# rows_of: from this many ids on, hashing every row's id once beats bisecting string comparisons
+_HASHED_LOOKUP_MIN_IDS = 4096
+_HASH_MULTIPLIERS = (0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93,
+                     0xFF51AFD7ED558CCD, 0xC4CEB9FE1A85EC53, 0x94D049BB133111EB, 0xBF58476D1CE4E5B9)  # fmt: skip
+
+
+def _id_hashes(ids: np.ndarray) -> np.ndarray:
+    """A 64-bit hash of each fixed-width bytes id (uint64; equal ids give equal hashes).
+
+    The id bytes, zero-padded to whole 8-byte words, are summed word by word with odd multipliers
+    (uint64 arithmetic wraps), then mixed; collisions are possible and rows_of confirms every match.
+    """
+    import numpy as np
+
+    n, width = ids.shape[0], ids.dtype.itemsize
+    words = -(-width // 8)
+    raw = np.zeros((n, words * 8), dtype=np.uint8)
+    raw[:, :width] = np.frombuffer(np.ascontiguousarray(ids).tobytes(), dtype=np.uint8).reshape(n, width)
+    packed = raw.view("<u8")
+    h = np.zeros(n, dtype=np.uint64)
+    for j in range(words):
+        h += packed[:, j] * np.uint64(_HASH_MULTIPLIERS[j % len(_HASH_MULTIPLIERS)])
+        h ^= h >> np.uint64(29)
+    return h
+
+
 def _insert_at(old: np.ndarray, at: np.ndarray, vals: np.ndarray) -> np.ndarray:
     """``np.insert(old, at, vals)`` for ascending ``at``, as a few slice copies (memory-bound)."""
     import numpy as np
@@ -283,6 +309,7 @@ class HotIndex:
         self._row_of: dict[str, int] | None = None
         self._single_lookups = 0
         self._base_sorted: np.ndarray | None = None
+        self._id_hashes: tuple[int, np.ndarray, np.ndarray] | None = None  # rows_of's hash order
 
     # --- size and lookups ---------------------------------------------------------------------
 
@@ -393,17 +420,64 @@ class HotIndex:
         return self.ids
 
     def rows_of(self, ids: np.ndarray) -> np.ndarray:
-        """Rows of many ids at once (-1 where unknown), by bisection over the sorted ids."""
+        """Rows of many ids at once (-1 where unknown).
+
+        Many ids (a vector index written in another order than this one, e.g. by ``embed --all``)
+        are matched by a 64-bit hash of their bytes, sorted once per row count, then confirmed
+        byte for byte; bisection over the sorted ids (string comparisons: 2 s for a million ids)
+        settles only the few ids whose hash another row shares, and small batches.
+        """
+        import numpy as np
+
+        wanted = np.char.encode(ids.astype(str), "ascii") if ids.dtype.kind == "U" else np.asarray(ids)
+        if self.n == 0:
+            return np.full(wanted.shape[0], -1, dtype=np.int64)
+        if wanted.shape[0] < _HASHED_LOOKUP_MIN_IDS or wanted.dtype.itemsize > self.id_blob.dtype.itemsize:
+            return self._rows_by_bisection(wanted)
+        wanted = wanted.astype(self.id_blob.dtype)
+        keys, rows = self._id_hash_order()
+        hashed = _id_hashes(wanted)
+        by_hash = np.argsort(hashed)  # bisecting in hash order walks ``keys`` once: 10x fewer cache misses
+        pos = np.empty(hashed.shape[0], dtype=np.int64)
+        pos[by_hash] = np.searchsorted(keys, hashed[by_hash])
+        np.minimum(pos, self.n - 1, out=pos)
+        found = keys[pos] == hashed
+        cand = rows[pos]
+        same = found & (self.id_blob[cand] == wanted)
+        out = np.where(same, cand, -1).astype(np.int64)
+        shared = np.flatnonzero(found & ~same)  # the first row with this hash is another id
+        if shared.size:
+            out[shared] = self._rows_by_bisection(wanted[shared])
+        return out
+
+    def _id_hash_order(self) -> tuple[np.ndarray, np.ndarray]:
+        """(sorted hashes of every row's id, the rows in that order), kept until rows are added."""
+        import numpy as np
+
+        cached = self._id_hashes
+        if cached is None or cached[0] != self.n:
+            hashed = _id_hashes(self.id_blob[: self.n])
+            # any order among equal hashes will do: a match is confirmed by the id, a miss bisected
+            order = np.argsort(hashed)
+            cached = self._id_hashes = (self.n, hashed[order], order.astype(np.int64))
+        return cached[1], cached[2]
+
+    def _rows_by_bisection(self, wanted: np.ndarray) -> np.ndarray:
+        """Rows of ``wanted`` (bytes) by bisection over the ids in id order (-1 where unknown)."""
         import numpy as np
 
         rank = self._get("id_rank")  # inverting it is O(n), no string sort per query
         order = np.empty(self.n, dtype=np.int64)
         order[rank] = np.arange(self.n, dtype=np.int64)
-        wanted = np.char.encode(ids.astype(str), "ascii") if ids.dtype.kind == "U" else ids.astype(self.id_blob.dtype)
+        if wanted.dtype.itemsize > self.id_blob.dtype.itemsize:  # longer than every id: unknown
+            fits = np.char.str_len(wanted) <= self.id_blob.dtype.itemsize
+            out = np.full(wanted.shape[0], -1, dtype=np.int64)
+            if fits.any():
+                out[fits] = self._rows_by_bisection(wanted[fits].astype(self.id_blob.dtype))
+            return out
+        wanted = wanted.astype(self.id_blob.dtype)
         sorted_ids = self.id_blob[order]
         pos = np.minimum(np.searchsorted(sorted_ids, wanted), max(self.n - 1, 0))
-        if self.n == 0:
-            return np.full(wanted.shape[0], -1, dtype=np.int64)
         return np.where(sorted_ids[pos] == wanted, order[pos], -1).astype(np.int64)
 
     def id_at(self, row: int) -> str:
