@@ -17,6 +17,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
@@ -284,6 +285,80 @@ def test_an_import_writes_the_same_rows_on_postgres_as_on_sqlite(tmp_path, capsy
     for name in _IMPORTED:
         assert pg[name] == lite[name], name
     assert cli.ok("--store", "pg", "doctor")["ok"] is True
+
+
+# --- catch-up after another machine's import ------------------------------------------------------
+
+
+def _index_edges(data_dir: Path, store: str) -> Counter:
+    """The edge rows the local hot index files of ``store`` hold, by ids (as persisted)."""
+    from mnemon.engine import hot
+    from mnemon.records import EDGE_TYPES
+
+    (folder,) = (data_dir / "data" / store).glob("postgres-*.index")
+    index = hot._load(folder.with_suffix(""))
+    assert index is not None
+    ids = index.ids_list()
+    return Counter(
+        (ids[a], ids[b], EDGE_TYPES[t], round(float(w), 9))
+        for a, b, t, w in zip(index.edge_src.tolist(), index.edge_dst.tolist(), index.edge_type.tolist(),
+                              index.edge_weight.tolist())
+    )
+
+
+def test_a_foreign_import_is_caught_up_from_the_edge_change_log_without_a_reload(tmp_path, capsys, pg_db) -> None:
+    """Machine B imports into the middle of the timeline machine A indexed (the backbone repair
+    deletes and replaces edge rows) and forgets one insight; A's next recall drops exactly those
+    rows from its cache (no reload of the edge list: counted in hot.EDGE_STATS) and answers as a
+    fresh build on machine C does; A's cache then holds every edge row of the store."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+    from mnemon.engine import hot
+    from tests.test_cli_remember import query
+
+    drafts = []
+    for k, (n, seed) in enumerate(((300, 31), (60, 32))):  # interleaved timelines: backbone repair
+        path = tmp_path / f"draft{k}.json"
+        path.write_text(json.dumps(generate_draft(n, seed=seed, edges_per_insight=6)), encoding="utf-8")
+        drafts.append(str(path))
+    a, b, c = _machines(tmp_path, capsys, pg_db, 3)
+    a.ok("--store", "team", "import", drafts[0])
+    queries = ("why did we choose Qdrant for the billing service", "Kafka retries in PaymentGateway", "Nginx upgrade")
+    for q in queries:
+        a.ok("--store", "team", "recall", q)  # A's cache is built and current
+    b.ok("--store", "team", "import", drafts[1])
+    victim = b.ok("--store", "team", "search", "Kafka")[0]["id"]
+    b.ok("--store", "team", "forget", victim)
+    logged = query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0]
+    assert logged > 0, "the import's backbone repair and the forget should log edge rows"
+    before = dict(hot.EDGE_STATS)
+    in_memory = [a.ok("--readonly", "--store", "team", "recall", q) for q in queries]  # nothing written
+    caught_up = [a.ok("--store", "team", "recall", q) for q in queries]
+    assert hot.EDGE_STATS["reloads"] == before["reloads"], "the catch-up reloaded the whole edge list"
+    assert hot.EDGE_STATS["dropped"] > before["dropped"]
+    fresh = [c.ok("--store", "team", "recall", q) for q in queries]  # C builds its cache from scratch
+    assert caught_up == fresh
+    assert [r["results"] for r in in_memory] == [r["results"] for r in fresh]  # (access counts moved since)
+    every = Counter(
+        (r[0], r[1], r[2], round(float(r[3]), 9))
+        for r in query(a.data_dir, "SELECT source_id, target_id, edge_type, weight FROM edges", store="team")
+    )
+    assert _index_edges(a.data_dir, "team") == every == _index_edges(c.data_dir, "team")
+    # A log pruned past what A has seen proves nothing: A reloads the edge list (never a stale cache).
+    b.ok("--store", "team", "forget", b.ok("--store", "team", "search", "Nginx")[0]["id"])
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("UPDATE mnemon_meta SET value = (SELECT MAX(seq) FROM edge_changes)::text WHERE key = 'edge_changes_floor'")
+        conn.execute("DELETE FROM edge_changes")
+        # The trigger's pruning: a row count past the cap halves the log and moves the floor.
+        conn.execute("UPDATE mnemon_meta SET value = '1000000000' WHERE key = 'edge_changes_rows'")
+    reloads = hot.EDGE_STATS["reloads"]
+    again = a.ok("--store", "team", "recall", queries[0])["results"]
+    assert hot.EDGE_STATS["reloads"] == reloads + 1
+    assert again == c.ok("--store", "team", "recall", queries[0])["results"]
+    b.ok("--store", "team", "forget", b.ok("--store", "team", "search", "Qdrant")[0]["id"])
+    meta = dict(query(b.data_dir, "SELECT key, value FROM mnemon_meta WHERE key LIKE 'edge_changes_%'", store="team"))
+    assert meta["edge_changes_rows"] == str(query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0])
 
 
 # --- several machines at once ---------------------------------------------------------------------

@@ -40,6 +40,9 @@ class PostgresStore(Store):
                     raise NotFoundError(f'database not found: PostgreSQL schema "{reg.schema}" of store "{reg.name}"')
             elif not schema.is_current(conn):
                 schema.migrate(conn, connection.quoted(reg.schema), reg.schema)
+            # The caches read the edge change log only where it exists (a read-only open may meet
+            # a schema an older mnemon created): writable opens have just migrated.
+            conn.edge_change_log = not readonly or schema.is_current(conn)
             path = store_dir / f"postgres-{schema.store_id(conn)}"
             conn.filename = str(path)
             return cls(conn, path, reg, readonly=readonly)

@@ -92,6 +92,7 @@ class PgConnection:
         self._changes = 0
         self._savepoints = 0
         self._stages = 0  # staging tables created (each gets a name of its own)
+        self.edge_change_log = False  # the schema logs deleted/replaced edge keys (store/hotindex.py)
 
     # --- apsw's surface ------------------------------------------------------------------------
 
