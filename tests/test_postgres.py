@@ -361,6 +361,40 @@ def test_a_foreign_import_is_caught_up_from_the_edge_change_log_without_a_reload
     assert meta["edge_changes_rows"] == str(query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0])
 
 
+# --- doctor ---------------------------------------------------------------------------------------
+
+
+def test_doctor_repair_recreates_dropped_triggers(tmp_path, capsys, pg_db) -> None:
+    """A counter trigger and two triggers only the PostgreSQL schema has (entity rows, the edge
+    change log) dropped by hand: doctor names them, --repair recreates them and recounts, and
+    the next writes keep the derived rows again."""
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    cli.ok("--store", "team", "remember", "Alice moved the billing service to Kafka")
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        for name, table in (("insights_count_ai", "insights"), ("insights_entities_ai", "insights"),
+                            ("edges_changes_ad", "edges")):
+            conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(name), sql.Identifier(table)))
+    cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")  # counted by no trigger
+    found = cli("--store", "team", "doctor")
+    assert found.code == 1 and found.err == "Error: doctor found problems: counters\n"
+    report = json.loads(found.out)
+    counters = next(c for c in report["checks"] if c["name"] == "counters")
+    assert report["ok"] is False and not counters["ok"]
+    for name in ("insights_count_ai", "insights_entities_ai", "edges_changes_ad"):
+        assert f"trigger {name} missing" in json.dumps(counters)
+    repaired = cli.ok("--store", "team", "doctor", "--repair")
+    assert "recounted the status counters" in repaired["repaired"]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    carol = cli.ok("--store", "team", "remember", "Carol reviews Kafka consumer lag dashboards")["id"]
+    entity_rows = rows(pg_db, "SELECT entity FROM mnemon_team.insight_entities WHERE insight_id = %s", (carol,))
+    assert ("Kafka",) in entity_rows
+    cli.ok("--store", "team", "forget", carol)
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edge_changes")[0][0] > 0
+    assert cli.ok("--store", "team", "status")["total_insights"] == 2
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+
+
 # --- several machines at once ---------------------------------------------------------------------
 
 

@@ -50,6 +50,18 @@ class PostgresStore(Store):
             conn.close()
             raise
 
+    def trigger_problems(self) -> list[str]:
+        """Missing triggers of the schema beyond the counter triggers ``counts.problems`` names."""
+        from mnemon.store import counts
+
+        return [f"trigger {name} missing" for name in schema.missing_triggers(self.conn) if name not in counts.TRIGGER_NAMES]  # type: ignore[arg-type]
+
+    def reinstall_triggers(self, conn: object) -> None:
+        from mnemon.store import counts
+
+        schema.reinstall_triggers(conn)  # type: ignore[arg-type]
+        counts.rebuild(conn)  # type: ignore[arg-type]
+
     def compact(self) -> tuple[int, int]:
         """VACUUM the store's tables (``gc --compact``); return the bytes before and after."""
         if self.readonly:

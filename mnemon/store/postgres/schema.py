@@ -342,11 +342,7 @@ def migrate(conn: PgConnection, quoted_schema: str, schema_name: str) -> None:
         literal = schema_name.replace("'", "''")
         conn.execute(_SQLITE_MASTER.format(schema='"' + literal.replace('"', '""') + '"'), raw=True)
         conn.execute(_SQLITE_SEQUENCE, raw=True)
-        for name, when, table, level, function in _TRIGGERS:
-            target = f"{when} ON {table}" if table else when  # transition-table triggers name their table inline
-            conn.execute(
-                f"CREATE OR REPLACE TRIGGER {name} {target} FOR EACH {level} EXECUTE FUNCTION {function}()", raw=True
-            )
+        _create_triggers(conn)
         # Changes before the log existed are unknown: its floor starts at the sequence's position.
         row = conn.execute("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM mnemon_change_seq", raw=True).fetchone()
         floor = str(int(row[0]) if row else 0)
@@ -366,6 +362,29 @@ def migrate(conn: PgConnection, quoted_schema: str, schema_name: str) -> None:
     except BaseException:
         conn.rollback()
         raise
+
+
+def _create_triggers(conn: PgConnection) -> None:
+    for name, when, table, level, function in _TRIGGERS:
+        target = f"{when} ON {table}" if table else when  # transition-table triggers name their table inline
+        conn.execute(f"CREATE OR REPLACE TRIGGER {name} {target} FOR EACH {level} EXECUTE FUNCTION {function}()", raw=True)
+
+
+TRIGGER_NAMES = tuple(t[0] for t in _TRIGGERS)
+
+
+def missing_triggers(conn: PgConnection) -> list[str]:
+    """The schema's triggers that are not on their tables (dropped by hand, a partial restore)."""
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'", raw=True)}
+    return [name for name in TRIGGER_NAMES if name not in present]
+
+
+def reinstall_triggers(conn: PgConnection) -> None:
+    """Recreate every trigger function and trigger (``doctor --repair``; in the caller's write
+    transaction, idempotent): what they keep is then recounted by the caller."""
+    for statement in (*_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION):
+        conn.execute(statement, raw=True)
+    _create_triggers(conn)
 
 
 def store_id(conn: PgConnection) -> str:
