@@ -92,6 +92,7 @@ class PgConnection:
         self._changes = 0
         self._savepoints = 0
         self._stages = 0  # staging tables created (each gets a name of its own)
+        self._stage_ok: bool | None = None  # may create them (None: not asked yet)
         self.edge_change_log = False  # the schema logs deleted/replaced edge keys (store/hotindex.py)
 
     # --- apsw's surface ------------------------------------------------------------------------
@@ -142,7 +143,7 @@ class PgConnection:
                     self._changes = max(cur.rowcount, 0)
                     return
                 batch = multi.last_per_key(batch)
-                if len(batch) >= COPY_MIN_ROWS:
+                if len(batch) >= COPY_MIN_ROWS and self._may_stage(cur):
                     self._changes = self._copy_insert(cur, multi, batch)
                     return
                 changed = 0
@@ -153,6 +154,15 @@ class PgConnection:
                 self._changes = changed
         except psycopg.Error as exc:
             raise self._failure(exc) from exc
+
+    def _may_stage(self, cur: psycopg.Cursor[Any]) -> bool:
+        """Whether this role may create temporary tables here (asked once per connection; a
+        database that revokes TEMPORARY gets the multi-row statements instead)."""
+        if self._stage_ok is None:
+            cur.execute("SELECT has_database_privilege(current_database(), 'TEMPORARY')")
+            row = cur.fetchone()
+            self._stage_ok = bool(row and row[0])
+        return self._stage_ok
 
     def _copy_insert(self, cur: psycopg.Cursor[Any], multi: dialect.MultiRow, rows: list[Sequence[Any]]) -> int:
         """One INSERT ... SELECT from a staging table filled by COPY; return the rows it wrote.
