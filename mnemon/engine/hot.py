@@ -1050,23 +1050,25 @@ class HotIndex:
                 wanted.add((src, dst, code))
         if not wanted:
             return 0  # none of them touched rows this index holds (nor were counted)
-        marked = np.zeros(self.n, dtype=np.bool_)
-        marked[np.fromiter((w[0] for w in wanted), dtype=np.int64, count=len(wanted))] = True
-        positions: list[int] = []
+        n = self.n
+        triple = np.array(sorted(wanted), dtype=np.int64).reshape(-1, 3)
+        marked = np.zeros(n, dtype=np.bool_)
+        marked[triple[:, 0]] = True
+        wanted_keys = np.sort((triple[:, 0] * n + triple[:, 1]) * 8 + triple[:, 2])  # one int64 per key
+        found: list[np.ndarray] = []
         lo = 0
         for src_part in list(self._parts["edge_src"]):  # part by part: the base's are never joined
             k = int(src_part.shape[0])
-            hits = np.flatnonzero(marked[src_part])
+            hits = np.flatnonzero(marked[src_part])  # rows from a listed source: few
             if hits.size:
-                dst = self._slice("edge_dst", lo, lo + k)[hits]
-                typ = self._slice("edge_type", lo, lo + k)[hits]
-                for at, a, b, t in zip(hits.tolist(), src_part[hits].tolist(), dst.tolist(), typ.tolist()):
-                    if (a, b, t) in wanted:
-                        positions.append(lo + at)
+                dst = self._slice("edge_dst", lo, lo + k)[hits].astype(np.int64)
+                typ = self._slice("edge_type", lo, lo + k)[hits].astype(np.int64)
+                keys_at = (src_part[hits].astype(np.int64) * n + dst) * 8 + typ
+                found.append(hits[np.isin(keys_at, wanted_keys)] + lo)
             lo += k
-        if not positions:
+        gone = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        if not gone.size:
             return 0
-        gone = np.array(positions, dtype=np.int64)
         self._remove_edge_rows(gone)
         EDGE_STATS["dropped"] += int(gone.shape[0])
         return int(gone.shape[0])
