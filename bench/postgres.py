@@ -101,7 +101,7 @@ def _import(base: list[str], draft: Path) -> float:
 def _catch_up(url_db: str, machine_a: Path, work: Path, size: int) -> dict[tuple[str, int], tuple[float, float, float, float]]:
     """(wall, CPU) ms of the first recall after k foreign writes (imports of k insights, then k
     ``remember``s) and (wall, CPU) of the recalls after it."""
-    machine_b = work / "machine-b"
+    machine_b = work / f"machine-b-{size}"  # one per size: a run of several sizes creates each once
     _run(["--data-dir", str(machine_b), "store", "create", "team", "--postgres", url_db])
     base = ["--data-dir", str(machine_a), "--store", "team", "recall", QUERIES[0]]
     other = ["--data-dir", str(machine_b), "--store", "team"]
