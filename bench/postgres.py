@@ -6,9 +6,9 @@ For each size: a seeded draft (``bench/generate.py``) is imported as a whole pro
 store and into a PostgreSQL store (the import rate: insights / wall seconds), then ``remember``,
 ``recall``, ``search`` and ``status`` are timed as whole processes on both (median of ``--runs``,
 after one warm-up run). Then the catch-up: a second data directory (another "machine") imports
-1, 100 and 10,000 insights into the same PostgreSQL store, and the first directory's next
-``recall`` (which catches its local hot index up with the foreign writes) is timed against the
-``recall`` after it (current). Without ``--url`` a private throwaway cluster is started from the
+1, 100 and 10,000 insights into the same PostgreSQL store, then runs 1 and 10 ``remember``s, and
+after each step the first directory's next ``recall`` (which catches its local hot index up with
+the foreign writes) is timed against the ``recall`` after it (current). Without ``--url`` a private throwaway cluster is started from the
 server binaries (``tests/pg_cluster.py``: Unix socket in a temp dir, fsync off, as ``nobody`` when
 run as root) and stopped at the end. No embedding server: token mode, as in the hooks' default.
 Output: Markdown tables (each time "wall ms / CPU ms", medians; CPU = user + system of the
@@ -39,6 +39,7 @@ from bench.generate import generate_draft, write_draft  # noqa: E402
 
 QUERIES = ("why did we choose Qdrant for the billing service", "Kafka retries in PaymentGateway")
 FOREIGN = (1, 100, 10_000)
+FOREIGN_REMEMBERS = (1, 10)
 
 
 def _size(text: str) -> int:
@@ -97,20 +98,30 @@ def _import(base: list[str], draft: Path) -> float:
     return json.loads(proc.stdout)["imported"] / seconds
 
 
-def _catch_up(url_db: str, machine_a: Path, work: Path, size: int) -> dict[int, tuple[float, float, float, float]]:
-    """(wall, CPU) ms of the first recall after k foreign writes and (wall, CPU) of the recalls after it."""
-    machine_b = work / "machine-b"
+def _catch_up(url_db: str, machine_a: Path, work: Path, size: int) -> dict[tuple[str, int], tuple[float, float, float, float]]:
+    """(wall, CPU) ms of the first recall after k foreign writes (imports of k insights, then k
+    ``remember``s) and (wall, CPU) of the recalls after it."""
+    machine_b = work / f"machine-b-{size}"  # one per size: a run of several sizes creates each once
     _run(["--data-dir", str(machine_b), "store", "create", "team", "--postgres", url_db])
-    out: dict[int, tuple[float, float]] = {}
-    for k, count in enumerate(FOREIGN):
-        draft = work / f"foreign-{count}.json"
-        write_draft(generate_draft(count, seed=100 + k + size), draft)  # other seeds: other contents
-        _run(["--data-dir", str(machine_b), "--store", "team", "import", str(draft)])
-        base = ["--data-dir", str(machine_a), "--store", "team", "recall", QUERIES[0]]
+    base = ["--data-dir", str(machine_a), "--store", "team", "recall", QUERIES[0]]
+    other = ["--data-dir", str(machine_b), "--store", "team"]
+    out: dict[tuple[str, int], tuple[float, float, float, float]] = {}
+
+    def timed(key: tuple[str, int]) -> None:
         first = _run(base)[0] * 1000
         first_cpu = LAST_CPU[0] * 1000
         after, after_cpu = _median_ms(lambda _k, argv=base: argv, 3)  # (its warm-up run is one more recall)
-        out[count] = (first, first_cpu, after, after_cpu)
+        out[key] = (first, first_cpu, after, after_cpu)
+
+    for k, count in enumerate(FOREIGN):
+        draft = work / f"foreign-{count}.json"
+        write_draft(generate_draft(count, seed=100 + k + size), draft)  # other seeds: other contents
+        _run([*other, "import", str(draft)])
+        timed(("import", count))
+    for count in FOREIGN_REMEMBERS:
+        for j in range(count):
+            _run([*other, "remember", f"Foreign note {count}-{j} {time.time_ns()} about Kafka in OrderService"])
+        timed(("remember", count))
     return out
 
 
@@ -156,9 +167,10 @@ def report(rows: list[dict[str, Any]]) -> str:
         "|---|---:|---:|---:|---:|",
     ]
     for r in rows:
-        for count, (first, first_cpu, after, after_cpu) in r["catch_up"].items():
+        for (kind, count), (first, first_cpu, after, after_cpu) in r["catch_up"].items():
+            what = f"import of {count:,}" if kind == "import" else f"{count:,} remember" + ("s" if count > 1 else "")
             lines.append(
-                f"| {r['size']:,} | {count:,} | {first:.0f} / {first_cpu:.0f} | {after:.0f} / {after_cpu:.0f} "
+                f"| {r['size']:,} | {what} | {first:.0f} / {first_cpu:.0f} | {after:.0f} / {after_cpu:.0f} "
                 f"| {first - after:+.0f} / {first_cpu - after_cpu:+.0f} |"
             )
     return "\n".join(lines)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import stat
 import subprocess
 import sys
 import time
 import uuid
+from collections import Counter
 from collections.abc import Iterator
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -203,6 +206,240 @@ def test_store_copy_sqlite_to_postgres_to_sqlite_is_equal_on_every_field(tmp_pat
         assert cli.ok("--store", store, "doctor")["ok"] is True
     refused = cli("store", "copy", "default", "pg")
     assert refused.code == 1 and refused.err == "Error: store copy: the destination store is not empty (copy into a new store)\n"
+
+
+# --- import: the same rows on both backends ------------------------------------------------------
+
+_IMPORTED = {
+    "insights": "SELECT rowid, id, content, category, importance, tags, entities, source, access_count, created_at, "
+    "updated_at, deleted_at, last_accessed_at, effective_importance, stored_at FROM insights ORDER BY rowid",
+    "edges": "SELECT rowid, source_id, target_id, edge_type, weight, metadata, created_at FROM edges ORDER BY rowid",
+    "oplog": "SELECT id, operation, insight_id, detail, created_at FROM oplog ORDER BY id",
+    "counts": "SELECT key, n FROM mnemon_counts WHERE n != 0 ORDER BY key",  # SQLite keeps zero rows
+    "entity_counts": "SELECT entity, n FROM entity_counts ORDER BY entity",
+    "insight_entities": "SELECT entity, created_at, insight_id FROM insight_entities ORDER BY entity, created_at, insight_id",
+}
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+def _imported(data_dir: Path, store: str) -> dict[str, list[tuple]]:
+    """Every row an import writes, with ids replaced by contents, row ids by their rank (the order
+    of the rows) and the import's clock by "NOW". Edge rows are written in key order and keys are
+    random ids, so two imports order them differently even on one backend: compared as a set."""
+    from tests.test_cli_remember import query
+
+    got = {name: [tuple(r) for r in query(data_dir, q, store=store)] for name, q in _IMPORTED.items()}
+    content = {r[1]: r[2] for r in got["insights"]}
+    stamps = {r[4] for r in got["oplog"] if r[1] in ("import", "import-skip")}
+
+    def plain(value: object) -> object:
+        if isinstance(value, str):
+            if value in content:
+                return "id:" + content[value]
+            value = _UUID.sub(lambda m: "id:" + content.get(m.group(0), m.group(0)), value)  # "duplicate of <id>"
+            for stamp in stamps:
+                value = value.replace(stamp, "NOW")  # in a prune's detail too
+            return value
+        if isinstance(value, float):
+            return round(value, 12)
+        return value
+
+    out = {}
+    for name, table in got.items():
+        ranked = [(k, *r[1:]) for k, r in enumerate(table)] if name in ("insights", "oplog") else table
+        out[name] = [tuple(plain(v) for v in r) for r in ranked]
+    out["edges"] = sorted(r[1:] for r in out["edges"])  # (without the row id)
+    out["insight_entities"].sort()
+    return out
+
+
+def test_an_import_writes_the_same_rows_on_postgres_as_on_sqlite(tmp_path, capsys, pg_db, monkeypatch) -> None:
+    """Two imports (the second interleaves with the first's timeline: backbone repair, plus a repeat
+    and explicit edges) give equal rows field by field, in the same order, on both backends; the
+    PostgreSQL import's bulk rows go through COPY (batches above COPY_MIN_ROWS) and its entity
+    look-ups through the chunk's one query."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+    from mnemon.engine import bulk, core
+
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 150)  # several chunks: state carried across commits
+    fixed = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)  # effective importance depends on the clock
+    monkeypatch.setattr(core.EngineBase, "now", lambda self: fixed)
+    first = generate_draft(400, seed=21, edges_per_insight=8)
+    second = generate_draft(300, seed=22, edges_per_insight=8)
+    second["insights"].append(dict(first["insights"][7]))  # an exact repeat: import-skip
+    drafts = []
+    for k, draft in enumerate((first, second)):
+        path = tmp_path / f"draft{k}.json"
+        path.write_text(json.dumps(draft), encoding="utf-8")
+        drafts.append(str(path))
+    cli = make_cli(tmp_path, "m", capsys)
+    assert cli("store", "create", "pg", "--postgres", pg_db).code == 0
+    for store in ("default", "pg"):
+        for path in drafts:
+            cli.ok("--store", store, "import", path)
+    lite, pg = _imported(cli.data_dir, "default"), _imported(cli.data_dir, "pg")
+    assert len(lite["edges"]) > 2 * 2_000 and any(r[1] == "import-skip" for r in lite["oplog"])
+    for name in _IMPORTED:
+        assert pg[name] == lite[name], name
+    assert cli.ok("--store", "pg", "doctor")["ok"] is True
+
+
+def test_an_import_without_the_temporary_privilege_writes_the_same_rows(tmp_path, capsys, pg_db) -> None:
+    """A role that may not create temporary tables (no staging table for COPY) imports through the
+    multi-row statements instead: the same rows as the staged import of the same draft."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+
+    role = f"notemp_{uuid.uuid4().hex[:8]}"
+    dbname = psycopg.conninfo.conninfo_to_dict(pg_db)["dbname"]
+    with psycopg.connect(pg_db, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        admin.execute(sql.SQL("GRANT CREATE ON DATABASE {} TO {}").format(sql.Identifier(dbname), sql.Identifier(role)))
+        admin.execute(sql.SQL("REVOKE TEMPORARY ON DATABASE {} FROM PUBLIC").format(sql.Identifier(dbname)))
+    try:
+        path = tmp_path / "draft.json"
+        path.write_text(json.dumps(generate_draft(150, seed=41, edges_per_insight=20)), encoding="utf-8")
+        cli = make_cli(tmp_path, "m", capsys)
+        assert cli("store", "create", "staged", "--postgres", pg_db).code == 0
+        assert cli("store", "create", "plain", "--postgres", psycopg.conninfo.make_conninfo(pg_db, user=role)).code == 0
+        for store in ("staged", "plain"):
+            cli.ok("--store", store, "import", str(path))
+        staged, plain = _imported(cli.data_dir, "staged"), _imported(cli.data_dir, "plain")
+        assert len(staged["edges"]) > 2_000
+        for name in ("edges", "counts", "entity_counts"):
+            assert plain[name] == staged[name], name
+        assert [r[1:4] for r in plain["insights"]] == [r[1:4] for r in staged["insights"]]
+        # The bulk statement itself works for that role (an import would also survive a failing
+        # one through its per-row fallback, so the rows alone do not show which path ran).
+        from mnemon.store import Store
+        from mnemon.store.postgres import connection
+
+        store = Store.open(cli.data_dir / "data" / "plain" / "mnemon.db", readonly=False, now="2026-01-01T00:00:00Z")
+        try:
+            with pytest.raises(RuntimeError, match="rolled back on purpose"), store.transaction() as conn:
+                conn.executemany(
+                    "INSERT INTO oplog (operation, insight_id, detail, created_at) VALUES (?, ?, ?, ?)",
+                    [("probe", None, str(k), "2026-01-01T00:00:00Z") for k in range(connection.COPY_MIN_ROWS)],
+                )
+                assert conn.changes() == connection.COPY_MIN_ROWS
+                raise RuntimeError("rolled back on purpose")
+        finally:
+            store.close()
+    finally:
+        with psycopg.connect(pg_db, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
+            admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+# --- catch-up after another machine's import ------------------------------------------------------
+
+
+def _index_edges(data_dir: Path, store: str) -> Counter:
+    """The edge rows the local hot index files of ``store`` hold, by ids (as persisted)."""
+    from mnemon.engine import hot
+    from mnemon.records import EDGE_TYPES
+
+    (folder,) = (data_dir / "data" / store).glob("postgres-*.index")
+    index = hot._load(folder.with_suffix(""))
+    assert index is not None
+    ids = index.ids_list()
+    return Counter(
+        (ids[a], ids[b], EDGE_TYPES[t], round(float(w), 9))
+        for a, b, t, w in zip(index.edge_src.tolist(), index.edge_dst.tolist(), index.edge_type.tolist(),
+                              index.edge_weight.tolist())
+    )
+
+
+def test_a_foreign_import_is_caught_up_from_the_edge_change_log_without_a_reload(tmp_path, capsys, pg_db) -> None:
+    """Machine B imports into the middle of the timeline machine A indexed (the backbone repair
+    deletes and replaces edge rows) and forgets one insight; A's next recall drops exactly those
+    rows from its cache (no reload of the edge list: counted in hot.EDGE_STATS) and answers as a
+    fresh build on machine C does; A's cache then holds every edge row of the store."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+    from mnemon.engine import hot
+    from tests.test_cli_remember import query
+
+    drafts = []
+    for k, (n, seed) in enumerate(((300, 31), (60, 32))):  # interleaved timelines: backbone repair
+        path = tmp_path / f"draft{k}.json"
+        path.write_text(json.dumps(generate_draft(n, seed=seed, edges_per_insight=6)), encoding="utf-8")
+        drafts.append(str(path))
+    a, b, c = _machines(tmp_path, capsys, pg_db, 3)
+    a.ok("--store", "team", "import", drafts[0])
+    queries = ("why did we choose Qdrant for the billing service", "Kafka retries in PaymentGateway", "Nginx upgrade")
+    for q in queries:
+        a.ok("--store", "team", "recall", q)  # A's cache is built and current
+    b.ok("--store", "team", "import", drafts[1])
+    victim = b.ok("--store", "team", "search", "Kafka")[0]["id"]
+    b.ok("--store", "team", "forget", victim)
+    logged = query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0]
+    assert logged > 0, "the import's backbone repair and the forget should log edge rows"
+    before = dict(hot.EDGE_STATS)
+    in_memory = [a.ok("--readonly", "--store", "team", "recall", q) for q in queries]  # nothing written
+    caught_up = [a.ok("--store", "team", "recall", q) for q in queries]
+    assert hot.EDGE_STATS["reloads"] == before["reloads"], "the catch-up reloaded the whole edge list"
+    assert hot.EDGE_STATS["dropped"] > before["dropped"]
+    fresh = [c.ok("--store", "team", "recall", q) for q in queries]  # C builds its cache from scratch
+    assert caught_up == fresh
+    assert [r["results"] for r in in_memory] == [r["results"] for r in fresh]  # (access counts moved since)
+    every = Counter(
+        (r[0], r[1], r[2], round(float(r[3]), 9))
+        for r in query(a.data_dir, "SELECT source_id, target_id, edge_type, weight FROM edges", store="team")
+    )
+    assert _index_edges(a.data_dir, "team") == every == _index_edges(c.data_dir, "team")
+    # A log pruned past what A has seen proves nothing: A reloads the edge list (never a stale cache).
+    b.ok("--store", "team", "forget", b.ok("--store", "team", "search", "Nginx")[0]["id"])
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("UPDATE mnemon_meta SET value = (SELECT MAX(seq) FROM edge_changes)::text WHERE key = 'edge_changes_floor'")
+        conn.execute("DELETE FROM edge_changes")
+        # The trigger's pruning: a row count past the cap halves the log and moves the floor.
+        conn.execute("UPDATE mnemon_meta SET value = '1000000000' WHERE key = 'edge_changes_rows'")
+    reloads = hot.EDGE_STATS["reloads"]
+    again = a.ok("--store", "team", "recall", queries[0])["results"]
+    assert hot.EDGE_STATS["reloads"] == reloads + 1
+    assert again == c.ok("--store", "team", "recall", queries[0])["results"]
+    b.ok("--store", "team", "forget", b.ok("--store", "team", "search", "Qdrant")[0]["id"])
+    meta = dict(query(b.data_dir, "SELECT key, value FROM mnemon_meta WHERE key LIKE 'edge_changes_%'", store="team"))
+    assert meta["edge_changes_rows"] == str(query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0])
+
+
+# --- doctor ---------------------------------------------------------------------------------------
+
+
+def test_doctor_repair_recreates_dropped_triggers(tmp_path, capsys, pg_db) -> None:
+    """A counter trigger and two triggers only the PostgreSQL schema has (entity rows, the edge
+    change log) dropped by hand: doctor names them, --repair recreates them and recounts, and
+    the next writes keep the derived rows again."""
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    cli.ok("--store", "team", "remember", "Alice moved the billing service to Kafka")
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        for name, table in (("insights_count_ai", "insights"), ("insights_entities_ai", "insights"),
+                            ("edges_changes_ad", "edges")):
+            conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(name), sql.Identifier(table)))
+    cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")  # counted by no trigger
+    found = cli("--store", "team", "doctor")
+    assert found.code == 1 and found.err == "Error: doctor found problems: counters\n"
+    report = json.loads(found.out)
+    counters = next(c for c in report["checks"] if c["name"] == "counters")
+    assert report["ok"] is False and not counters["ok"]
+    for name in ("insights_count_ai", "insights_entities_ai", "edges_changes_ad"):
+        assert f"trigger {name} missing" in json.dumps(counters)
+    repaired = cli.ok("--store", "team", "doctor", "--repair")
+    assert "recounted the status counters" in repaired["repaired"]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    carol = cli.ok("--store", "team", "remember", "Carol reviews Kafka consumer lag dashboards")["id"]
+    entity_rows = rows(pg_db, "SELECT entity FROM mnemon_team.insight_entities WHERE insight_id = %s", (carol,))
+    assert ("Kafka",) in entity_rows
+    cli.ok("--store", "team", "forget", carol)
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edge_changes")[0][0] > 0
+    assert cli.ok("--store", "team", "status")["total_insights"] == 2
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
 
 
 # --- several machines at once ---------------------------------------------------------------------

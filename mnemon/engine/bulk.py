@@ -102,11 +102,28 @@ class _ImportState:
     # While a chunk defers its inserts: entity → its insights of this chunk not yet written, for
     # entities never looked up (a first look-up merges them with what the store has).
     pending: dict[str, list[tuple[str, int, str]]] | None = None
+    # While a chunk defers its inserts: what the store holds for the entities the chunk may look
+    # up (one query for the chunk, ``prefetch``), and the entity set it was taken against.
+    prefetched: dict[str, list[tuple[str, str]]] | None = None
+    prefetch_known: frozenset[str] = frozenset()
 
     def reset(self, conn: apsw.Connection) -> None:
         self.known = insights.known_entities(conn)
         self.recent = {}
         self.by_entity = {}
+
+    def prefetch(self, conn: apsw.Connection, names: set[str]) -> None:
+        """Answer the chunk's entity look-ups (``newest_with``) from one query.
+
+        Only for a deferring chunk: its rows are written after its last item, so the store's
+        answer for an entity is the same before the first item as at its look-up. ``names`` are
+        every entity string the chunk's items may carry; those the store does not know have no
+        rows (``known`` is the store's entity set plus what this import added), those already in
+        ``by_entity`` are answered from memory.
+        """
+        self.prefetch_known = frozenset(self.known)
+        wanted = sorted(e for e in names if e in self.known and e not in self.by_entity and "\x00" not in e)
+        self.prefetched = insights.with_entities_dated(conn, wanted, ENTITY_EDGE_NEIGHBOURS)
 
     def newest_with(self, conn: apsw.Connection, entity: str, new_id: str) -> list[str]:
         """insights.with_entity(entity, new_id, 5), answered from memory after one query.
@@ -115,7 +132,12 @@ class _ImportState:
         """
         rows = self.by_entity.get(entity)
         if rows is None:
-            found = insights.with_entity_dated(conn, entity, new_id, ENTITY_EDGE_NEIGHBOURS)
+            found = self.prefetched.pop(entity, None) if self.prefetched is not None else None
+            if found is None:
+                if self.prefetched is not None and entity not in self.prefetch_known:
+                    found = []  # first seen in this chunk: the store has no row of it
+                else:
+                    found = insights.with_entity_dated(conn, entity, new_id, ENTITY_EDGE_NEIGHBOURS)
             # Query order is created_at DESC, rowid DESC; stored oldest first like ``recent``.
             rows = [(created, -1 - pos, other) for pos, (other, created) in enumerate(found)]
             if self.pending:
@@ -303,6 +325,13 @@ class ImportMixin(WriteMixin):
         rows: list[tuple[object, ...]] = []
         blobs: list[tuple[str, NDArray[np.float64]]] = []
         state.pending = {} if defer else None
+        state.prefetched = None  # (a failed deferring attempt may have left its look-ups)
+        if defer:
+            names: set[str] = set()
+            for offset, item in enumerate(chunk):
+                extracted, candidates = prepared.get(start + offset)[:2]
+                names.update(item.entities, extracted, candidates)
+            state.prefetch(conn, names)
         for offset, item in enumerate(chunk):
             result: dict[str, object] = {"index": start + offset, "id": "", "content": item.content}
             out.results.append(result)
@@ -354,7 +383,7 @@ class ImportMixin(WriteMixin):
             out.sources[new.source] = None
             result.update(id=new.id, action="added")
             out.counts["imported"] += 1
-        state.pending = None
+        state.pending = state.prefetched = None
         insights.insert_many(conn, rows)
         for insight_id, vector in blobs:
             self._store_vector(conn, insight_id, vector)

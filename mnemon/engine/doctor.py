@@ -91,7 +91,7 @@ class DoctorMixin(EngineBase):
         out.append(_entry("insights", [f"{i}: incomplete or out-of-contract row" for i in check.bad_insights(conn)]))
         out.append(_entry("embeddings", check.bad_embeddings(conn, self.store.embedding_format)))
         out.append(_entry("oplog", check.oplog_problems(conn)))
-        out.append(_entry("counters", counts.problems(conn)))
+        out.append(_entry("counters", counts.problems(conn) + self.store.trigger_problems()))
         out.append(_entry("permissions", self._permission_problems(db_path)))
         out.append(self._index_check(db_path))
         out.append(self._vector_index_check(db_path))
@@ -174,12 +174,9 @@ class DoctorMixin(EngineBase):
                 removed = check.remove_dangling_edges(tx)
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
-            if counts.problems(conn):
+            if counts.problems(conn) or self.store.trigger_problems():
                 with self.store.transaction("doctor --repair") as tx:
-                    if self.store.backend == "sqlite":
-                        counts.install(tx)  # recreates a dropped trigger and recounts every counter
-                    else:
-                        counts.rebuild(tx)  # the server's triggers are the schema's (postgres/schema.py)
+                    self.store.reinstall_triggers(tx)  # recreates a dropped trigger, recounts every counter
                 done.append("recounted the status counters")
         for path in derived_files(db_path):
             if path.name.endswith(".lock"):

@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 
 FORMAT_VERSION = 1
 EDGE_CODES = {name: code for code, name in enumerate(EDGE_TYPES)}
+# What this process did to edge lists, for tests to assert on (never read by the index itself):
+# full reloads from SQL, and edge rows dropped from the lists by a change-log catch-up.
+EDGE_STATS = {"reloads": 0, "dropped": 0}
 
 
 def _loads(raw: object) -> list[str]:
@@ -751,24 +754,28 @@ class HotIndex:
         ptr = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(np.bincount(node, minlength=n), out=ptr[1:])
         out = np.concatenate([np.ones(m, dtype=np.bool_), np.zeros(m, dtype=np.bool_)])
-        superseded = np.zeros(n, dtype=np.bool_)
-        sup = self.edge_type == EDGE_CODES["supersedes"]
-        superseded[dst[sup]] = True
-        prev = np.full(n, -1, dtype=np.int32)
-        nxt = np.full(n, -1, dtype=np.int32)
-        bb = np.flatnonzero(self.edge_backbone)  # older→newer; later rows (higher rowid) win
-        prev[dst[bb]] = src[bb]
-        nxt[src[bb]] = dst[bb]
         return {
             "csr_ptr": ptr,
             "csr_nbr": np.ascontiguousarray(nbr[order]),
             "csr_weight": np.ascontiguousarray(np.concatenate([self.edge_weight, self.edge_weight])[order]),
             "csr_type": np.ascontiguousarray(np.concatenate([self.edge_type, self.edge_type])[order]),
             "csr_out": np.ascontiguousarray(out[order]),
-            "superseded": superseded,
-            "prev": prev,
-            "next": nxt,
+            **self._links_of(n, src, dst, self.edge_type, self.edge_backbone),
         }
+
+    @staticmethod
+    def _links_of(n: int, src: np.ndarray, dst: np.ndarray, typ: np.ndarray, backbone: np.ndarray) -> dict[str, Any]:
+        """superseded/prev/next of n rows from every listed edge row (in rowid order)."""
+        import numpy as np
+
+        superseded = np.zeros(n, dtype=np.bool_)
+        superseded[dst[typ == EDGE_CODES["supersedes"]]] = True
+        prev = np.full(n, -1, dtype=np.int32)
+        nxt = np.full(n, -1, dtype=np.int32)
+        bb = np.flatnonzero(backbone)  # older→newer; later rows (higher rowid) win
+        prev[dst[bb]] = src[bb]
+        nxt[src[bb]] = dst[bb]
+        return {"superseded": superseded, "prev": prev, "next": nxt}
 
     def query_postings(self, qids: list[int], *, plain: bool) -> tuple[Postings, list[int]]:
         """Posting lists of just ``qids`` over base + delta rows (rows ascending, as a fresh build's),
@@ -993,6 +1000,7 @@ class HotIndex:
         self._csr_m = self._links_m = -1
         self._delta_adj = None
         self.edges_reloaded = True
+        EDGE_STATS["reloads"] += 1
         self._append_edges_from(hotindex.edges_since(conn, 0))
         # The reference is the store's edge count as the guard reads it (the counter when kept), so
         # a counter off by a constant (a foreign writer without the triggers) reloads once, not on
@@ -1047,7 +1055,8 @@ class HotIndex:
         import numpy as np
 
         old = self.fp
-        if fp.max_rowid < old.max_rowid or fp.max_edge_rowid < old.max_edge_rowid or fp.deleted_count < old.deleted_count:
+        if (fp.max_rowid < old.max_rowid or fp.max_edge_rowid < old.max_edge_rowid or fp.deleted_count < old.deleted_count
+                or fp.edge_seq < old.edge_seq):
             return HotIndex.build(conn, fp)  # rowids renumbered (VACUUM) or rows undeleted: start over
         if replace(fp, generation=old.generation) == old:
             self.fp = fp  # only access counts, EI or vectors changed: nothing this index holds
@@ -1056,6 +1065,18 @@ class HotIndex:
         n_before = self.n
         before = self.active.copy()
         self._append_rows(list(hotindex.rows_since(conn, old.max_rowid)))
+        # A store with an edge change log names every edge row deleted or replaced since old.fp:
+        # drop those from the lists (before the new rows are appended, so only rows seen before
+        # can match). Without one, a deleted row's edges are counted below and any other change
+        # is caught by verify_edges' count, which then reloads the whole list.
+        logged = hotindex.has_edge_log(conn)
+        dropped = 0
+        if logged and fp.edge_seq != old.edge_seq:
+            keys = hotindex.edge_changes_since(conn, old.edge_seq, fp.edge_seq)
+            if keys is None:
+                self.edge_count_db = -1  # the log was pruned past us: verify_edges reloads
+            else:
+                dropped = self._drop_edges(keys)
         gone_rows: list[int] = []
         if fp.deleted_count != old.deleted_count:
             for row in self._lookup(hotindex.deleted_since(conn, old.last_deleted_at)):
@@ -1065,7 +1086,7 @@ class HotIndex:
         if int(self.active.sum()) != hotindex.active_count(conn):
             return HotIndex.build(conn, fp)
         removed = 0
-        if gone_rows:  # forget/prune drop the edges of a deleted row: count those still listed live
+        if gone_rows and not logged:  # forget/prune drop the edges of a deleted row: count those still listed live
             gone = np.zeros(self.n, dtype=np.bool_)
             gone[np.array(gone_rows, dtype=np.int64)] = True
             live = np.concatenate([before, np.ones(self.n - n_before, dtype=np.bool_)])
@@ -1074,11 +1095,113 @@ class HotIndex:
                 dst = self._slice("edge_dst", lo, lo + int(src.shape[0]))
                 removed += int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
                 lo += int(src.shape[0])
-        self.edge_count_db += self._append_edges_from(hotindex.edges_since(conn, old.max_edge_rowid)) - removed
+        appended = self._append_edges_from(hotindex.edges_since(conn, old.max_edge_rowid))
+        if self.edge_count_db >= 0:
+            self.edge_count_db += appended - removed - dropped
         self.edges_verified = False
         self.fp = fp
         self.delta_id = secrets.token_hex(8)
         return self
+
+    def _drop_edges(self, keys: list[tuple[str, str, str]]) -> int:
+        """Remove the listed rows with these (source, target, type) keys from the edge lists, the
+        derived CSR and links; return how many were listed. O(changes) SQL, one vectorised pass
+        over the source column to find them, then one copy of each array without them (the
+        beam kernels take plain CSR arrays, so a dropped row cannot stay as a masked entry).
+
+        The edge list then no longer extends the base on disk: ``edges_reloaded`` makes the
+        caller fold it into a new base (as after a reload), so a delta never describes drops.
+        """
+        import numpy as np
+
+        if not keys:
+            return 0
+        ends = self._lookup([k[0] for k in keys] + [k[1] for k in keys])
+        wanted: set[tuple[int, int, int]] = set()
+        for (_s, _d, kind), src, dst in zip(keys, ends[: len(keys)], ends[len(keys) :]):
+            code = EDGE_CODES.get(kind)
+            if src is not None and dst is not None and code is not None:
+                wanted.add((src, dst, code))
+        if not wanted:
+            return 0  # none of them touched rows this index holds (nor were counted)
+        n = self.n
+        triple = np.array(sorted(wanted), dtype=np.int64).reshape(-1, 3)
+        marked = np.zeros(n, dtype=np.bool_)
+        marked[triple[:, 0]] = True
+        wanted_keys = np.sort((triple[:, 0] * n + triple[:, 1]) * 8 + triple[:, 2])  # one int64 per key
+        found: list[np.ndarray] = []
+        lo = 0
+        for src_part in list(self._parts["edge_src"]):  # part by part: the base's are never joined
+            k = int(src_part.shape[0])
+            hits = np.flatnonzero(marked[src_part])  # rows from a listed source: few
+            if hits.size:
+                dst = self._slice("edge_dst", lo, lo + k)[hits].astype(np.int64)
+                typ = self._slice("edge_type", lo, lo + k)[hits].astype(np.int64)
+                keys_at = (src_part[hits].astype(np.int64) * n + dst) * 8 + typ
+                found.append(hits[np.isin(keys_at, wanted_keys)] + lo)
+            lo += k
+        gone = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)
+        if not gone.size:
+            return 0
+        self._remove_edge_rows(gone)
+        EDGE_STATS["dropped"] += int(gone.shape[0])
+        return int(gone.shape[0])
+
+    def _remove_edge_rows(self, gone: np.ndarray) -> None:
+        """Drop edge rows at positions ``gone`` (sorted) from the lists and what is derived from them."""
+        import numpy as np
+
+        m = self.m
+        keep = np.ones(m, dtype=np.bool_)
+        keep[gone] = False
+        src, dst = self.edge_src[gone], self.edge_dst[gone]
+        typ, backbone = self.edge_type[gone], self.edge_backbone[gone]
+        d = self._derived
+        if 0 <= self._csr_m <= m and all(k in d for k in _CSR_KEYS):
+            in_csr = gone < self._csr_m
+            self._drop_csr_entries(src[in_csr], dst[in_csr], typ[in_csr])
+            self._csr_m -= int(in_csr.sum())
+        else:
+            self._csr_m = -1
+        links_hit = bool((backbone | (typ == EDGE_CODES["supersedes"])).any())
+        links_m = self._links_m
+        for name in ("edge_src", "edge_dst", "edge_type", "edge_weight", "edge_backbone"):
+            setattr(self, name, np.ascontiguousarray(getattr(self, name)[keep]))
+        if 0 <= links_m <= m and all(k in d for k in _LINK_KEYS):
+            if links_hit:
+                d.update(self._links_of(self.n, self.edge_src, self.edge_dst, self.edge_type, self.edge_backbone))
+                self._links_m = self.m  # recomputed over every row still listed, as a build would
+            else:
+                self._links_m = links_m - int((gone < links_m).sum())
+        else:
+            self._links_m = -1
+        self._delta_adj = None
+        self.edges_reloaded = True
+
+    def _drop_csr_entries(self, src: np.ndarray, dst: np.ndarray, typ: np.ndarray) -> None:
+        """Remove each row's two CSR entries (at its source, out; at its target, in)."""
+        import numpy as np
+
+        d = self._derived
+        ptr = np.asarray(d["csr_ptr"])
+        nbr, ctype, out = d["csr_nbr"], d["csr_type"], d["csr_out"]
+        entries: list[int] = []
+        for a, b, t in zip(src.tolist(), dst.tolist(), typ.tolist()):
+            for node, other, flag in ((a, b, True), (b, a, False)):
+                lo, hi = int(ptr[node]), int(ptr[node + 1])
+                hit = np.flatnonzero((nbr[lo:hi] == other) & (ctype[lo:hi] == t) & (out[lo:hi] == flag))
+                if hit.size:
+                    entries.append(lo + int(hit[0]))
+        if not entries:
+            return
+        at = np.unique(np.array(entries, dtype=np.int64))
+        keep = np.ones(nbr.shape[0], dtype=np.bool_)
+        keep[at] = False
+        # Each node's pointer moves down by the entries removed before it.
+        removed_before = np.searchsorted(at, ptr, side="left")
+        d["csr_ptr"] = (ptr - removed_before).astype(np.int64)
+        for key in ("csr_nbr", "csr_weight", "csr_type", "csr_out"):
+            d[key] = np.ascontiguousarray(np.asarray(d[key])[keep])
 
     def verify_edges(self, conn: apsw.Connection) -> None:
         """Check the edge rows we track against the store's edge counter (O(1)); reload them on a mismatch."""

@@ -80,6 +80,18 @@ class Store:
         server always checks them, at a cost it pays on its own side)."""
         return connection.foreign_keys_unchecked(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
 
+    def trigger_problems(self) -> list[str]:
+        """Missing triggers beyond those ``counts.problems`` reports (none on SQLite: the counter
+        triggers are all it has)."""
+        return []
+
+    def reinstall_triggers(self, conn: apsw.Connection) -> None:
+        """Recreate the triggers and recount what they keep (``doctor --repair``, in ``conn``'s
+        write transaction)."""
+        from mnemon.store import counts
+
+        counts.install(conn)
+
     def generation(self) -> int:
         return schema.generation(self.conn)
 

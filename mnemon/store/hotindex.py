@@ -55,6 +55,20 @@ _SQL_EDGES_SINCE = (
 )
 
 
+# A store with an edge change log (PostgreSQL, schema revision 2: postgres/schema.py) keeps the
+# keys of deleted and replaced edge rows with the change sequence; the position a reader has seen
+# is its fingerprint's ``edge_seq`` (0 where there is no log: SQLite, whose files never carry it).
+_SQL_EDGE_SEQ = (
+    "SELECT COALESCE((SELECT MAX(seq) FROM edge_changes), "
+    "(SELECT CAST(value AS INTEGER) FROM mnemon_meta WHERE key = 'edge_changes_floor'), 0)"
+)
+_SQL_EDGE_FLOOR = "SELECT value FROM mnemon_meta WHERE key = 'edge_changes_floor'"
+_SQL_EDGE_CHANGES = (
+    "SELECT DISTINCT source_id, target_id, edge_type FROM edge_changes WHERE seq > ? AND seq <= ? "
+    "ORDER BY source_id, target_id, edge_type"
+)
+
+
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
     """What a reader compares to decide whether the index describes the database."""
@@ -64,18 +78,22 @@ class Fingerprint:
     max_edge_rowid: int
     deleted_count: int
     last_deleted_at: str
+    edge_seq: int = 0  # the edge change log's last sequence (stores that keep one)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "generation": self.generation, "max_rowid": self.max_rowid, "max_edge_rowid": self.max_edge_rowid,
             "deleted_count": self.deleted_count, "last_deleted_at": self.last_deleted_at,
         }  # fmt: skip
+        if self.edge_seq:
+            out["edge_seq"] = self.edge_seq  # absent for SQLite: its files stay as they were
+        return out
 
     @classmethod
     def from_json(cls, raw: dict[str, Any]) -> Fingerprint:
         return cls(
             int(raw["generation"]), int(raw["max_rowid"]), int(raw["max_edge_rowid"]),
-            int(raw["deleted_count"]), str(raw["last_deleted_at"]),
+            int(raw["deleted_count"]), str(raw["last_deleted_at"]), int(raw.get("edge_seq", 0)),
         )  # fmt: skip
 
 
@@ -109,7 +127,23 @@ def fingerprint(conn: apsw.Connection) -> Fingerprint:
         int(conn.execute(_SQL_MAX_EDGE_ROWID).fetchone()[0]),
         int(deleted),
         str(last),
+        int(conn.execute(_SQL_EDGE_SEQ).fetchone()[0]) if has_edge_log(conn) else 0,
     )
+
+
+def has_edge_log(conn: apsw.Connection) -> bool:
+    """Whether the store logs deleted and replaced edge keys (set by the backend on open)."""
+    return bool(getattr(conn, "edge_change_log", False))
+
+
+def edge_changes_since(conn: apsw.Connection, seq: int, upto: int) -> list[tuple[str, str, str]] | None:
+    """The distinct (source, target, type) keys deleted or replaced in ``(seq, upto]``, or None when
+    the log no longer reaches back to ``seq`` (pruned past it: the reader cannot prove the delta)."""
+    row = conn.execute(_SQL_EDGE_FLOOR).fetchone()
+    floor = int(row[0]) if row and row[0] is not None else upto
+    if seq < floor:
+        return None
+    return [(str(a), str(b), str(c)) for a, b, c in conn.execute(_SQL_EDGE_CHANGES, (seq, upto))]
 
 
 def _has_meta(conn: apsw.Connection) -> bool:

@@ -183,6 +183,30 @@ def with_entity_dated(conn: apsw.Connection, entity: str, exclude_id: str, limit
     return [(str(r[0]), str(r[1])) for r in rows]
 
 
+# with_entity_dated for many entities in one statement: each entity's ``limit`` newest active
+# insights (the same order: created_at DESC, rowid DESC), one index range per wanted entity. A bulk
+# import asks this once per chunk instead of once per entity (a round trip each on PostgreSQL).
+_SQL_WITH_ENTITIES_DATED = (
+    "SELECT entity, insight_id, created_at FROM ("
+    "SELECT e.entity AS entity, e.insight_id AS insight_id, e.created_at AS created_at, "
+    "ROW_NUMBER() OVER (PARTITION BY e.entity ORDER BY e.created_at DESC, i.rowid DESC) AS k "
+    "FROM json_each(?) j CROSS JOIN insight_entities e JOIN insights i ON i.id = e.insight_id "
+    "WHERE e.entity = j.value AND i.deleted_at IS NULL) AS ranked WHERE k <= ? ORDER BY entity, k"
+)
+
+
+def with_entities_dated(conn: apsw.Connection, entities: list[str], limit: int) -> dict[str, list[tuple[str, str]]]:
+    """with_entity_dated (no exclusion) for each of ``entities`` at once: entity → [(id, created_at)]
+    newest first; an entity without active insights maps to []. Entities with a NUL are not
+    allowed (json_each would cut them): the caller looks those up one by one."""
+    out: dict[str, list[tuple[str, str]]] = {e: [] for e in entities}
+    for start in range(0, len(entities), _ID_CHUNK):
+        chunk = json.dumps(entities[start : start + _ID_CHUNK])
+        for entity, insight_id, created_at in conn.execute(_SQL_WITH_ENTITIES_DATED, (chunk, limit)):
+            out[str(entity)].append((str(insight_id), str(created_at)))
+    return out
+
+
 def known_entities(conn: apsw.Connection) -> set[str]:
     """The set of entity strings present on active insights (index-aware extraction, §4.3)."""
     return {str(r[0]) for r in conn.execute(_SQL_KNOWN_ENTITIES)}

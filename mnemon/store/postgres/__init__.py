@@ -40,12 +40,27 @@ class PostgresStore(Store):
                     raise NotFoundError(f'database not found: PostgreSQL schema "{reg.schema}" of store "{reg.name}"')
             elif not schema.is_current(conn):
                 schema.migrate(conn, connection.quoted(reg.schema), reg.schema)
+            # The caches read the edge change log only where it exists (a read-only open may meet
+            # a schema an older mnemon created): writable opens have just migrated.
+            conn.edge_change_log = not readonly or schema.is_current(conn)
             path = store_dir / f"postgres-{schema.store_id(conn)}"
             conn.filename = str(path)
             return cls(conn, path, reg, readonly=readonly)
         except BaseException:
             conn.close()
             raise
+
+    def trigger_problems(self) -> list[str]:
+        """Missing triggers of the schema beyond the counter triggers ``counts.problems`` names."""
+        from mnemon.store import counts
+
+        return [f"trigger {name} missing" for name in schema.missing_triggers(self.conn) if name not in counts.TRIGGER_NAMES]  # type: ignore[arg-type]
+
+    def reinstall_triggers(self, conn: object) -> None:
+        from mnemon.store import counts
+
+        schema.reinstall_triggers(conn)  # type: ignore[arg-type]
+        counts.rebuild(conn)  # type: ignore[arg-type]
 
     def compact(self) -> tuple[int, int]:
         """VACUUM the store's tables (``gc --compact``); return the bytes before and after."""

@@ -32,6 +32,8 @@ from mnemon.records import BUSY_TIMEOUT_MS
 from mnemon.store.postgres import dialect
 
 CONNECT_TIMEOUT_S = 5
+# From this many rows an executemany'd INSERT goes through COPY into a staging table (_copy_insert).
+COPY_MIN_ROWS = 2_000
 
 
 class StatementError(apsw.Error):
@@ -89,6 +91,9 @@ class PgConnection:
         self._lock_key = lock_key(schema)
         self._changes = 0
         self._savepoints = 0
+        self._stages = 0  # staging tables created (each gets a name of its own)
+        self._stage_ok: bool | None = None  # may create them (None: not asked yet)
+        self.edge_change_log = False  # the schema logs deleted/replaced edge keys (store/hotindex.py)
 
     # --- apsw's surface ------------------------------------------------------------------------
 
@@ -138,6 +143,9 @@ class PgConnection:
                     self._changes = max(cur.rowcount, 0)
                     return
                 batch = multi.last_per_key(batch)
+                if len(batch) >= COPY_MIN_ROWS and self._may_stage(cur):
+                    self._changes = self._copy_insert(cur, multi, batch)
+                    return
                 changed = 0
                 for start in range(0, len(batch), multi.rows_per_statement):
                     chunk = batch[start : start + multi.rows_per_statement]
@@ -146,6 +154,40 @@ class PgConnection:
                 self._changes = changed
         except psycopg.Error as exc:
             raise self._failure(exc) from exc
+
+    def _may_stage(self, cur: psycopg.Cursor[Any]) -> bool:
+        """Whether this role may create temporary tables here (asked once per connection; a
+        database that revokes TEMPORARY gets the multi-row statements instead)."""
+        if self._stage_ok is None:
+            cur.execute("SELECT has_database_privilege(current_database(), 'TEMPORARY')")
+            row = cur.fetchone()
+            self._stage_ok = bool(row and row[0])
+        return self._stage_ok
+
+    def _copy_insert(self, cur: psycopg.Cursor[Any], multi: dialect.MultiRow, rows: list[Sequence[Any]]) -> int:
+        """One INSERT ... SELECT from a staging table filled by COPY; return the rows it wrote.
+
+        For a bulk write (import, copy) the multi-row VALUES statements cost the server more to
+        parse and bind than the rows cost to store; COPY streams them instead. The staging table
+        is temporary (this session's, dropped at once, and by the server with the transaction
+        anyway), the rows keep their order (``ord``: serial rowids are allocated in the order the
+        caller gave, as the VALUES statements do), and the INSERT is the same statement with the
+        same ON CONFLICT clause, so triggers see one statement with every row.
+        """
+        self._stages += 1
+        stage = f"mnemon_stage_{self._stages}"
+        columns, select = multi.staged_columns()
+        bound = ", ".join(columns)
+        cur.execute(
+            f"CREATE TEMP TABLE {stage} ON COMMIT DROP AS SELECT 0::bigint AS ord, {bound} FROM {multi.table} WITH NO DATA"
+        )
+        with cur.copy(f"COPY {stage} (ord, {bound}) FROM STDIN") as copy:
+            for k, row in enumerate(rows):
+                copy.write_row((k, *row))
+        cur.execute(f"{multi.head} SELECT {select} FROM {stage} ORDER BY ord{multi.tail}")
+        written = max(cur.rowcount, 0)
+        cur.execute(f"DROP TABLE {stage}")
+        return written
 
     def __enter__(self) -> PgConnection:
         self._savepoints += 1

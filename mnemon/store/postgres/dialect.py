@@ -105,6 +105,7 @@ def translate(sql: str) -> str:
     return out
 
 
+_INSERT_INTO = re.compile(r"^\s*INSERT(?: OR \w+)? INTO (\w+)\s*\(([^)]*)\)", re.S)
 _VALUES = re.compile(r"\bVALUES\s*\(([^)]*)\)", re.S)
 _MULTI_CACHE: dict[str, MultiRow | None] = {}
 
@@ -116,8 +117,11 @@ class MultiRow:
     row is kept, which is what running the rows one by one leaves (the last write wins).
     """
 
-    def __init__(self, head: str, tail: str, slots: list[str], key_positions: tuple[int, ...] | None) -> None:
+    def __init__(
+        self, head: str, tail: str, slots: list[str], key_positions: tuple[int, ...] | None, table: str, columns: list[str]
+    ) -> None:
         self.head, self.tail, self.slots = head, tail, slots  # a slot: "?" (bound) or a constant
+        self.table, self.columns = table, columns
         self.width = max(1, slots.count("?"))
         self.key_positions = key_positions
         self.rows_per_statement = max(1, min(1000, 60_000 // self.width))  # PostgreSQL binds at most 65535 values
@@ -140,6 +144,13 @@ class MultiRow:
             cached = ", ".join(groups)
             cached = self._texts[n] = f"{self.head} VALUES {cached}{self.tail}"
         return cached
+
+    def staged_columns(self) -> tuple[list[str], str]:
+        """The bound columns (a staging table's, in bound-value order) and the SELECT list that
+        inserts from it: each column from the stage, each constant as it is."""
+        bound = [c for c, v in zip(self.columns, self.slots) if v == "?"]
+        select = ", ".join(c if v == "?" else v for c, v in zip(self.columns, self.slots))
+        return bound, select
 
     def last_per_key(self, rows: list[Any]) -> list[Any]:
         """The rows to write: each key's last row for an upsert (keys index the bound values)."""
@@ -173,7 +184,10 @@ def multi_row(sql: str) -> MultiRow | None:
                 columns = [c.strip() for c in insert.group(3).split(",")]
                 bound = [c for c, v in zip(columns, slots) if v == "?"]  # positions among the bound values
                 keys = tuple(bound.index(k) for k in _KEYS[insert.group(2)])
-            found = MultiRow(head, tail, slots, keys)
+            target = _INSERT_INTO.match(stripped)
+            assert target is not None
+            table, columns = target.group(1), [c.strip() for c in target.group(2).split(",")]
+            found = MultiRow(head, tail, slots, keys, table, columns)
     _MULTI_CACHE[sql] = found
     return found
 

@@ -77,7 +77,25 @@ _TABLES = (
     f"CREATE TABLE IF NOT EXISTS mnemon_counts (key text {_C} PRIMARY KEY, n bigint NOT NULL)",
     f"CREATE TABLE IF NOT EXISTS entity_counts (entity text {_C} PRIMARY KEY, n bigint NOT NULL)",
     "CREATE SEQUENCE IF NOT EXISTS mnemon_change_seq",
+    # Revision 2: the keys of deleted and replaced edge rows with their change sequence, so
+    # another machine's caches drop exactly those (a replaced row moves to a new rowid, which the
+    # caches read as a new row; the old one is invisible to rowid markers). Written by triggers,
+    # pruned by them (mnemon_log_edge_changes); ``edge_changes_floor`` in the meta: every change
+    # after it is logged.
+    f"""CREATE TABLE IF NOT EXISTS edge_changes (
+    seq bigint PRIMARY KEY,
+    source_id text {_C} NOT NULL,
+    target_id text {_C} NOT NULL,
+    edge_type text {_C} NOT NULL
+)""",
 )
+
+# The PostgreSQL schema's own revision beside the shared SCHEMA_VERSION (meta ``pg_revision``;
+# absent = 1). 2: edge_changes.
+PG_REVISION = 2
+# The change log keeps at least this many rows, and at most about the edge count (past that a
+# reader behind it reloads the edge list, which then costs no more than reading the log would).
+EDGE_CHANGES_MIN_KEEP = 10_000
 
 _INDEXES = (
     "CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category)",
@@ -242,6 +260,26 @@ BEGIN
 END $$""",
 )
 
+_EDGE_CHANGE_FUNCTION = f"""CREATE OR REPLACE FUNCTION mnemon_log_edge_changes() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE k bigint; kept bigint; cap bigint; cut bigint;
+BEGIN
+    INSERT INTO edge_changes (seq, source_id, target_id, edge_type)
+    SELECT nextval('mnemon_change_seq'), source_id, target_id, edge_type FROM old_rows;
+    GET DIAGNOSTICS k = ROW_COUNT;
+    IF k = 0 THEN RETURN NULL; END IF;
+    UPDATE mnemon_meta SET value = (value::bigint + k)::text WHERE key = 'edge_changes_rows' RETURNING value::bigint INTO kept;
+    SELECT GREATEST({EDGE_CHANGES_MIN_KEEP}, COALESCE((SELECT n FROM mnemon_counts WHERE key = 'edges'), 0)) INTO cap;
+    IF kept > cap THEN  -- keep the newest half: pruning stays rare, a reader behind the floor reloads
+        SELECT seq INTO cut FROM edge_changes ORDER BY seq DESC OFFSET cap / 2 LIMIT 1;
+        IF cut IS NOT NULL THEN
+            DELETE FROM edge_changes WHERE seq <= cut;
+            UPDATE mnemon_meta SET value = cut::text WHERE key = 'edge_changes_floor';
+        END IF;
+        UPDATE mnemon_meta SET value = (SELECT COUNT(*) FROM edge_changes)::text WHERE key = 'edge_changes_rows';
+    END IF;
+    RETURN NULL;
+END $$"""
+
 # (name, timing and events, table, level, function); the counter triggers carry SQLite's names,
 # which doctor's trigger check (counts.TRIGGER_NAMES) looks for.
 _NEW = "REFERENCING NEW TABLE AS new_rows"
@@ -261,6 +299,9 @@ _TRIGGERS = (
     # The insert transition table holds only rows really inserted (not an upsert's updates): exact.
     ("edges_count_bi", f"AFTER INSERT ON edges {_NEW}", None, "STATEMENT", "mnemon_count_edges_added"),
     ("edges_count_ad", f"AFTER DELETE ON edges {_OLD}", None, "STATEMENT", "mnemon_count_edges_removed"),
+    # A replaced edge (INSERT OR REPLACE: an upsert's DO UPDATE) is logged like a deleted one.
+    ("edges_changes_ad", f"AFTER DELETE ON edges {_OLD}", None, "STATEMENT", "mnemon_log_edge_changes"),
+    ("edges_changes_au", f"AFTER UPDATE ON edges {_OLD}", None, "STATEMENT", "mnemon_log_edge_changes"),
     ("entities_count_ai", f"AFTER INSERT ON insight_entities {_NEW}", None, "STATEMENT", "mnemon_count_entities_added"),
     ("entities_count_ad", f"AFTER DELETE ON insight_entities {_OLD}", None, "STATEMENT", "mnemon_count_entities_removed"),
 )
@@ -279,8 +320,8 @@ _SQLITE_SEQUENCE = """CREATE OR REPLACE VIEW sqlite_sequence AS
 def is_current(conn: PgConnection) -> bool:
     if not exists(conn):
         return False
-    row = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema'", raw=True).fetchone()
-    return bool(row and row[0] == str(SCHEMA_VERSION))
+    found = dict(conn.execute("SELECT key, value FROM mnemon_meta WHERE key IN ('schema', 'pg_revision')", raw=True).fetchall())
+    return found.get("schema") == str(SCHEMA_VERSION) and found.get("pg_revision", "1") == str(PG_REVISION)
 
 
 def exists(conn: PgConnection) -> bool:
@@ -296,29 +337,54 @@ def migrate(conn: PgConnection, quoted_schema: str, schema_name: str) -> None:
         if is_current(conn):
             conn.commit()
             return  # another machine created it while we waited for the lock
-        for statement in (*_TABLES, *_FUNCTIONS, *_TRIGGER_FUNCTIONS, *_INDEXES):
+        for statement in (*_TABLES, *_FUNCTIONS, *_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION, *_INDEXES):
             conn.execute(statement, raw=True)
         literal = schema_name.replace("'", "''")
         conn.execute(_SQLITE_MASTER.format(schema='"' + literal.replace('"', '""') + '"'), raw=True)
         conn.execute(_SQLITE_SEQUENCE, raw=True)
-        for name, when, table, level, function in _TRIGGERS:
-            target = f"{when} ON {table}" if table else when  # transition-table triggers name their table inline
-            conn.execute(
-                f"CREATE OR REPLACE TRIGGER {name} {target} FOR EACH {level} EXECUTE FUNCTION {function}()", raw=True
-            )
-        for key, value in (("generation", "0"), ("embedding_format", EMBEDDING_FORMAT), ("store_id", secrets.token_hex(16))):
+        _create_triggers(conn)
+        # Changes before the log existed are unknown: its floor starts at the sequence's position.
+        row = conn.execute("SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM mnemon_change_seq", raw=True).fetchone()
+        floor = str(int(row[0]) if row else 0)
+        fresh = (("generation", "0"), ("embedding_format", EMBEDDING_FORMAT), ("store_id", secrets.token_hex(16)),
+                 ("edge_changes_floor", floor), ("edge_changes_rows", "0"))  # fmt: skip
+        for key, value in fresh:
             conn.execute(
                 "INSERT INTO mnemon_meta (key, value) VALUES ($1, $2) ON CONFLICT DO NOTHING", (key, value), raw=True
             )
-        conn.execute(
-            "INSERT INTO mnemon_meta (key, value) VALUES ('schema', $1) "
-            "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (str(SCHEMA_VERSION),), raw=True
-        )
+        for key, value in (("schema", str(SCHEMA_VERSION)), ("pg_revision", str(PG_REVISION))):
+            conn.execute(
+                "INSERT INTO mnemon_meta (key, value) VALUES ($1, $2) "
+                "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (key, value), raw=True
+            )
         conn.execute("UPDATE mnemon_meta SET value = (value::bigint + 1)::text WHERE key = 'generation'", raw=True)
         conn.commit()
     except BaseException:
         conn.rollback()
         raise
+
+
+def _create_triggers(conn: PgConnection) -> None:
+    for name, when, table, level, function in _TRIGGERS:
+        target = f"{when} ON {table}" if table else when  # transition-table triggers name their table inline
+        conn.execute(f"CREATE OR REPLACE TRIGGER {name} {target} FOR EACH {level} EXECUTE FUNCTION {function}()", raw=True)
+
+
+TRIGGER_NAMES = tuple(t[0] for t in _TRIGGERS)
+
+
+def missing_triggers(conn: PgConnection) -> list[str]:
+    """The schema's triggers that are not on their tables (dropped by hand, a partial restore)."""
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'", raw=True)}
+    return [name for name in TRIGGER_NAMES if name not in present]
+
+
+def reinstall_triggers(conn: PgConnection) -> None:
+    """Recreate every trigger function and trigger (``doctor --repair``; in the caller's write
+    transaction, idempotent): what they keep is then recounted by the caller."""
+    for statement in (*_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION):
+        conn.execute(statement, raw=True)
+    _create_triggers(conn)
 
 
 def store_id(conn: PgConnection) -> str:
