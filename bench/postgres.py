@@ -1,6 +1,7 @@
 """PostgreSQL stores beside SQLite, whole process (issue 11).
 
     python bench/postgres.py --sizes 10k,100k [--runs 5] [--url postgresql://...] [--out bench/out]
+        [--edges-per-insight E] [--import-only]
 
 For each size: a seeded draft (``bench/generate.py``) is imported as a whole process into a SQLite
 store and into a PostgreSQL store (the import rate: insights / wall seconds), then ``remember``,
@@ -11,6 +12,9 @@ after each step the first directory's next ``recall`` (which catches its local h
 the foreign writes) is timed against the ``recall`` after it (current). Without ``--url`` a private throwaway cluster is started from the
 server binaries (``tests/pg_cluster.py``: Unix socket in a temp dir, fsync off, as ``nobody`` when
 run as root) and stopped at the end. No embedding server: token mode, as in the hooks' default.
+``--edges-per-insight`` sets the draft's explicit edges (the generator's default, 35 per insight, makes
+the dense graphs of the recall benchmarks; agents' drafts carry few); ``--import-only`` measures the
+two import rates and nothing else.
 Output: Markdown tables (each time "wall ms / CPU ms", medians; CPU = user + system of the
 process, steadier than wall time on a shared machine) on stdout and in ``--out/postgres.md``.
 """
@@ -35,7 +39,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.generate import generate_draft, write_draft  # noqa: E402
+from bench.generate import DEFAULT_EDGES_PER_INSIGHT, generate_draft, write_draft  # noqa: E402
 
 QUERIES = ("why did we choose Qdrant for the billing service", "Kafka retries in PaymentGateway")
 FOREIGN = (1, 100, 10_000)
@@ -135,15 +139,18 @@ def _database(admin_url: str) -> str:
     return psycopg.conninfo.make_conninfo(admin_url, dbname=name)
 
 
-def bench_size(n: int, admin_url: str, work: Path, runs: int) -> dict[str, Any]:
+def bench_size(n: int, admin_url: str, work: Path, runs: int, edges_per_insight: float = DEFAULT_EDGES_PER_INSIGHT,
+               import_only: bool = False) -> dict[str, Any]:  # fmt: skip
     draft = work / f"draft-{n}.json"
-    write_draft(generate_draft(n, seed=1), draft)
+    write_draft(generate_draft(n, seed=1, edges_per_insight=edges_per_insight), draft)
     lite, pg = work / f"sqlite-{n}", work / f"pg-{n}"
     url = _database(admin_url)
     _run(["--data-dir", str(pg), "store", "create", "team", "--postgres", url])
     row: dict[str, Any] = {"size": n}
     row["import_sqlite"] = _import(["--data-dir", str(lite)], draft)
     row["import_pg"] = _import(["--data-dir", str(pg), "--store", "team"], draft)
+    if import_only:
+        return row
     row["sqlite"] = _commands(["--data-dir", str(lite)], runs)
     row["pg"] = _commands(["--data-dir", str(pg), "--store", "team"], runs)
     row["catch_up"] = _catch_up(url, pg, work, n)
@@ -152,6 +159,10 @@ def bench_size(n: int, admin_url: str, work: Path, runs: int) -> dict[str, Any]:
 
 def report(rows: list[dict[str, Any]]) -> str:
     """Markdown tables; each time cell is "wall ms / CPU ms" (medians)."""
+    if all("sqlite" not in r for r in rows):  # --import-only
+        lines = ["| store | SQLite import (insights/s) | PostgreSQL import (insights/s) |", "|---|---:|---:|"]
+        lines += [f"| {r['size']:,} | {r['import_sqlite']:,.0f} | {r['import_pg']:,.0f} |" for r in rows]
+        return "\n".join(lines)
     lines = [
         "| store | backend | import (insights/s) | remember | recall | search | status |",
         "|---|---|---:|---:|---:|---:|---:|",
@@ -182,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--url", default="", help="a PostgreSQL server that may create databases (default: a private cluster)")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out")
+    parser.add_argument("--edges-per-insight", type=float, default=DEFAULT_EDGES_PER_INSIGHT)
+    parser.add_argument("--import-only", action="store_true", help="the two import rates only")
     args = parser.parse_args(argv)
     cluster = None
     admin_url = args.url
@@ -199,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     try:
         for size in args.sizes.split(","):
-            rows.append(bench_size(_size(size), admin_url, work, args.runs))
+            rows.append(bench_size(_size(size), admin_url, work, args.runs, args.edges_per_insight, args.import_only))
             text = report(rows)  # written after every size: a long run keeps what it measured
             (args.out / "postgres.md").write_text(text + "\n", encoding="utf-8")
             print(text, flush=True)
