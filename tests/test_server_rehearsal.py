@@ -24,6 +24,7 @@ _SERVER = textwrap.dedent("""
     import mnemon.server.rehearsal as rehearsal
 
     def slow(self, interrupted):
+        os.mkdir(self._copy(os.getpid()))  # its scratch copy, as a real rehearsal's first step makes
         time.sleep(20)  # one long step that never looks at its channel
 
     def failing(self, interrupted):
@@ -84,9 +85,14 @@ def test_a_request_never_waits_for_a_rehearsal(tmp_path: Path) -> None:
         # meanwhile the first spare is in its 20 s step
         assert _mnemon(runtime, "off", ["--data-dir", str(data), "remember", "A note", "--no-diff"]).returncode == 0
         off = _mnemon(runtime, "off", ["--data-dir", str(data), "status"])
+        (scratch,) = _scratch(runtime)
+        rehearsing = [p for p in scratch.iterdir() if p.name.startswith("spare-")]
+        assert len(rehearsing) == 1
         started = time.monotonic()
         on = _mnemon(runtime, "require", ["--data-dir", str(data), "status"])
         elapsed = time.monotonic() - started
+        # the rehearsing spare was killed, not left to compete for the CPU; its copy went with it
+        assert _wait(lambda: not rehearsing[0].exists(), 10)
     assert on.returncode == 0 and on.stdout == off.stdout and on.stderr == off.stderr
     assert elapsed < 10, f"the served call waited {elapsed:.1f} s: it was handed to the rehearsing spare"
 

@@ -51,6 +51,7 @@ class Daemon:
         self.spare: tuple[int, socket.socket] | None = None
         self.spare_rehearses = False  # the spare says READY once rehearsed; until then it is not handed a request
         self.rehearsal = rehearsal
+        self.dropped: set[int] = set()  # spares let go but not reaped yet (see end_spares)
         self.warm = warm.WarmIndexes()
         self.dirty: list[str] = []  # stores whose warm index to refresh once no client waits
         self.stopping = False
@@ -123,13 +124,17 @@ class Daemon:
             if pid == 0:
                 return
             conn = self.workers.pop(pid, None)
+            self.dropped.discard(pid)
             self.take_report(pid)
             if conn is None:
                 if self.spare is not None and self.spare[0] == pid:
                     self.drop_spare()  # killed while waiting; the next request forks anew
+                    self.dropped.discard(pid)  # reaped: never signal its pid again
                 if os.WIFEXITED(status) and os.WEXITSTATUS(status) == rehearsal.FAILED and self.rehearsal:
                     self.rehearsal.close()  # it would fail again in every spare: spares wait unrehearsed
                     self.rehearsal = None
+                elif os.WIFSIGNALED(status) and self.rehearsal:
+                    self.rehearsal.remove_copy(pid)  # killed mid-rehearsal: its copy stayed behind
                 continue
             if os.WIFSIGNALED(status):
                 reply = b"S%d\n" % os.WTERMSIG(status)
@@ -211,7 +216,9 @@ class Daemon:
         if self.spare is None:
             return None
         if not self.spare_ready():
-            self.drop_spare()  # the client must not wait for a rehearsal: it stops at its next step
+            # The client must not wait for a rehearsal, nor share the CPU with one: the spare only
+            # works on its own scratch copy, so it is killed (the copy goes when it is reaped).
+            self.drop_spare(kill=True)
             return None
         pid, channel = self.spare
         self.spare = None
@@ -223,10 +230,28 @@ class Daemon:
         self.reports[pid] = channel  # it reports the stores it used on the same channel
         return pid
 
-    def drop_spare(self) -> None:
+    def drop_spare(self, *, kill: bool = False) -> None:
         if self.spare is not None:
-            self.spare[1].close()  # EOF: the spare exits unrun
+            self.spare[1].close()  # EOF: the spare exits unrun (a rehearsing one after its current step)
+            self.dropped.add(self.spare[0])
+            if kill:
+                try:
+                    os.kill(self.spare[0], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.spare = None
+
+    def end_spares(self) -> None:
+        """At exit: end the spares still alive (waiting or rehearsing, never running a command) and
+        wait for them, so that none writes into the scratch directory after it is removed."""
+        self.drop_spare()
+        for pid in self.dropped:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        self.dropped.clear()
 
     # --- warm per-store state -------------------------------------------------------------------
     def take_report(self, pid: int) -> None:
@@ -343,6 +368,7 @@ def main() -> int:
     finally:
         daemon.stop()
         if daemon.rehearsal is not None:
+            daemon.end_spares()
             daemon.rehearsal.close()
         try:
             os.unlink(pid_path)

@@ -17,7 +17,9 @@ Rules, so that a rehearsal never costs a client anything or changes what it sees
   rehearsal: nothing grows, no two processes share a scratch database.
 - Before each command the spare looks at its channel: a request (or the parent's hang-up) ends
   the rehearsal at once. The spare says ``R`` when it is done; the parent hands a request only to
-  a spare that said it, and otherwise forks a fresh one for it (never waiting on a rehearsal).
+  a spare that said it; a request that finds the spare still rehearsing gets a freshly forked
+  worker, and the rehearsing spare is killed (it must not take the CPU from the client's command;
+  the parent removes its copy when it reaps it).
 - A rehearsal that fails ends the spare with ``FAILED``; the parent then stops rehearsing.
 """
 
@@ -82,9 +84,12 @@ class Rehearsal:
             shutil.rmtree(root, ignore_errors=True)
             return None
 
+    def _copy(self, pid: int) -> str:
+        return os.path.join(self.root, f"spare-{pid}")
+
     def run(self, interrupted: Callable[[], bool]) -> None:
         """Rehearse on a private copy until done or ``interrupted()``; the copy is removed."""
-        copy = os.path.join(self.root, f"spare-{os.getpid()}")
+        copy = self._copy(os.getpid())
         try:
             shutil.copytree(self.template, copy)
             for argv in _commands(self.insight_id):
@@ -93,6 +98,10 @@ class Rehearsal:
                 _run(copy, argv)
         finally:
             shutil.rmtree(copy, ignore_errors=True)
+
+    def remove_copy(self, pid: int) -> None:
+        """The copy of a spare that was killed (parent side, once it is reaped)."""
+        shutil.rmtree(self._copy(pid), ignore_errors=True)
 
     def close(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
