@@ -152,3 +152,49 @@ def test_hook_wall_time_on_a_1k_store(cli, tmp_path, monkeypatch, capsys):
     assert timings["prime.sh"] < 3.0
     assert all(timings[k] < 1.0 for k in ("user_prompt.sh", "stop.sh", "compact.sh"))
 
+
+
+def test_hooks_start_the_console_script_and_fall_back_to_python_m(cli, tmp_path, monkeypatch):
+    """The hooks run this interpreter's ``mnemon`` script (no runpy per call) and, when it is gone,
+    ``python -m mnemon``: the same output either way."""
+    import shlex
+    import sys
+
+    from mnemon.setup.hooks import console_script
+
+    script = Path(sys.executable).absolute().with_name("mnemon")
+    if not (script.is_file() and os.access(script, os.X_OK)):
+        pytest.skip("no console script beside this interpreter (not a pip install)")
+    assert console_script() == str(script)
+    hooks = install(cli, tmp_path, monkeypatch, "claude-code")
+    n, m = seed(cli)
+    text = (hooks / "prime.sh").read_text()
+    assert f"MNEMON_SCRIPT={shlex.quote(str(script))}\n" in text
+    by_script = run_hook(hooks / "prime.sh", {"hook_event_name": "SessionStart", "source": "startup"})
+    (hooks / "prime.sh").write_text(text.replace("MNEMON_SCRIPT=", "MNEMON_SCRIPT=/nonexistent/mnemon #", 1))
+    by_module = run_hook(hooks / "prime.sh", {"hook_event_name": "SessionStart", "source": "startup"})
+    assert by_script.returncode == by_module.returncode == 0
+    assert by_script.stdout == by_module.stdout and by_script.stdout.startswith(HEADER.format(n=n, m=m))
+
+
+def test_a_script_of_another_interpreter_is_not_taken_for_ours(tmp_path, monkeypatch):
+    import sys
+
+    from mnemon.setup import hooks
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    python = bin_dir / "python"
+    python.symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(python))
+    assert hooks.console_script() == ""  # none installed
+    script = bin_dir / "mnemon"
+    script.write_text("#!/elsewhere/bin/python3\nimport sys\nfrom mnemon.client import main\nsys.exit(main())\n")
+    script.chmod(0o755)
+    assert hooks.console_script() == ""  # another venv's interpreter
+    script.write_text(f"#!{bin_dir}/python3\nimport sys\nfrom other.cli import main\nsys.exit(main())\n")
+    assert hooks.console_script() == ""  # another program called mnemon
+    script.write_text(f"#!{bin_dir}/python3\nimport sys\nfrom mnemon.client import main\nsys.exit(main())\n")
+    assert hooks.console_script() == str(script)
+    script.chmod(0o644)
+    assert hooks.console_script() == ""  # not executable

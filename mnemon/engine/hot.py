@@ -185,6 +185,11 @@ _LINK_KEYS = ("superseded", "prev", "next")
 _EDGE_KEYS = _CSR_KEYS + _LINK_KEYS
 _PER_ROW = ("id_blob", "created", "importance", "category", "source", "doc_len", "n_plain")
 
+# Per-row arrays (and the row pointers of the forward CSRs) that a catch-up extends: each lives in a
+# buffer with room to grow (``HotIndex._extend``), so appending a few rows writes those rows instead
+# of copying the whole array (3.5 MB at 100k rows, faulted in fresh by every process that appended).
+_GROWN = ("importance", "category", "source", "active", "doc_len", "n_plain", "r_ptr", "p_ptr", "e_ptr")
+
 _BULK_LOOKUP = 4096  # edge rows per batch above which ids are resolved through one dict of every id
 _LOAD_CHUNK = 1_000_000  # edge rows (a tenth as many insight rows) read from SQL per slice
 
@@ -193,8 +198,17 @@ MERGE_MIN_ROWS = 512
 MERGE_FRACTION = 0.02
 
 
+# Rows of room the warm server leaves in an inherited index's per-row arrays (35 bytes a row).
+FORK_ROOM = 4096
+
+
 def merge_threshold(n_rows: int) -> int:
     return max(MERGE_MIN_ROWS, int(n_rows * MERGE_FRACTION))
+
+
+def _headroom(size: int) -> int:
+    """Capacity for an array about to hold ``size`` elements: geometric growth (amortised O(1) a row)."""
+    return size + size // 8 + 64
 
 
 class _Seg:
@@ -310,6 +324,12 @@ class HotIndex:
         self._links_m = -1  # edge rows superseded/prev/next reflect (-1: none)
         self._delta_adj: tuple[tuple[int, int, int], tuple[np.ndarray, ...]] | None = None
         self._row_of: dict[str, int] | None = None
+        # Entity -> id, kept in step with ``entities`` (append-only) so a catch-up does not rebuild it
+        # over every entity; valid while it has as many keys as ``entities`` has names.
+        self._ent_index: dict[str, int] | None = None
+        self._known: tuple[tuple[str, str, int], np.ndarray, frozenset[str]] | None = None  # known_entities()
+        # name -> (buffer, the view of it the attribute holds): see _GROWN and _extend.
+        self._buffers: dict[str, tuple[np.ndarray, np.ndarray]] = {}
         self._single_lookups = 0
         self._base_sorted: np.ndarray | None = None
         self._id_hashes: tuple[int, np.ndarray, np.ndarray] | None = None  # rows_of's hash order
@@ -347,6 +367,23 @@ class HotIndex:
             return np.zeros(0, dtype=_SEG_DTYPES[name])
         return out[0] if len(out) == 1 else np.concatenate(out)
 
+    def row_values(self, name: str, rows: np.ndarray) -> np.ndarray:
+        """Elements ``rows`` of a segmented array (``id_blob``, ``created``) without joining its parts:
+        a ranking of a few candidate rows reads their ids and times, not every row's."""
+        import numpy as np
+
+        parts = self._parts[name]
+        if len(parts) == 1:
+            return parts[0][rows]
+        bounds = np.cumsum([0] + [int(p.shape[0]) for p in parts])
+        which = np.searchsorted(bounds, rows, side="right") - 1
+        out = np.empty(rows.shape[0], dtype=np.result_type(*parts))  # bytes: the widest part's width
+        for j, part in enumerate(parts):
+            hit = which == j
+            if hit.any():
+                out[hit] = part[rows[hit] - bounds[j]]
+        return out
+
     def _item(self, name: str, index: int) -> Any:
         """Element ``index`` of a segmented array without joining the parts."""
         off = 0
@@ -360,6 +397,50 @@ class HotIndex:
     def _append_part(self, name: str, values: np.ndarray) -> None:
         if values.shape[0]:
             self._parts[name].append(values)
+
+    def _extend(self, name: str, values: np.ndarray) -> None:
+        """Append ``values`` to the per-row array ``name`` (one of _GROWN) in its buffer's spare room.
+
+        Only elements past the current end are written, so a view handed out earlier (the array
+        as a caller read it) never changes; the buffer is reallocated with headroom when full, when
+        the attribute was replaced since, or when it is not ours to write (a mapped base file)."""
+        k = int(values.shape[0])
+        if not self._room(name, k):
+            self._rebuffer(name, _headroom(int(getattr(self, name).shape[0]) + k))
+        buf, cur = self._buffers[name]
+        size = int(cur.shape[0])
+        buf[size : size + k] = values
+        view = buf[: size + k]
+        setattr(self, name, view)
+        self._buffers[name] = (buf, view)
+
+    def _room(self, name: str, k: int) -> bool:
+        buf, view = self._buffers.get(name, (None, None))
+        return buf is not None and view is getattr(self, name) and buf.shape[0] >= view.shape[0] + k
+
+    def _rebuffer(self, name: str, capacity: int) -> None:
+        """Move ``name`` into a fresh buffer of ``capacity`` elements (a private, writable copy)."""
+        import numpy as np
+
+        cur = getattr(self, name)
+        buf = np.empty(capacity, dtype=cur.dtype)
+        buf[: cur.shape[0]] = cur
+        view = buf[: cur.shape[0]]
+        setattr(self, name, view)
+        self._buffers[name] = (buf, view)
+
+    def reserve(self, rows: int) -> None:
+        """Room for ``rows`` more rows in every per-row array, so that appending them (a forked
+        worker's catch-up after a write) copies nothing: the warm server calls it once per load."""
+        for name in _GROWN:
+            if not self._room(name, rows):
+                size = int(getattr(self, name).shape[0])
+                self._rebuffer(name, max(_headroom(size), size + rows))
+
+    def _entity_index(self) -> dict[str, int]:
+        if self._ent_index is None or len(self._ent_index) != len(self.entities):
+            self._ent_index = {e: i for i, e in enumerate(self.entities)}
+        return self._ent_index
 
     def row_of(self, insight_id: str) -> int | None:
         if self._row_of is None:
@@ -618,6 +699,20 @@ class HotIndex:
         cr[k:] = top + shift + inv.reshape(-1)
         self._derived["created_rank"] = cr
 
+    def prepare_for_forks(self, rows: int = FORK_ROOM) -> None:
+        """Derive now what commands derive lazily (postings, ranks, the edge CSR with the delta's,
+        the base's id order for look-ups, the entity index) and make room for ``rows`` appended
+        rows: processes forked from this one (the warm server's workers) inherit all of it, and
+        their catch-up after a write appends a row without copying a per-row array."""
+        for name in ("post_r_ptr", "post_p_ptr", "post_e_ptr", "id_rank"):
+            self._get(name)
+        self.edge_arrays()
+        if self.base_n:
+            self._base_order()
+        self._entity_index()
+        self.known_entities()  # derives the base's per-entity live counts when its file lacks them
+        self.reserve(rows)
+
     def _derive(self) -> None:
         """Every derived array, the delta's edges folded into the CSR (before a base is written)."""
         import numpy as np
@@ -837,23 +932,33 @@ class HotIndex:
 
         return np.repeat(np.arange(self.n, dtype=np.int32), np.diff(self.e_ptr))
 
-    def known_entities(self) -> set[str]:
+    def known_entities(self) -> frozenset[str]:
         """Entity strings present on active insights (index-aware extraction, §4.3).
 
         From the base's per-entity count of active rows carrying it (``entity_live``, written with
         the base), adjusted by the delta's rows and the base rows deleted since: O(delta), where
-        reading every row's entities is O(entity occurrences) per process."""
+        reading every row's entities is O(entity occurrences) per process. Kept until the rows or
+        their flags change (a catch-up gives a new delta id; the warm server's workers inherit it):
+        building the set of 50k names costs milliseconds."""
         import numpy as np
 
+        key = (self.build_id, self.delta_id, self.n)
+        if self._known is not None and self._known[0] == key and self._known[1] is self.active:
+            return self._known[2]
         counts = np.zeros(len(self.entities), dtype=np.int64)
         base = self._derived.get("entity_live")
         if base is None or base.shape[0] != self.base_ent:
-            base = self._entity_live_of(np.arange(self.base_n), np.asarray(self.base_active))
+            # A base file without it (written before it was kept): derived once per base, not per call
+            # (9 ms at 100k); base rows carry only the base's entities, so the rest of the counts are 0.
+            base = self._entity_live_of(np.arange(self.base_n), np.asarray(self.base_active))[: self.base_ent]
+            self._derived["entity_live"] = base
         counts[: base.shape[0]] += base
         counts += self._entity_live_of(np.arange(self.base_n, self.n), self.active[self.base_n :])
         gone = np.flatnonzero(np.asarray(self.base_active) & ~self.active[: self.base_n])
         counts -= self._entity_live_of(gone, np.ones(gone.shape[0], dtype=np.bool_))
-        return {self.entities[i] for i in np.flatnonzero(counts > 0).tolist()}
+        known = frozenset(self.entities[i] for i in np.flatnonzero(counts > 0).tolist())
+        self._known = (key, self.active, known)
+        return known
 
     def _entity_live_of(self, rows: np.ndarray, live: np.ndarray) -> np.ndarray:
         """Per entity, how many of ``rows`` (those with ``live`` set) carry it."""
@@ -890,7 +995,15 @@ class HotIndex:
                 tail_vocab.append(term)
             return got
 
-        ent_index = {e: i for i, e in enumerate(self.entities)}
+        ent_index, entities = self._entity_index(), self.entities
+
+        def eid(entity: str) -> int:
+            got = ent_index.get(entity)
+            if got is None:  # a new entity: the name list and its index grow together
+                got = ent_index[entity] = len(entities)
+                entities.append(entity)
+            return got
+
         src_index = {s: i for i, s in enumerate(self.sources)}
         r_lists: list[list[int]] = []
         tf_lists: list[list[int]] = []
@@ -906,7 +1019,7 @@ class HotIndex:
             r_lists.append([tid(t) for t in counts])
             tf_lists.append(list(counts.values()))
             p_lists.append([tid(t) for t in plain])
-            e_lists.append([ent_index.setdefault(e, len(ent_index)) for e in dict.fromkeys(ents)])
+            e_lists.append([eid(e) for e in dict.fromkeys(ents)])
             ids.append(str(ins_id))
             created.append(str(created_at).encode("utf-8"))
             imp.append(int(importance))
@@ -915,14 +1028,13 @@ class HotIndex:
             doc_len.append(content_len)
             n_plain.append(len(plain))
         self.sources = list(src_index)
-        self.entities = list(ent_index)
         r_ptr, r_term = _csr_from_lists(r_lists, np.int32)
         _, r_tf = _csr_from_lists(tf_lists, np.int32)
         p_ptr, p_term = _csr_from_lists(p_lists, np.int32)
         e_ptr, e_ent = _csr_from_lists(e_lists, np.int32)
-        self.r_ptr = np.concatenate([self.r_ptr, r_ptr[1:] + self.r_ptr[-1]])
-        self.p_ptr = np.concatenate([self.p_ptr, p_ptr[1:] + self.p_ptr[-1]])
-        self.e_ptr = np.concatenate([self.e_ptr, e_ptr[1:] + self.e_ptr[-1]])
+        self._extend("r_ptr", r_ptr[1:] + self.r_ptr[-1])
+        self._extend("p_ptr", p_ptr[1:] + self.p_ptr[-1])
+        self._extend("e_ptr", e_ptr[1:] + self.e_ptr[-1])
         self._append_part("r_term", r_term)
         self._append_part("r_tf", r_tf)
         self._append_part("p_term", p_term)
@@ -930,12 +1042,12 @@ class HotIndex:
         # new parts (joining promotes to the widest part's width)
         self._append_part("id_blob", np.array(ids, dtype=f"S{max([len(i) for i in ids] + [1])}"))
         self._append_part("created", np.array(created, dtype=f"S{max([len(c) for c in created] + [1])}"))
-        self.importance = np.concatenate([self.importance, np.array(imp, dtype=np.int8)])
-        self.category = np.concatenate([self.category, np.array(cat, dtype=np.int8)])
-        self.source = np.concatenate([self.source, np.array(srcs, dtype=np.int32)])
-        self.active = np.concatenate([self.active, np.ones(len(ids), dtype=np.bool_)])
-        self.doc_len = np.concatenate([self.doc_len, np.array(doc_len, dtype=np.int32)])
-        self.n_plain = np.concatenate([self.n_plain, np.array(n_plain, dtype=np.int32)])
+        self._extend("importance", np.array(imp, dtype=np.int8))
+        self._extend("category", np.array(cat, dtype=np.int8))
+        self._extend("source", np.array(srcs, dtype=np.int32))
+        self._extend("active", np.ones(len(ids), dtype=np.bool_))
+        self._extend("doc_len", np.array(doc_len, dtype=np.int32))
+        self._extend("n_plain", np.array(n_plain, dtype=np.int32))
         self.ids = []
         if self._row_of is not None:
             self._row_of.update((i, self.n - len(ids) + k) for k, i in enumerate(ids))
@@ -1061,9 +1173,6 @@ class HotIndex:
         if replace(fp, generation=old.generation) == old:
             self.fp = fp  # only access counts, EI or vectors changed: nothing this index holds
             return self
-        self.active = self.active.copy()  # the mapped base flags are read-only
-        n_before = self.n
-        before = self.active.copy()
         self._append_rows(list(hotindex.rows_since(conn, old.max_rowid)))
         # A store with an edge change log names every edge row deleted or replaced since old.fp:
         # drop those from the lists (before the new rows are appended, so only rows seen before
@@ -1079,17 +1188,24 @@ class HotIndex:
                 dropped = self._drop_edges(keys)
         gone_rows: list[int] = []
         if fp.deleted_count != old.deleted_count:
-            for row in self._lookup(hotindex.deleted_since(conn, old.last_deleted_at)):
-                if row is not None and self.active[row]:
-                    self.active[row] = False
-                    gone_rows.append(row)
+            found = [row for row in self._lookup(hotindex.deleted_since(conn, old.last_deleted_at))
+                     if row is not None and self.active[row]]  # fmt: skip
+            if found:
+                # A private copy before clearing flags: the array may be the mapped base file's, or
+                # shared with base_active or with a view a caller still holds.
+                self._rebuffer("active", _headroom(self.n))
+                for row in found:
+                    if self.active[row]:
+                        self.active[row] = False
+                        gone_rows.append(row)
         if int(self.active.sum()) != hotindex.active_count(conn):
             return HotIndex.build(conn, fp)
         removed = 0
         if gone_rows and not logged:  # forget/prune drop the edges of a deleted row: count those still listed live
             gone = np.zeros(self.n, dtype=np.bool_)
             gone[np.array(gone_rows, dtype=np.int64)] = True
-            live = np.concatenate([before, np.ones(self.n - n_before, dtype=np.bool_)])
+            live = self.active.copy()  # the flags before this catch-up's deletions (new rows: live)
+            live[gone] = True
             lo = 0
             for src in list(self._parts["edge_src"]):  # part by part: the base's are never joined
                 dst = self._slice("edge_dst", lo, lo + int(src.shape[0]))
@@ -1275,11 +1391,11 @@ class HotIndex:
         sizes = (int(header["base_n"]), int(header["base_v"]), int(header["base_m"]), int(header["base_ent"]))
         if sizes != (self.n, self.n_terms, self.m, len(self.entities)):
             return False
-        active = self.active.copy()
         deleted = arrays["deleted"].astype(np.int64)
         if deleted.size and int(deleted.max()) >= self.n:
             return False
-        active[deleted] = False
+        self._rebuffer("active", _headroom(self.n + int(arrays["active_tail"].shape[0])))  # base_active stays
+        self.active[deleted] = False
         for name in _PER_ROW:
             tail = arrays[name]
             if name in _ROW_SEGMENTED:
@@ -1291,11 +1407,11 @@ class HotIndex:
                 wide = f"S{width}"  # no astype copy when the widths agree (36 MB of ids at 1M rows)
                 setattr(self, name, np.concatenate([mine.astype(wide, copy=False), tail.astype(wide, copy=False)]))
             else:
-                setattr(self, name, np.concatenate([mine, tail.astype(mine.dtype)]))
-        self.active = np.concatenate([active, arrays["active_tail"].astype(np.bool_)])
+                self._extend(name, tail.astype(mine.dtype))
+        self._extend("active", arrays["active_tail"].astype(np.bool_))
         for ptr_name in ("r_ptr", "p_ptr", "e_ptr"):
             ptr = getattr(self, ptr_name)
-            setattr(self, ptr_name, np.concatenate([ptr, arrays[ptr_name][1:] + ptr[-1]]))
+            self._extend(ptr_name, arrays[ptr_name][1:] + ptr[-1])
         for name in _SEGMENTED:
             self._append_part(name, arrays[name].astype(_SEG_DTYPES[name]))
         raw = arrays["vocab_tail"].tobytes().decode("utf-8")
@@ -1303,6 +1419,7 @@ class HotIndex:
             self._tail_terms[term] = self.n_terms
             self._tail_vocab.append(term)
         self.entities = self.entities + list(header["entities_tail"])
+        self._ent_index = None
         self.sources = list(header["sources"])
         self.any_vector = bool(header["any_vector"])
         self.edge_count_db = int(header["edge_count_db"])

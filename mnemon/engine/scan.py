@@ -86,33 +86,42 @@ class ActiveTokens:
         post, local = self._index.query_postings(self._index.term_ids(tokens), plain=True)
         return kernels.overlap_counts_numpy(post.ptr, post.rows, np.array(local, dtype=np.int32), self._index.n)
 
-    def _rank(self, score: np.ndarray, eligible: np.ndarray, limit: int, exclude: str | None) -> list[tuple[int, float]]:
-        """Order by score desc, importance desc, created_at desc, id asc; keep ``limit``."""
+    def _rank(self, rows: np.ndarray, score: np.ndarray, limit: int, exclude: str | None) -> list[tuple[int, float]]:
+        """Order the eligible ``rows`` (ascending, ``score`` beside them) by score desc, importance
+        desc, created_at desc, id asc; keep ``limit``.
+
+        The created_at and id orders are taken among the candidates themselves (their ids and
+        times), the same relative order as the index's whole-store ranks, which a write's scan then
+        need not derive (an O(store) step after every catch-up)."""
         import numpy as np
 
         index = self._index
         if exclude is not None:
             row = index.row_of(exclude)
             if row is not None:
-                eligible = eligible.copy()
-                eligible[row] = False
-        rows = np.flatnonzero(eligible)
+                keep = rows != row
+                rows, score = rows[keep], score[keep]
         if rows.size > limit > 0:  # only rows scoring at least the limit-th best can be kept (1M rows: no full sort)
-            s = score[rows]
-            rows = rows[s >= np.partition(s, rows.size - limit)[rows.size - limit]]
+            keep = score >= np.partition(score, rows.size - limit)[rows.size - limit]
+            rows, score = rows[keep], score[keep]
+        _, id_order = np.unique(index.row_values("id_blob", rows), return_inverse=True)
+        _, created_order = np.unique(index.row_values("created", rows), return_inverse=True)  # equal times: equal
         keys = (
-            index.derived("id_rank")[rows], -index.derived("created_rank")[rows].astype(np.int64),
-            -np.asarray(index.importance)[rows].astype(np.int64), -score[rows],
+            id_order.reshape(-1), -created_order.reshape(-1).astype(np.int64),
+            -np.asarray(index.importance)[rows].astype(np.int64), -score,
         )  # fmt: skip
-        return [(int(r), float(score[r])) for r in rows[np.lexsort(keys)][:limit]]
+        return [(int(rows[k]), float(score[k])) for k in np.lexsort(keys)[:limit]]
 
     def keyword(self, query: set[str], limit: int, exclude: str | None = None) -> list[ScoredRow]:
         """Top insights by |Q∩T|/|Q| (zero overlap skipped; empty Q ⇒ nothing)."""
+        import numpy as np
+
         if not query:
             return []
         counts = self._counts(query)
-        score = counts / len(query)
-        return self._hits(self._rank(score, self._index.active & (counts > 0), limit, exclude))
+        rows = np.flatnonzero(counts)  # only rows sharing a token are scored (not every row's zero)
+        rows = rows[self._index.active[rows]]
+        return self._hits(self._rank(rows, counts[rows] / len(query), limit, exclude))
 
     def similar(self, tokens: set[str], minimum: float, limit: int, exclude: str | None = None) -> list[ScoredRow]:
         """Top insights by ContentSimilarity ≥ ``minimum`` (the embedding-free fallback, §4.7)."""
@@ -121,7 +130,8 @@ class ActiveTokens:
         if not tokens:
             return []
         counts = self._counts(tokens)
-        by_row = counts / np.maximum(self._index.n_plain, 1)
-        score = np.maximum(counts / len(tokens), by_row)
-        eligible = self._index.active & (counts > 0) & (score >= minimum)
-        return self._hits(self._rank(score, eligible, limit, exclude))
+        rows = np.flatnonzero(counts)  # only rows sharing a token are scored (not every row's zero)
+        shared = counts[rows]
+        score = np.maximum(shared / len(tokens), shared / np.maximum(self._index.n_plain[rows], 1))
+        keep = self._index.active[rows] & (score >= minimum)
+        return self._hits(self._rank(rows[keep], score[keep], limit, exclude))

@@ -29,8 +29,9 @@ import sys
 import time
 
 from mnemon import config
-from mnemon.server import control, paths, warm, worker
+from mnemon.server import control, paths, rehearsal, warm, worker
 from mnemon.server.fingerprint import fingerprint
+from mnemon.server.rehearsal import Rehearsal
 
 ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let one stall the loop
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
@@ -38,7 +39,7 @@ _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 class Daemon:
     def __init__(self, listener: socket.socket, sock_path: bytes, idle: float, own_fingerprint: str,
-                 lock_fd: int) -> None:
+                 lock_fd: int, rehearsal: Rehearsal | None = None) -> None:
         self.listener = listener
         self.lock_fd = lock_fd
         self.sock_path = sock_path
@@ -48,6 +49,9 @@ class Daemon:
         self.workers: dict[int, socket.socket] = {}
         self.reports: dict[int, socket.socket] = {}  # worker pid -> the channel it reports its stores on
         self.spare: tuple[int, socket.socket] | None = None
+        self.spare_rehearses = False  # the spare says READY once rehearsed; until then it is not handed a request
+        self.rehearsal = rehearsal
+        self.dropped: set[int] = set()  # spares let go but not reaped yet (see end_spares)
         self.warm = warm.WarmIndexes()
         self.dirty: list[str] = []  # stores whose warm index to refresh once no client waits
         self.stopping = False
@@ -64,7 +68,7 @@ class Daemon:
         sel = selectors.DefaultSelector()
         sel.register(self.listener, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
-        self.fork_spare()
+        self.fork_spare(rehearse=True)
         while True:
             self.reap()
             if self.stopping and not self.workers:
@@ -86,7 +90,7 @@ class Daemon:
                 if self.dirty:
                     self.refresh()
                 if self.spare is None:
-                    self.fork_spare()
+                    self.fork_spare(rehearse=True)
             for key, _ in events:
                 if key.fileobj is self.listener and not self.stopping:
                     self.accept()
@@ -120,10 +124,17 @@ class Daemon:
             if pid == 0:
                 return
             conn = self.workers.pop(pid, None)
+            self.dropped.discard(pid)
             self.take_report(pid)
             if conn is None:
                 if self.spare is not None and self.spare[0] == pid:
                     self.drop_spare()  # killed while waiting; the next request forks anew
+                    self.dropped.discard(pid)  # reaped: never signal its pid again
+                if os.WIFEXITED(status) and os.WEXITSTATUS(status) == rehearsal.FAILED and self.rehearsal:
+                    self.rehearsal.close()  # it would fail again in every spare: spares wait unrehearsed
+                    self.rehearsal = None
+                elif os.WIFSIGNALED(status) and self.rehearsal:
+                    self.rehearsal.remove_copy(pid)  # killed mid-rehearsal: its copy stayed behind
                 continue
             if os.WIFSIGNALED(status):
                 reply = b"S%d\n" % os.WTERMSIG(status)
@@ -154,8 +165,8 @@ class Daemon:
                 self.stop()
                 raise ConnectionAbortedError("stale")
             pid = self.hand_to_spare(raw, conn)
-            if pid is None:  # no spare (taken by a running command, or it died): fork one now
-                self.fork_spare()
+            if pid is None:  # no spare (taken, died, or still rehearsing): fork one for this request
+                self.fork_spare(rehearse=False)
                 pid = self.hand_to_spare(raw, conn)
             if pid is None:
                 raise ConnectionAbortedError("no worker")
@@ -173,19 +184,41 @@ class Daemon:
 
     # --- the spare worker -----------------------------------------------------------------------
     # A worker forked ahead of time waits on a socket pair for its request and connection: the fork and the
-    # child's first page faults (a few ms for a parent this size) then fall between requests.
-    def fork_spare(self) -> None:
+    # child's first page faults (a few ms for a parent this size) then fall between requests; forked
+    # between requests, it first rehearses the everyday commands (``rehearsal``) to take the rest.
+    def fork_spare(self, *, rehearse: bool) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         gc.freeze()  # what the parent made since the last fork stays out of the worker's collections too
+        scratch = self.rehearsal if rehearse else None
         pid = os.fork()
         if pid == 0:
             ours.close()
-            worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds(), warm=self.warm)
+            worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds(), warm=self.warm,
+                                    rehearsal=scratch)
         theirs.close()
         self.spare = (pid, ours)
+        self.spare_rehearses = scratch is not None
+
+    def spare_ready(self) -> bool:
+        """True unless the spare is still rehearsing (it says READY when done; nothing else is sent)."""
+        if not self.spare_rehearses or self.spare is None:
+            return True
+        try:
+            said = self.spare[1].recv(1, socket.MSG_DONTWAIT)
+        except BlockingIOError:
+            return False
+        except OSError:
+            said = b""
+        self.spare_rehearses = False
+        return said == rehearsal.READY  # b"": it died; handing over fails and a new one is forked
 
     def hand_to_spare(self, raw: bytes, conn: socket.socket) -> int | None:
         if self.spare is None:
+            return None
+        if not self.spare_ready():
+            # The client must not wait for a rehearsal, nor share the CPU with one: the spare only
+            # works on its own scratch copy, so it is killed (the copy goes when it is reaped).
+            self.drop_spare(kill=True)
             return None
         pid, channel = self.spare
         self.spare = None
@@ -197,10 +230,28 @@ class Daemon:
         self.reports[pid] = channel  # it reports the stores it used on the same channel
         return pid
 
-    def drop_spare(self) -> None:
+    def drop_spare(self, *, kill: bool = False) -> None:
         if self.spare is not None:
-            self.spare[1].close()  # EOF: the spare exits unrun
+            self.spare[1].close()  # EOF: the spare exits unrun (a rehearsing one after its current step)
+            self.dropped.add(self.spare[0])
+            if kill:
+                try:
+                    os.kill(self.spare[0], signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
             self.spare = None
+
+    def end_spares(self) -> None:
+        """At exit: end the spares still alive (waiting or rehearsing, never running a command) and
+        wait for them, so that none writes into the scratch directory after it is removed."""
+        self.drop_spare()
+        for pid in self.dropped:
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):
+                pass
+        self.dropped.clear()
 
     # --- warm per-store state -------------------------------------------------------------------
     def take_report(self, pid: int) -> None:
@@ -301,6 +352,7 @@ def main() -> int:
     own = fingerprint()
     preload.warm()
     worker.prepare()
+    scratch = Rehearsal.prepare(os.fsdecode(paths.server_path(environ, "scratch")))
     # Everything loaded so far lives as long as the server: move it out of the collector's reach,
     # so a worker's garbage collection never walks (and copies, page by page) the parent's heap.
     gc.collect()
@@ -310,11 +362,14 @@ def main() -> int:
     with open(pid_path + b".tmp", "w") as f:
         f.write(f"{os.getpid()}\n{own}\n{time.time():.3f}\n{idle}\n")
     os.replace(pid_path + b".tmp", pid_path)
-    daemon = Daemon(listener, sock_path, idle, own, lock)
+    daemon = Daemon(listener, sock_path, idle, own, lock, scratch)
     try:
         daemon.run()
     finally:
         daemon.stop()
+        if daemon.rehearsal is not None:
+            daemon.end_spares()
+            daemon.rehearsal.close()
         try:
             os.unlink(pid_path)
         except OSError:

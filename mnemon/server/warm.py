@@ -124,9 +124,7 @@ class WarmIndexes:
                 index.fp = stamp[1]
             if tuple(_identity(p) for p in paths) != before:
                 continue
-            for derived in ("post_r_ptr", "post_p_ptr", "post_e_ptr", "id_rank"):
-                index.derived(derived)  # what recall and search derive lazily, done once here
-            index.edge_arrays()  # the graph: the base CSR and, when the files hold a delta, its small CSR
+            index.prepare_for_forks()  # what commands derive lazily, done once here; room to append rows
             self.entries[name] = Entry(db_path, index, (before[0], before[1], before[2]))
             while len(self.entries) > MAX_STORES:
                 self.entries.popitem(last=False)

@@ -13,8 +13,10 @@ reports a death by signal (``S<n>``).
 from __future__ import annotations
 
 import functools
+import gc
 import io
 import os
+import select
 import signal
 import socket
 import sys
@@ -23,6 +25,7 @@ import traceback
 from collections.abc import Callable
 
 from mnemon.server import protocol
+from mnemon.server.rehearsal import FAILED, READY, Rehearsal
 from mnemon.server.warm import WarmIndexes
 
 PR_SET_PDEATHSIG = 1
@@ -158,13 +161,15 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
 
 
 def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int],
-                     warm: WarmIndexes | None = None) -> None:
-    """The spare worker: wait for the parent to hand over a request (its bytes, and the client's
-    connection as a descriptor), then run it and report on the same channel. EOF means "not
-    needed": exit."""
+                     warm: WarmIndexes | None = None, rehearsal: Rehearsal | None = None) -> None:
+    """The spare worker: rehearse (``rehearsal``: until done or the channel stirs, then say
+    ``READY``), wait for the parent to hand over a request (its bytes, and the client's connection
+    as a descriptor), then run it and report on the same channel. EOF means "not needed": exit."""
     code = 0
     try:
         _leave_parent(close, close_fds)
+        if rehearsal is not None:
+            _rehearse(channel, rehearsal)
         try:
             _, request, fds = receive(channel, 1)
         except (OSError, ValueError, UnicodeDecodeError):
@@ -172,6 +177,24 @@ def wait_for_request(channel: socket.socket, *, close: list[socket.socket], clos
         run(socket.socket(fileno=fds[0]), request, close=[], close_fds=[], warm=warm, report=channel)
     finally:
         os._exit(code)
+
+
+def _rehearse(channel: socket.socket, rehearsal: Rehearsal) -> None:
+    """Run the rehearsal unless the parent speaks first; a failure ends this spare (``FAILED``)."""
+
+    def interrupted() -> bool:
+        return bool(select.select([channel], [], [], 0)[0])  # a request, or the parent's hang-up
+
+    try:
+        rehearsal.run(interrupted)
+    except BaseException:  # noqa: BLE001  an unknown state: never serve from it
+        os._exit(FAILED)
+    gc.collect()  # the rehearsal's garbage, not the command's to collect
+    gc.freeze()
+    try:
+        channel.sendall(READY)
+    except OSError:
+        pass  # the parent hung up: receive() sees EOF
 
 
 def receive(conn: socket.socket, nfds: int) -> tuple[bytes, protocol.Request, list[int]]:

@@ -5,13 +5,16 @@ with awk, per-host output dialect) followed by one hook body (Hermes has its own
 and post hooks are observational and hand their text to ``pre_llm_call`` through state files). Only
 ``prime`` starts mnemon unconditionally; the prompt hook recalls only with recall on prompt. What sh
 cannot parse (the prompt inside the event, recall's JSON) goes to ``templates/helper.py``, embedded
-in the script and run as ``python -I -S -c`` (stdlib only, ~15 ms). The interpreter is
-``sys.executable -m mnemon``, with the package's parent directory on PYTHONPATH when it is not
-importable from site-packages (a source checkout), so hooks work from any directory. stdlib only.
+in the script and run as ``python -I -S -c`` (stdlib only, ~15 ms). mnemon runs as the installed
+``mnemon`` console script beside ``sys.executable`` when there is one for this interpreter (no runpy:
+``-m`` costs about 5 ms a call), else as ``sys.executable -m mnemon``; the package's parent directory
+goes on PYTHONPATH when it is not importable from site-packages (a source checkout), so hooks work
+from any directory. stdlib only.
 """
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import sysconfig
@@ -54,6 +57,25 @@ def interpreter() -> str:
     return str(Path(sys.executable).absolute())
 
 
+def console_script() -> str:
+    """The ``mnemon`` console script beside the interpreter when it is this interpreter's entry
+    point (its ``#!`` names a python in the same directory, it calls ``mnemon.client``); else ""."""
+    python = Path(interpreter())
+    script = python.with_name("mnemon")
+    try:
+        with script.open("rb") as f:
+            head = f.read(4096)
+    except OSError:
+        return ""
+    lines = head.split(b"\n")
+    shebang = lines[0][2:].strip() if lines[0].startswith(b"#!") else b""
+    if not shebang or Path(shebang.decode(errors="replace")).parent != python.parent:
+        return ""
+    if b"from mnemon.client import main" not in head or not script.is_file() or not os.access(script, os.X_OK):
+        return ""
+    return str(script)
+
+
 def helper_source() -> str:
     source = _template("helper.py")
     if "'" in source:  # it is embedded in a single-quoted sh string
@@ -71,6 +93,7 @@ def render(placement: Placement, hook: str, data_dir: Path, *, recall: bool) -> 
     target = placement.target
     values = {
         "@PYTHON@": shlex.quote(interpreter()),
+        "@MNEMON@": shlex.quote(console_script()),
         "@PYTHONPATH@": shlex.quote(mnemon_import_root()),
         "@DATA_DIR@": shlex.quote(str(data_dir.absolute())),
         "@OUTPUT@": shlex.quote(target.output),

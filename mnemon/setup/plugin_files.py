@@ -16,7 +16,14 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from mnemon.setup.hooks import RECALL_BUDGET_SECONDS, RECALL_FLOOR, RECALL_LIMIT, interpreter, mnemon_import_root
+from mnemon.setup.hooks import (
+    RECALL_BUDGET_SECONDS,
+    RECALL_FLOOR,
+    RECALL_LIMIT,
+    console_script,
+    interpreter,
+    mnemon_import_root,
+)
 
 RUNTIME_MARK = "/*@MNEMON_RUNTIME@*/"
 CONFIG_MARK = "/*@MNEMON_CONFIG@*/null"
@@ -40,7 +47,7 @@ class PluginConfig:
         data_dir = self.data_dir.absolute()
         root = mnemon_import_root()
         return {
-            "command": [interpreter(), "-m", "mnemon"],
+            "command": [script] if (script := console_script()) else [interpreter(), "-m", "mnemon"],
             "env": {"PYTHONPATH": root} if root else {},
             "dataDir": str(data_dir),
             "promptDir": str(data_dir / "prompt"),

@@ -11,7 +11,7 @@ import { join } from "node:path";
 const CONFIG = /*@MNEMON_CONFIG@*/null;
 
 const MNEMON = {
-  command: ["mnemon"], // argv prefix; setup writes [<absolute python>, "-m", "mnemon"]
+  command: ["mnemon"], // argv prefix; setup writes [<console script>] or [<absolute python>, "-m", "mnemon"]
   env: {}, // extra environment, e.g. PYTHONPATH for a source checkout
   dataDir: join(homedir(), ".mnemon"),
   promptDir: join(homedir(), ".mnemon", "prompt"),

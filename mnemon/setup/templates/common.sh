@@ -1,6 +1,8 @@
 # Fail-open: whatever goes wrong (mnemon missing, store locked, bad data) this hook exits 0 and
 # prints nothing that could mislead the agent. Absolute paths only: hosts run hooks from any cwd.
 MNEMON_PYTHON=@PYTHON@
+# The console script of that interpreter's mnemon ("" when none is installed): no runpy on each call.
+MNEMON_SCRIPT=@MNEMON@
 MNEMON_PYTHONPATH=@PYTHONPATH@
 MNEMON_DEFAULT_DATA_DIR=@DATA_DIR@
 MNEMON_HOOK_DATA_DIR=${MNEMON_DATA_DIR:-$MNEMON_DEFAULT_DATA_DIR}
@@ -22,11 +24,16 @@ mnemon_env() {
 mnemon_run() {
     [ -x "$MNEMON_PYTHON" ] || return 1
     mnemon_env
+    if [ -n "$MNEMON_SCRIPT" ] && [ -x "$MNEMON_SCRIPT" ]; then
+        set -- "$MNEMON_SCRIPT" --data-dir "$MNEMON_HOOK_DATA_DIR" "$@"
+    else
+        set -- "$MNEMON_PYTHON" -m mnemon --data-dir "$MNEMON_HOOK_DATA_DIR" "$@"
+    fi
     # A store locked by another writer must not make the agent wait for the 30 s busy timeout.
     if command -v timeout >/dev/null 2>&1; then
-        timeout 10 "$MNEMON_PYTHON" -m mnemon --data-dir "$MNEMON_HOOK_DATA_DIR" "$@" </dev/null 2>/dev/null
+        timeout 10 "$@" </dev/null 2>/dev/null
     else
-        "$MNEMON_PYTHON" -m mnemon --data-dir "$MNEMON_HOOK_DATA_DIR" "$@" </dev/null 2>/dev/null
+        "$@" </dev/null 2>/dev/null
     fi
 }
 
@@ -59,9 +66,11 @@ mnemon_recall_hits() {
     fi
     if command -v timeout >/dev/null 2>&1; then
         timeout -k 1 "$MNEMON_RECALL_BUDGET" "$MNEMON_PYTHON" -I -S -c "$MNEMON_HELPER_PY" recall \
-            "$MNEMON_HOOK_DATA_DIR" "$MNEMON_RECALL_LIMIT" "$MNEMON_RECALL_FLOOR" "$MNEMON_RECALL_BUDGET" 2>/dev/null
+            "$MNEMON_HOOK_DATA_DIR" "$MNEMON_RECALL_LIMIT" "$MNEMON_RECALL_FLOOR" "$MNEMON_RECALL_BUDGET" \
+            "$MNEMON_SCRIPT" 2>/dev/null
     else
-        mnemon_helper recall "$MNEMON_HOOK_DATA_DIR" "$MNEMON_RECALL_LIMIT" "$MNEMON_RECALL_FLOOR" "$MNEMON_RECALL_BUDGET"
+        mnemon_helper recall "$MNEMON_HOOK_DATA_DIR" "$MNEMON_RECALL_LIMIT" "$MNEMON_RECALL_FLOOR" \
+            "$MNEMON_RECALL_BUDGET" "$MNEMON_SCRIPT"
     fi
     return 0
 }

@@ -64,12 +64,13 @@ def prompt_of(event):
     return ""
 
 
-def recall(data_dir, limit, floor, budget):
+def recall(data_dir, limit, floor, budget, script=""):
     deadline = START + float(budget) - 0.1
     prompt = " ".join(prompt_of(read_event(START + min(0.3, float(budget) / 4))).split())[:PROMPT_CHARS]
     if len(prompt) < 3:
         return
-    argv = [sys.executable, "-m", "mnemon", "--data-dir", data_dir, "recall", "--brief", "--limit", limit, "--", prompt]
+    mnemon = [script] if script and os.access(script, os.X_OK) else [sys.executable, "-m", "mnemon"]
+    argv = mnemon + ["--data-dir", data_dir, "recall", "--brief", "--limit", limit, "--", prompt]
     try:
         out = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                              timeout=max(0.05, deadline - time.monotonic()), check=True).stdout
@@ -101,7 +102,7 @@ def mentions(fields):
 
 def main(args):
     try:
-        if args[:1] == ["recall"] and len(args) == 5:
+        if args[:1] == ["recall"] and len(args) in (5, 6):
             recall(*args[1:])
             return 0
         if args[:1] == ["mentions"]:

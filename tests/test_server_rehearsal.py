@@ -1,0 +1,112 @@
+"""A spare worker's rehearsal (mnemon.server.rehearsal): it pre-copies the pages the everyday
+commands write, and must never cost a client anything: a request never waits for a rehearsal, a
+rehearsal that fails switches rehearsing off, and its scratch copies never pile up or outlive the
+server. Real servers in private runtime directories, commands as whole processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from test_server import _env, _mnemon, _start, _wait
+
+from tests.conftest import REPO, stop_servers
+
+# A server whose spares rehearse with ``run`` replaced (the daemon and everything else as shipped).
+_SERVER = textwrap.dedent("""
+    import os, sys, time
+    import mnemon.server.rehearsal as rehearsal
+
+    def slow(self, interrupted):
+        os.mkdir(self._copy(os.getpid()))  # its scratch copy, as a real rehearsal's first step makes
+        time.sleep(20)  # one long step that never looks at its channel
+
+    def failing(self, interrupted):
+        raise RuntimeError("rehearsal broke")
+
+    rehearsal.Rehearsal.run = {"slow": slow, "failing": failing}[sys.argv[1]]
+    from mnemon.server.daemon import main
+    os._exit(main())
+""")
+
+
+def _scratch(runtime: Path) -> list[Path]:
+    return list(runtime.glob("mnemon-*/server-*.scratch"))
+
+
+def _running(runtime: Path) -> bool:
+    return bool(list(runtime.glob("mnemon-*/server-*.sock")))
+
+
+@contextmanager
+def _patched_server(runtime: Path, mode: str) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, mode], env=_env(runtime, "off"), cwd=REPO,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        assert _wait(lambda: _running(runtime), 120), "the server never listened"
+        yield proc
+    finally:
+        proc.terminate()  # SIGTERM, as ``server stop`` sends; reaped here (stop_servers would wait on the zombie)
+        proc.wait(timeout=60)
+
+
+def _runtime(tmp_path: Path) -> Path:
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    return runtime
+
+
+def test_spares_rehearse_on_private_copies_that_go_with_the_rehearsal_and_the_server(tmp_path: Path) -> None:
+    runtime, data = _runtime(tmp_path), tmp_path / "data"
+    _start(runtime)
+    try:
+        (scratch,) = _scratch(runtime)
+        for args in (["remember", "Rehearsed spares serve this note", "--no-diff"], ["status"],
+                     ["recall", "rehearsed note"], ["search", "note"]):
+            on = _mnemon(runtime, "require", ["--data-dir", str(data), *args])
+            assert on.returncode == 0, on.stderr
+        # once the next spare has rehearsed, only the template is left: each copy goes with its rehearsal
+        assert _wait(lambda: sorted(p.name for p in scratch.iterdir()) == ["template"], 30)
+        assert (scratch.stat().st_mode & 0o777) == 0o700
+    finally:
+        stop_servers(runtime)
+    assert _scratch(runtime) == []
+
+
+def test_a_request_never_waits_for_a_rehearsal(tmp_path: Path) -> None:
+    runtime, data = _runtime(tmp_path), tmp_path / "data"
+    with _patched_server(runtime, "slow"):
+        # meanwhile the first spare is in its 20 s step
+        assert _mnemon(runtime, "off", ["--data-dir", str(data), "remember", "A note", "--no-diff"]).returncode == 0
+        off = _mnemon(runtime, "off", ["--data-dir", str(data), "status"])
+        (scratch,) = _scratch(runtime)
+        rehearsing = [p for p in scratch.iterdir() if p.name.startswith("spare-")]
+        assert len(rehearsing) == 1
+        started = time.monotonic()
+        on = _mnemon(runtime, "require", ["--data-dir", str(data), "status"])
+        elapsed = time.monotonic() - started
+        # the rehearsing spare was killed, not left to compete for the CPU; its copy went with it
+        assert _wait(lambda: not rehearsing[0].exists(), 10)
+    assert on.returncode == 0 and on.stdout == off.stdout and on.stderr == off.stderr
+    assert elapsed < 10, f"the served call waited {elapsed:.1f} s: it was handed to the rehearsing spare"
+
+
+def test_a_failing_rehearsal_switches_rehearsing_off_and_serving_goes_on(tmp_path: Path) -> None:
+    runtime, data = _runtime(tmp_path), tmp_path / "data"
+    with _patched_server(runtime, "failing") as server:
+        assert _wait(lambda: _scratch(runtime) == [], 30)  # the first spare failed: the template went
+        for _ in range(3):
+            on = _mnemon(runtime, "require", ["--data-dir", str(data), "status"])
+            assert on.returncode == 0, on.stderr
+        assert server.poll() is None
+        children = Path(f"/proc/{server.pid}/task/{server.pid}/children")
+        assert _wait(lambda: len(children.read_text().split()) == 1, 30)  # one waiting spare, no failing loop
+        time.sleep(0.5)
+        assert len(children.read_text().split()) == 1
+    assert os.path.exists(data / "data" / "default" / "mnemon.db")
