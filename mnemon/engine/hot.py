@@ -516,9 +516,15 @@ class HotIndex:
         wanted = np.char.encode(ids.astype(str), "ascii") if ids.dtype.kind == "U" else np.asarray(ids)
         if self.n == 0:
             return np.full(wanted.shape[0], -1, dtype=np.int64)
-        if wanted.shape[0] < _HASHED_LOOKUP_MIN_IDS or wanted.dtype.itemsize > self.id_blob.dtype.itemsize:
-            return self._rows_by_bisection(wanted)
+        if wanted.dtype.itemsize > self.id_blob.dtype.itemsize:  # an id longer than every stored one is unknown
+            fits = np.char.str_len(wanted) <= self.id_blob.dtype.itemsize
+            out = np.full(wanted.shape[0], -1, dtype=np.int64)
+            if fits.any():
+                out[fits] = self.rows_of(wanted[fits].astype(self.id_blob.dtype))
+            return out
         wanted = wanted.astype(self.id_blob.dtype)
+        if wanted.shape[0] < _HASHED_LOOKUP_MIN_IDS:
+            return self._rows_by_bisection(wanted)
         keys, rows = self._id_hash_order()
         hashed = _id_hashes(wanted)
         by_hash = np.argsort(hashed)  # bisecting in hash order walks ``keys`` once: 10x fewer cache misses
@@ -547,19 +553,12 @@ class HotIndex:
         return cached[1], cached[2]
 
     def _rows_by_bisection(self, wanted: np.ndarray) -> np.ndarray:
-        """Rows of ``wanted`` (bytes) by bisection over the ids in id order (-1 where unknown)."""
+        """Rows of ``wanted`` (bytes of the ids' width) by bisection over the ids in id order (-1 where unknown)."""
         import numpy as np
 
         rank = self._get("id_rank")  # inverting it is O(n), no string sort per query
         order = np.empty(self.n, dtype=np.int64)
         order[rank] = np.arange(self.n, dtype=np.int64)
-        if wanted.dtype.itemsize > self.id_blob.dtype.itemsize:  # longer than every id: unknown
-            fits = np.char.str_len(wanted) <= self.id_blob.dtype.itemsize
-            out = np.full(wanted.shape[0], -1, dtype=np.int64)
-            if fits.any():
-                out[fits] = self._rows_by_bisection(wanted[fits].astype(self.id_blob.dtype))
-            return out
-        wanted = wanted.astype(self.id_blob.dtype)
         sorted_ids = self.id_blob[order]
         pos = np.minimum(np.searchsorted(sorted_ids, wanted), max(self.n - 1, 0))
         return np.where(sorted_ids[pos] == wanted, order[pos], -1).astype(np.int64)

@@ -9,8 +9,6 @@ hot indexes are kept by ``warm``, under its freshness rules, not here.)
 
 from __future__ import annotations
 
-import contextlib
-import io
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -69,22 +67,17 @@ def _exercise() -> None:
     """Run the everyday commands once on a throwaway store: this imports what the commands import
     lazily and fills the dispatch caches of every code path they take. No embedding server is
     asked (a closed port), and the store is deleted afterwards."""
-    from mnemon import cli
-    from mnemon.cli.state import GlobalOptions
+    from mnemon.server.rehearsal import run_throwaway
 
     scratch = tempfile.mkdtemp(prefix="mnemon-warm-")
-    env = {"MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9", "HOME": scratch}
     commands = [
         ["remember", "Chose SQLite because the store must stay one file", "--cat", "decision"],
         ["remember", "SQLite WAL mode lets readers run during writes", "--no-diff"],
         ["recall", "why SQLite"], ["search", "SQLite"], ["status"], ["--help"], ["remember", "--help"],
     ]
-    sink = io.StringIO()
     try:
         for argv in commands:
-            options = GlobalOptions(data_dir=scratch, environ=env)
-            with contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
-                cli.main(argv, options=options)
+            run_throwaway(scratch, argv)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

@@ -50,8 +50,10 @@ def _commands(insight_id: str) -> list[list[str]]:
     ]
 
 
-def _run(data_dir: str, argv: list[str]) -> str:
-    """One command in this process on ``data_dir`` with the throwaway settings; its stdout."""
+def run_throwaway(data_dir: str, argv: list[str]) -> tuple[int, str, str]:
+    """One command in this process on ``data_dir`` with the throwaway settings (no embedding server
+    is asked, ``HOME`` inside the store's directory): (exit status, stdout, stderr). The parent's
+    warm-up (``preload``) and a spare's rehearsal run their commands through it."""
     from mnemon import cli
     from mnemon.cli.state import GlobalOptions
 
@@ -59,9 +61,15 @@ def _run(data_dir: str, argv: list[str]) -> str:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         code = cli.main(argv, options=GlobalOptions(data_dir=data_dir, environ=env))
+    return code, out.getvalue(), err.getvalue()
+
+
+def _run(data_dir: str, argv: list[str]) -> str:
+    """A rehearsal's command: its stdout; a failure raises (the spare then stops rehearsing)."""
+    code, out, err = run_throwaway(data_dir, argv)
     if code:
-        raise RuntimeError(f"rehearsal: {argv[0]} exited {code}: {err.getvalue().strip()}")
-    return out.getvalue()
+        raise RuntimeError(f"rehearsal: {argv[0]} exited {code}: {err.strip()}")
+    return out
 
 
 class Rehearsal:

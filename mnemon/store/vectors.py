@@ -521,10 +521,7 @@ class VectorIndex:
         except FileNotFoundError:
             pass
         shapes = self._shapes(capacity, self.header.id_width)
-        for arr in (self._vectors, self._norms, self._ids, self._rowids, self._active):
-            flush = getattr(arr, "flush", None)
-            if flush is not None:
-                flush()
+        self._flush()
         # drop this object's maps before mapping the longer files, so the pages count once
         self._vectors = self._norms = self._ids = self._rowids = self._active = None  # type: ignore[assignment]
         maps = []
@@ -535,6 +532,13 @@ class VectorIndex:
         self._vectors, self._norms, self._ids, self._rowids, self._active = maps
         self.header.capacity = capacity
 
+    def _flush(self) -> None:
+        """Write the mapped arrays' dirty pages to their files."""
+        for arr in (self._vectors, self._norms, self._ids, self._rowids, self._active):
+            flush = getattr(arr, "flush", None)
+            if flush is not None:
+                flush()
+
     def _commit(self, fp: Fingerprint) -> None:
         """Flush the data, then atomically replace the header (the index's commit point)."""
         if self._mapped_readonly:
@@ -542,10 +546,7 @@ class VectorIndex:
         self.header.stamp(fp)
         if self.readonly or not self.persisted:
             return
-        for arr in (self._vectors, self._norms, self._ids, self._rowids, self._active):
-            flush = getattr(arr, "flush", None)
-            if flush is not None:
-                flush()
+        self._flush()
         path = self._path(".json")
         tmp = Path(str(path) + ".tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
