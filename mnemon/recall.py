@@ -16,7 +16,7 @@ the store size (:data:`NUMBA_MIN_ROWS`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from mnemon.records import (
     ANCHOR_TOP_K,
@@ -59,6 +59,20 @@ def use_numba(n_rows: int) -> bool:
     return n_rows >= NUMBA_MIN_ROWS or kernels.numba_loaded()
 
 
+class Bounds(Protocol):
+    """Bounded similarities (a large store's int8 first pass, ``engine.vectors.SimilarityBounds``).
+
+    ``similarity[r]`` is within ``slack[r]`` of row ``r``'s exact cosine; ``refine`` writes the
+    exact cosines of some rows into the similarity array and zeroes their slack. The pipeline
+    refines every row whose similarity can decide anything (the vector anchors' contenders, the
+    rows the beam reads, the reranked candidates), so its result equals the exact scan's.
+    """
+
+    slack: np.ndarray
+
+    def refine(self, values: np.ndarray, rows: np.ndarray) -> None: ...
+
+
 VIA_NEIGHBOR = "neighbor"
 _EDGE_TYPE_CODE = {name: code for code, name in enumerate(EDGE_TYPES)}
 
@@ -86,6 +100,8 @@ class RecallArrays:
     # Edge rows written since the csr_* arrays were built, as their own CSR over all n rows (the
     # csr_* arrays then cover only their first rows); None when csr_* hold every edge row.
     edge_delta: EdgeDelta | None = None
+    # Set when ``similarity`` is bounded rather than exact (see Bounds); None: exact everywhere.
+    similarity_bounds: Bounds | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +164,55 @@ def _top(scores: np.ndarray, eligible: np.ndarray, a: RecallArrays, k: int) -> n
     return rows[np.lexsort(keys)][:k]
 
 
+def _vector_top(a: RecallArrays) -> np.ndarray:
+    """The vector anchors: top ``ANCHOR_TOP_K`` rows with similarity above the floor.
+
+    With bounds, only rows whose interval can reach the floor and the k-th best lower bound are
+    made exact first: any other row's exact cosine is below both, so the exact top k is the same.
+    """
+    import numpy as np
+
+    sim, bounds = a.similarity, a.similarity_bounds
+    assert sim is not None
+    if bounds is None:
+        return _top(sim, a.scope & (sim > VECTOR_ANCHOR_FLOOR), a, ANCHOR_TOP_K)
+    upper = sim + bounds.slack
+    contenders = np.flatnonzero(a.scope & (upper > VECTOR_ANCHOR_FLOOR))
+    if contenders.size > ANCHOR_TOP_K:
+        lower = sim[contenders] - bounds.slack[contenders]
+        kth_lower = np.partition(lower, contenders.size - ANCHOR_TOP_K)[contenders.size - ANCHOR_TOP_K]
+        contenders = contenders[upper[contenders] >= kth_lower]
+    bounds.refine(sim, contenders)
+    eligible = np.zeros(sim.shape[0], dtype=np.bool_)
+    eligible[contenders] = True
+    return _top(sim, eligible & (sim > VECTOR_ANCHOR_FLOOR), a, ANCHOR_TOP_K)
+
+
+def _rows_read_by_beam(a: RecallArrays, best: np.ndarray) -> np.ndarray:
+    """Every neighbour of a row the beam reached: a superset of the rows whose similarity it read."""
+    import numpy as np
+
+    reached = np.flatnonzero(np.isfinite(best))
+    parts = [_neighbours(a.csr_ptr, a.csr_nbr, reached[reached < a.csr_ptr.shape[0] - 1])]
+    d = a.edge_delta
+    if d is not None:
+        parts.append(_neighbours(d.ptr, d.nbr, reached[reached < d.ptr.shape[0] - 1]))
+    return np.concatenate(parts)
+
+
+def _neighbours(ptr: np.ndarray, nbr: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """The CSR entries of ``rows``, concatenated (vectorised: no Python loop over rows)."""
+    import numpy as np
+
+    starts, ends = ptr[rows], ptr[rows + 1]
+    lens = ends - starts
+    total = int(lens.sum())
+    if total == 0:
+        return np.zeros(0, dtype=np.int64)
+    offsets = np.repeat(starts - np.concatenate(([0], np.cumsum(lens)[:-1])), lens)
+    return np.asarray(nbr[offsets + np.arange(total)], dtype=np.int64)
+
+
 def anchors(a: RecallArrays, intent: Intent) -> tuple[np.ndarray, np.ndarray, dict[int, str]]:
     """Decision 2: keyword, vector and entity anchors (top 20 each), recency only for WHEN; RRF."""
     import kernels
@@ -167,7 +232,7 @@ def anchors(a: RecallArrays, intent: Intent) -> tuple[np.ndarray, np.ndarray, di
 
     add(_top(a.bm25, a.scope & (a.bm25 > 0), a, ANCHOR_TOP_K), "keyword")
     if a.similarity is not None:
-        add(_top(a.similarity, a.scope & (a.similarity > VECTOR_ANCHOR_FLOOR), a, ANCHOR_TOP_K), "vector")
+        add(_vector_top(a), "vector")
     if intent is Intent.WHEN:
         add(_top(a.created_rank.astype(np.float64), a.scope, a, ANCHOR_TOP_K), "time")
     add(_top(a.entity_overlap.astype(np.float64), a.scope & (a.entity_overlap > 0), a, ANCHOR_TOP_K), "entity")
@@ -192,11 +257,22 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     # dev-set figures moved by up to 0.5 points between two imports of one draft before).
     tie = np.arange(a.scope.shape[0] - 1, -1, -1, dtype=np.int32)
     d = a.edge_delta
-    return beam(  # type: ignore[no-any-return]
-        a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
-        params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-        tie, a.scope, None if d is None else (d.ptr, d.nbr, d.weight, d.type),
-    )  # fmt: skip
+    while True:
+        best, via = beam(
+            a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
+            params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
+            tie, a.scope, None if d is None else (d.ptr, d.nbr, d.weight, d.type),
+        )  # fmt: skip
+        bounds = a.similarity_bounds
+        if bounds is None or similarity is None:
+            return best, via
+        # The beam read bounded similarities: make every row it may have read exact and search
+        # again, until a search reads exact values only (each round only adds exact rows).
+        read = _rows_read_by_beam(a, best)
+        unsure = read[bounds.slack[read] > 0.0]
+        if not unsure.size:
+            return best, via
+        bounds.refine(similarity, unsure)
 
 
 def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False) -> RecallOutcome:
@@ -209,6 +285,11 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     best, via_codes = _beam(a, intent, anchor_rows, anchor_scores, use_numba)
     scored = np.flatnonzero(np.isfinite(best) & a.scope)
     traversed = int(np.isfinite(best).sum())
+    bounds = a.similarity_bounds
+    if bounds is not None and a.similarity is not None:
+        # exact similarities for the reranked rows and the backbone neighbours that may join them
+        side = np.concatenate([a.prev[scored], a.next[scored]])
+        bounds.refine(a.similarity, np.concatenate([scored, side[side >= 0]]))
 
     embedded = a.similarity is not None
     top_bm25 = float(a.bm25[a.scope].max()) if a.scope.any() else 0.0

@@ -60,7 +60,8 @@ def test_every_derived_file_lives_in_the_folder(cli, data_dir: Path, embedded) -
     store = _store(data_dir)
     assert sorted(p.name for p in store.iterdir() if p.is_file()) == ["mnemon.db"]
     names = {p.name for p in (store / "mnemon.db.index").iterdir()}
-    assert {"hot", "vec", "vec.json", "vec.lock", "vec.norms", "vec.ids", "vec.rowids", "vec.active"} <= names
+    assert {"hot", "vec", "vec.json", "vec.lock", "vec.norms", "vec.ids", "vec.rowids", "vec.active",
+            "vec.q8", "vec.qmult", "vec.qresid"} <= names
     assert names <= set(derived.NAMES)
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import numpy as np
 
     from mnemon.engine.hot import HotIndex
+    from mnemon.engine.vectors import SimilarityBounds
 
 
 
@@ -92,8 +93,12 @@ class RetrieveMixin(EngineBase):
 
     # --- vectors (one method, so the VectorIndex can replace it) ---------------------------------
 
-    def query_similarity(self, index: HotIndex, query: str) -> np.ndarray | None:
-        """Cosine of every index row with the query embedding; None without vectors or server."""
+    def query_similarity(self, index: HotIndex, query: str) -> tuple[np.ndarray | None, SimilarityBounds | None]:
+        """Cosine of every index row with the query embedding; None without vectors or server.
+
+        On a large coded vector index the cosines are the int8 first pass's, with their bounds
+        (``engine.vectors.SimilarityBounds``): the pipeline makes exact every row it ranks by.
+        """
         import numpy as np
 
         from mnemon.store import vectors as vector_store
@@ -102,15 +107,20 @@ class RetrieveMixin(EngineBase):
         # Vectors exist if a row carried one when indexed, or our writers recorded a dimension
         # (embedding an existing row records it too): no scan of every row per query.
         if not index.any_vector and vector_store.vector_meta(conn).dim is None:
-            return None
+            return None, None
         embedded = self.embed_text(query)  # one request: it doubles as the availability probe
         if embedded is None:
-            return None
+            return None, None
         qvec = np.asarray(embedded, dtype=np.float64)
+        bounded_of = getattr(self, "vector_similarity_bounded", None)
+        if bounded_of is not None:  # a large coded VectorIndex: the int8 pass, exact on demand
+            bounded = bounded_of(qvec, index.id_blob[: index.n], index.rows_of)
+            if bounded is not None:
+                return bounded
         aligned_of = getattr(self, "vector_scores_aligned", None)
         if aligned_of is not None:  # the VectorIndex (engine/vectors.py): one scan, rows aligned by id
             aligned: np.ndarray = aligned_of(qvec, index.id_blob[: index.n], index.rows_of)
-            return aligned
+            return aligned, None
         sims = np.zeros(index.n, dtype=np.float64)
         scores_of = getattr(self, "vector_scores", None)
         if scores_of is not None:  # the VectorIndex (engine/vectors.py): one matrix scan
@@ -118,10 +128,10 @@ class RetrieveMixin(EngineBase):
             rows = index.rows_of(np.asarray(ids))
             found = rows >= 0
             sims[rows[found]] = np.asarray(cosines, dtype=np.float64)[found]
-            return sims
+            return sims, None
         qnorm = float(np.linalg.norm(qvec))
         if qnorm == 0:
-            return sims
+            return sims, None
         fmt = self.store.embedding_format
         for insight_id, raw in insights.active_embeddings(conn):
             row = index.row_of(str(insight_id))
@@ -131,7 +141,7 @@ class RetrieveMixin(EngineBase):
             norm = float(np.linalg.norm(vec))
             if norm > 0:
                 sims[row] = float(vec @ qvec) / (norm * qnorm)
-        return sims
+        return sims, None
 
     # --- recall ------------------------------------------------------------------------------------
 
@@ -151,9 +161,11 @@ class RetrieveMixin(EngineBase):
         index = self.hot_index()
         scope = self._scope(index, category, source)
         use_numba = pipeline.use_numba(index.n)
-        similarity = self.query_similarity(index, query) if scope.any() else None
+        similarity, bounds = self.query_similarity(index, query) if scope.any() else (None, None)
         if similarity is not None:
             similarity = np.where(scope, similarity, 0.0)
+            if bounds is not None:
+                bounds.restrict(scope)
         overlap, n_query_entities = self._entity_overlap(index, query)
         (csr_ptr, csr_nbr, csr_weight, csr_type, csr_out), delta = index.edge_arrays()
         arrays = pipeline.RecallArrays(
@@ -163,7 +175,7 @@ class RetrieveMixin(EngineBase):
             id_rank=index.derived("id_rank"), csr_ptr=csr_ptr, csr_nbr=csr_nbr, csr_weight=csr_weight,
             csr_type=csr_type, csr_out=csr_out, superseded=index.derived("superseded"),
             prev=index.derived("prev"), next=index.derived("next"),
-            edge_delta=None if delta is None else pipeline.EdgeDelta(*delta),
+            edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         hits = []

@@ -44,12 +44,25 @@ if TYPE_CHECKING:
 # stays on numpy unless something else (recall's beam search) already paid for numba.
 NUMBA_WARM_MIN_ROWS = 50_000
 NUMBA_COLD_MIN_ROWS = 2_000_000
+# Recall's bounded int8 first pass (kernels.quantized) reads an eighth of the bytes and faults in
+# an eighth of the pages; it needs numba (numpy has no fast int8 product), so a fresh process pays
+# the numba import (~0.35 s quiet) for it. The exact float64 scan costs about 0.9 s per 1M rows at
+# d = 768 plus ~0.8 s of page faults in a fresh process, so the coded pass wins from about 250k
+# rows in a fresh process, and wherever numba is already loaded from NUMBA_WARM_MIN_ROWS.
+CODED_COLD_MIN_ROWS = 250_000
 
 
 def _use_numba(rows: int) -> bool:
     import kernels
 
     return rows >= NUMBA_COLD_MIN_ROWS or (kernels.numba_loaded() and rows >= NUMBA_WARM_MIN_ROWS)
+
+
+def _use_codes(index: VectorIndex) -> bool:
+    import kernels
+
+    rows = index.rows
+    return index.coded and (rows >= CODED_COLD_MIN_ROWS or (kernels.numba_loaded() and rows >= NUMBA_WARM_MIN_ROWS))
 
 
 class VectorMixin(EngineBase):
@@ -203,25 +216,46 @@ class VectorMixin(EngineBase):
         query = np.ascontiguousarray(query, dtype=np.float64)
         scan = kernels.cosine_scores if _use_numba(index.rows) else kernels.cosine_scores_numpy
         cosines = scan(index.vectors, index.norms, query)
-        active = index.active
-        m = min(index.rows, len(row_ids))
-        same = np.zeros(index.rows, dtype=np.bool_)
-        same[:m] = index.ids[:m] == row_ids[:m]
-        aligned = np.flatnonzero(same & active)
-        out[aligned] = cosines[aligned]
-        rest = np.flatnonzero(active & ~same)
-        if len(rest) and rows_of is not None:
-            rows = np.asarray(rows_of(index.ids[rest]), dtype=np.int64)
-            hit = rows >= 0
-            out[rows[hit]] = cosines[rest[hit]]
-        elif len(rest):
-            order = np.argsort(row_ids, kind="stable")
-            sorted_ids = row_ids[order]
-            wanted = index.ids[rest]
-            pos = np.minimum(np.searchsorted(sorted_ids, wanted), len(row_ids) - 1)
-            hit = sorted_ids[pos] == wanted
-            out[order[pos[hit]]] = cosines[rest[hit]]
+        rows, vec_rows = _aligned_rows(index, row_ids, rows_of)
+        out[rows] = cosines[vec_rows]
         return out
+
+    def vector_similarity_bounded(
+        self,
+        query: NDArray[np.float64],
+        row_ids: NDArray[np.bytes_],
+        rows_of: Callable[[NDArray[np.bytes_]], NDArray[np.int64]] | None = None,
+    ) -> tuple[NDArray[np.float64], SimilarityBounds] | None:
+        """Recall's similarity for a large coded index: bounded cosines plus a way to make rows exact.
+
+        Returns ``(values, bounds)`` aligned with ``row_ids`` as :meth:`vector_scores_aligned`,
+        except that ``values`` holds the int8 first pass's cosine wherever ``bounds.slack`` is
+        positive (the exact cosine is within that slack); ``bounds.refine(values, rows)`` writes the
+        exact cosines of ``rows`` (bit-equal to the exact scan's) and zeroes their slack. None when
+        the index is small or uncoded: use :meth:`vector_scores_aligned`.
+        """
+        import numpy as np
+
+        from kernels import quantized
+
+        index = self.vector_index()
+        if index is None or query.shape != (index.dim,) or not index.rows or not len(row_ids) or not _use_codes(index):
+            return None
+        query = np.ascontiguousarray(query, dtype=np.float64)
+        coded = quantized.code_query(query)
+        n = len(row_ids)
+        values = np.zeros(n, dtype=np.float64)
+        slack = np.zeros(n, dtype=np.float64)
+        vec_of_row = np.full(n, -1, dtype=np.int64)
+        if coded is None:  # a zero query: every cosine is exactly 0
+            return values, SimilarityBounds(index, query, vec_of_row, slack)
+        codes, scale, error = coded
+        rows, vec_rows = _aligned_rows(index, row_ids, rows_of)
+        approx = quantized.approx_cosines(quantized.code_dots(index.codes, codes), index.qmult, scale)
+        values[rows] = approx[vec_rows]
+        slack[rows] = quantized.slack(index.qresid[vec_rows], index.qmult[vec_rows], error)
+        vec_of_row[rows] = vec_rows
+        return values, SimilarityBounds(index, query, vec_of_row, slack)
 
     def vector_search(
         self, query: NDArray[np.float64], k: int, min_score: float = -math.inf, exclude: str | None = None
@@ -284,6 +318,10 @@ def _search(
     import kernels
 
     n = index.rows
+    if _use_codes(index):
+        coded = _search_coded(index, query, k, min_score, mask)
+        if coded is not None:
+            return coded
     numba = _use_numba(n)
     topk = kernels.cosine_topk if numba else kernels.cosine_topk_numpy
     # The kernel breaks ties by row; ask for one extra row to see whether a tie straddles the cut.
@@ -295,6 +333,103 @@ def _search(
         rows = np.flatnonzero(mask & (every >= scores[k - 1]) & (every >= min_score))
         scores = every[rows]
     hits = [(index.id_at(int(r)), float(s)) for r, s in zip(rows, scores)]
+    hits.sort(key=lambda hit: (-hit[1], hit[0]))
+    return hits[:k]
+
+
+class SimilarityBounds:
+    """The slack of a bounded similarity array, and the exact cosines on demand (recall's pipeline).
+
+    ``slack[r]``: how far ``values[r]`` may be from row ``r``'s exact cosine (0: exact already).
+    """
+
+    def __init__(
+        self, index: VectorIndex, query: NDArray[np.float64], vec_of_row: NDArray[np.int64], slack: NDArray[np.float64]
+    ) -> None:
+        self._index = index
+        self._query = query
+        self._vec_of_row = vec_of_row
+        self.slack = slack
+
+    def restrict(self, keep: NDArray[np.bool_]) -> None:
+        """Rows outside ``keep`` were set to exactly 0 by the caller (out of scope): no slack there."""
+        self.slack[~keep] = 0.0
+
+    def refine(self, values: NDArray[np.float64], rows: NDArray[np.integer]) -> None:
+        """Write the exact cosines of ``rows`` into ``values`` (rows already exact are skipped)."""
+        import numpy as np
+
+        from kernels import quantized
+
+        rows = np.asarray(rows, dtype=np.int64)
+        rows = np.unique(rows[self.slack[rows] > 0.0])
+        if not rows.size:
+            return
+        vec_rows = self._vec_of_row[rows]
+        index = self._index
+        values[rows] = quantized.cosine_rows(index.vectors, index.norms, self._query, vec_rows)
+        self.slack[rows] = 0.0
+
+
+def _aligned_rows(
+    index: VectorIndex,
+    row_ids: NDArray[np.bytes_],
+    rows_of: Callable[[NDArray[np.bytes_]], NDArray[np.int64]] | None,
+) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """``(rows, vec_rows)``: each active vector row's position in ``row_ids``, where it has one.
+
+    Both indexes append rows in rowid order, so row ``r`` of one is nearly always row ``r`` of the
+    other: one vectorised comparison settles those, and only the others are looked up by id.
+    """
+    import numpy as np
+
+    active = index.active
+    m = min(index.rows, len(row_ids))
+    same = np.zeros(index.rows, dtype=np.bool_)
+    same[:m] = index.ids[:m] == row_ids[:m]
+    aligned = np.flatnonzero(same & active)
+    rest = np.flatnonzero(active & ~same)
+    if not len(rest):
+        return aligned, aligned
+    if rows_of is not None:
+        found = np.asarray(rows_of(index.ids[rest]), dtype=np.int64)
+    else:
+        order = np.argsort(row_ids, kind="stable")
+        sorted_ids = row_ids[order]
+        wanted = index.ids[rest]
+        pos = np.minimum(np.searchsorted(sorted_ids, wanted), len(row_ids) - 1)
+        found = np.where(sorted_ids[pos] == wanted, order[pos], -1)
+    hit = found >= 0
+    return np.concatenate([aligned, found[hit]]), np.concatenate([aligned, rest[hit]])
+
+
+def _search_coded(
+    index: VectorIndex, query: NDArray[np.float64], k: int, min_score: float, mask: NDArray[np.bool_]
+) -> list[tuple[str, float]] | None:
+    """:func:`_search` through the int8 codes: the same hits, exact cosines of the contenders only.
+
+    A row whose interval tops neither ``min_score`` nor the k-th best lower bound cannot be a hit
+    (its exact cosine is below both), so only the others are scored exactly. None for a zero query.
+    """
+    import numpy as np
+
+    from kernels import quantized
+
+    coded = quantized.code_query(query)
+    if coded is None:
+        return None
+    codes, scale, error = coded
+    approx = quantized.approx_cosines(quantized.code_dots(index.codes, codes), index.qmult, scale)
+    slack = quantized.slack(index.qresid, index.qmult, error)
+    upper = approx + slack
+    contenders = np.flatnonzero(mask & (upper >= min_score))
+    if contenders.size > k:
+        lower = approx[contenders] - slack[contenders]
+        kth_lower = np.partition(lower, contenders.size - k)[contenders.size - k]
+        contenders = contenders[upper[contenders] >= kth_lower]
+    exact = quantized.cosine_rows(index.vectors, index.norms, query, contenders.astype(np.int64))
+    keep = exact >= min_score
+    hits = [(index.id_at(int(r)), float(s)) for r, s in zip(contenders[keep], exact[keep])]
     hits.sort(key=lambda hit: (-hit[1], hit[0]))
     return hits[:k]
 

@@ -11,6 +11,9 @@ decoding every blob:
     mnemon.db.index/vec.ids      S<w>    (capacity,)       row -> insight id (UTF-8, NUL padded)
     mnemon.db.index/vec.rowids   int64   (capacity,)       row -> SQLite rowid (a hint, see below)
     mnemon.db.index/vec.active   uint8   (capacity,)       1 while the row's insight is active
+    mnemon.db.index/vec.q8       int8    (capacity, dim)   the rows coded in int8 (see below)
+    mnemon.db.index/vec.qmult    float64 (capacity,)       scale / norm of each coded row
+    mnemon.db.index/vec.qresid   float64 (capacity,)       |row - scale·codes| / norm, rounded up
     mnemon.db.index/vec.json     the header: dim, model, blob format, rows, capacity and the fingerprint
     mnemon.db.index/vec.lock     flock target serialising processes that update the files
 
@@ -19,6 +22,14 @@ partial index lists active rowids) and is checked against the id at the tail, be
 renumber rowids. The header is the commit point: it is replaced atomically after the data it
 describes is flushed, so a crash between the database commit and the index write leaves an index
 whose fingerprint no longer matches, and the next open catches it up or rebuilds it.
+
+The int8 codes let a large store's query scan an eighth of the bytes first
+(``kernels.quantized``): each row is ``scale · codes`` up to a residual whose relative norm is
+stored, which bounds how far the coded cosine can be from the exact one, so the engine recomputes
+exactly (from the float64 rows) every row a bound cannot rule out. :func:`quantize` defines the
+coding; it is derived like the norms, row by row, and rebuilt with everything else. An index of
+version 1 (no codes) is upgraded in place on its first writable open, coding the float64 rows it
+already holds; under ``--readonly`` it is used without codes (exact scans).
 
 Fingerprint (all cheap to read): ``mnemon_meta.generation`` (bumped by every write transaction),
 the active insight count, ``max(rowid)``, the id at ``max(rowid)`` and ``embedding_epoch`` (bumped
@@ -56,10 +67,15 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-INDEX_VERSION = 1
+INDEX_VERSION = 2  # 2: the int8 codes (vec.q8, vec.qmult, vec.qresid); 1 is upgraded in place
+CODE_MAX = 127  # int8 codes in [-127, 127]: symmetric, so negating a row negates its codes exactly
+QUANTIZE_BLOCK = 16_384  # rows coded at once: bounds the float64 temporaries (~100 MB at d = 768)
 MIN_CAPACITY = 256  # rows preallocated on first build; capacity doubles when full
 MIN_ID_WIDTH = 36  # a UUID; longer ids widen the id table on rebuild
-_SUFFIXES = ("", ".norms", ".ids", ".rowids", ".active")
+_SUFFIXES = ("", ".norms", ".ids", ".rowids", ".active", ".q8", ".qmult", ".qresid")
+# the array attributes, in _SUFFIXES order; the last three are the int8 coding (version 2)
+_ARRAYS = ("_vectors", "_norms", "_ids", "_rowids", "_active", "_codes", "_qmult", "_qresid")
+_CODED = 5  # _ARRAYS[:_CODED] exist in every version; _ARRAYS[_CODED:] from version 2
 
 _SQL_META_GET = "SELECT value FROM mnemon_meta WHERE key = ?"
 _SQL_META_SET = "INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES (?, ?)"
@@ -170,6 +186,43 @@ def active_ids(conn: apsw.Connection, ids: Iterable[str]) -> set[str]:
 def rowid_of(conn: apsw.Connection, insight_id: str) -> int | None:
     row = conn.execute(_SQL_ROWID_OF, (insight_id,)).fetchone()
     return None if row is None else int(row[0])
+
+
+# --- the int8 coding ------------------------------------------------------------------------------
+
+
+def quantize(vectors: NDArray[np.float64]) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
+    """Code float64 rows ``vectors`` (m, d): ``(codes, scale_over_norm, residual)``.
+
+    ``codes`` int8 (m, d) with ``vectors[i] ≈ scale_i · codes[i]`` (``scale_i = max|v_i| / 127``);
+    ``scale_over_norm`` float64 (m,), ``scale_i / |v_i|`` (0 for a zero row); ``residual`` float64
+    (m,), ``|v_i - scale_i·codes[i]| / |v_i|`` rounded up by two ulps (0 for a zero row): the
+    ``r`` of ``kernels.quantized``'s bound. Each row depends on itself alone (no blocking effect).
+    """
+    import numpy as np
+
+    vectors = np.asarray(vectors, dtype=np.float64)
+    m, d = vectors.shape
+    codes = np.empty((m, d), dtype=np.int8)
+    mult = np.zeros(m, dtype=np.float64)
+    resid = np.zeros(m, dtype=np.float64)
+    for lo in range(0, m, QUANTIZE_BLOCK):
+        block = vectors[lo : lo + QUANTIZE_BLOCK]
+        hi = lo + len(block)
+        scale = (np.max(np.abs(block), axis=1) if d else np.zeros(len(block))) / CODE_MAX
+        inv = np.zeros_like(scale)
+        np.divide(1.0, scale, out=inv, where=scale > 0.0)
+        scaled = np.clip(np.rint(block * inv[:, None]), -CODE_MAX, CODE_MAX)
+        codes[lo:hi] = scaled.astype(np.int8)
+        error = block - scaled * scale[:, None]
+        norm = np.sqrt(np.einsum("ij,ij->i", block, block))
+        nonzero = norm > 0.0
+        np.divide(scale, norm, out=mult[lo:hi], where=nonzero)
+        part = np.zeros(len(block))
+        np.divide(np.sqrt(np.einsum("ij,ij->i", error, error)), norm, out=part, where=nonzero)
+        # the square root and the division round: the bound must not shrink by an ulp
+        resid[lo:hi] = np.where(nonzero, np.nextafter(np.nextafter(part, np.inf), np.inf), 0.0)
+    return codes, mult, resid
 
 
 # --- fingerprint ---------------------------------------------------------------------------------
@@ -287,6 +340,23 @@ class VectorIndex:
         """Row -> insight id as UTF-8 bytes (decode with ``.decode()`` or ``astype(str)``)."""
         return self._ids[: self.rows]
 
+    @property
+    def coded(self) -> bool:
+        """The int8 codes exist (always, except for a version-1 index opened ``--readonly``)."""
+        return self._codes is not None
+
+    @property
+    def codes(self) -> NDArray[np.int8]:
+        return self._codes[: self.rows]
+
+    @property
+    def qmult(self) -> NDArray[np.float64]:
+        return self._qmult[: self.rows]
+
+    @property
+    def qresid(self) -> NDArray[np.float64]:
+        return self._qresid[: self.rows]
+
     def id_at(self, row: int) -> str:
         return bytes(self._ids[row]).decode("utf-8")
 
@@ -384,12 +454,8 @@ class VectorIndex:
         """Fresh in-memory arrays (the readonly path, and the first step of a rebuild)."""
         import numpy as np
 
-        d = self.header.dim
-        self._vectors = np.zeros((capacity, d), dtype=np.float64)
-        self._norms = np.zeros(capacity, dtype=np.float64)
-        self._ids = np.zeros(capacity, dtype=f"S{id_width}")
-        self._rowids = np.zeros(capacity, dtype=np.int64)
-        self._active = np.zeros(capacity, dtype=np.uint8)
+        for name, (_suffix, dtype, shape) in zip(_ARRAYS, self._shapes(capacity, id_width), strict=True):
+            setattr(self, name, np.zeros(shape, dtype=dtype))
         self.header.capacity, self.header.id_width = capacity, id_width
         self.persisted = False
         self._mapped_readonly = False
@@ -402,7 +468,17 @@ class VectorIndex:
             (".ids", f"S{id_width}", (capacity,)),
             (".rowids", "<i8", (capacity,)),
             (".active", "u1", (capacity,)),
+            (".q8", "i1", (capacity, d)),
+            (".qmult", "<f8", (capacity,)),
+            (".qresid", "<f8", (capacity,)),
         ]
+
+    def _arrays(self) -> list[NDArray[np.generic] | None]:
+        return [getattr(self, name) for name in _ARRAYS]
+
+    def _set_arrays(self, arrays: list[NDArray[np.generic] | None]) -> None:
+        for name, array in zip(_ARRAYS, arrays, strict=True):
+            setattr(self, name, array)
 
     def _load_files(self) -> bool:
         """Map the files if the header describes this store's vectors; False means rebuild."""
@@ -416,14 +492,17 @@ class VectorIndex:
             return False
         want = self.header
         if (
-            header.version != INDEX_VERSION or header.dim != want.dim or header.model != want.model
+            header.version not in (1, INDEX_VERSION) or header.dim != want.dim or header.model != want.model
             or header.fmt != want.fmt or not 0 <= header.rows <= header.capacity or header.id_width < 1
         ):  # fmt: skip
             return False
-        maps = []
+        maps: list[NDArray[np.generic] | None] = []
         mode = "r" if self.readonly else "r+"
+        shapes = self._shapes(header.capacity, header.id_width)
+        if header.version == 1:
+            shapes = shapes[:_CODED]  # no codes yet: coded below when writable
         try:
-            for suffix, dtype, shape in self._shapes(header.capacity, header.id_width):
+            for suffix, dtype, shape in shapes:
                 path = self._path(suffix)
                 need = int(np.prod(shape)) * np.dtype(dtype).itemsize
                 if path.stat().st_size < need:
@@ -434,12 +513,43 @@ class VectorIndex:
                     maps.append(np.memmap(path, dtype=dtype, mode=mode, shape=shape))
         except (OSError, ValueError):
             return False
-        self._vectors, self._norms, self._ids, self._rowids, self._active = maps
+        maps += [None] * (len(_ARRAYS) - len(maps))
+        self._set_arrays(maps)
         self.header = header
         self.persisted = not self.readonly
         self._mapped_readonly = self.readonly
         self._id_pos = None
+        if header.version == 1 and not self.readonly:
+            self._upgrade_codes()
         return True
+
+    def _upgrade_codes(self) -> None:
+        """Version 1 -> 2: create the code files and code the rows already held, block by block."""
+        import numpy as np
+
+        header = self.header
+        for (suffix, dtype, shape), name in zip(
+            self._shapes(header.capacity, header.id_width)[_CODED:], _ARRAYS[_CODED:], strict=True
+        ):
+            path = self._path(suffix)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+            try:
+                os.ftruncate(fd, int(np.prod(shape)) * np.dtype(dtype).itemsize)
+            finally:
+                os.close(fd)
+            empty = not np.prod(shape)
+            setattr(self, name, np.zeros(shape, dtype=dtype) if empty else np.memmap(path, dtype=dtype, mode="r+", shape=shape))
+        self._code_rows(0, header.rows)
+        header.version = INDEX_VERSION
+        self._commit(header.fingerprint())
+
+    def _code_rows(self, start: int, end: int) -> None:
+        """Fill the codes of rows [start, end) from their float64 vectors (block by block)."""
+        if self._codes is None:
+            return  # a version-1 index under --readonly: searched without codes
+        for lo in range(start, end, QUANTIZE_BLOCK):
+            hi = min(end, lo + QUANTIZE_BLOCK)
+            self._codes[lo:hi], self._qmult[lo:hi], self._qresid[lo:hi] = quantize(self._vectors[lo:hi])
 
     def _detach(self) -> None:
         """Copy read-only maps into memory before a --readonly catch-up changes them."""
@@ -447,9 +557,7 @@ class VectorIndex:
 
         if self._mapped_readonly:
             n = self.rows
-            self._vectors, self._norms = np.array(self._vectors[:n]), np.array(self._norms[:n])
-            self._ids, self._rowids = np.array(self._ids[:n]), np.array(self._rowids[:n])
-            self._active = np.array(self._active[:n])
+            self._set_arrays([None if a is None else np.array(a[:n]) for a in self._arrays()])
             self.header.capacity = n
             self._mapped_readonly = False
 
@@ -482,8 +590,9 @@ class VectorIndex:
                 os.close(fd)
             os.replace(tmp, path)
             maps.append(np.memmap(path, dtype=dtype, mode="r+", shape=shape))
-        self._vectors, self._norms, self._ids, self._rowids, self._active = maps
+        self._set_arrays(maps)
         self.header.capacity, self.header.id_width = capacity, id_width
+        self.header.version = INDEX_VERSION
         self.persisted = True
 
     def _grow(self, need_rows: int, id_width: int) -> None:
@@ -500,15 +609,17 @@ class VectorIndex:
         if self.persisted and not self.readonly and width == header.id_width:
             self._extend_files(capacity)
             return
-        old = (self._vectors, self._norms, self._ids, self._rowids, self._active)
         n = header.rows
-        saved = [np.array(a[:n]) for a in old]
+        saved = [None if a is None else np.array(a[:n]) for a in self._arrays()]
         if self.persisted and not self.readonly:
             self._create_files(capacity, width)
         else:
             self._alloc(capacity, width)
-        for target, values in zip((self._vectors, self._norms, self._ids, self._rowids, self._active), saved):
-            target[:n] = values
+        for target, values in zip(self._arrays(), saved, strict=True):
+            if values is not None:
+                target[:n] = values  # type: ignore[index]
+        if saved[_CODED] is None:  # a version-1 index caught up under --readonly stays uncoded
+            self._set_arrays([*self._arrays()[:_CODED], *([None] * (len(_ARRAYS) - _CODED))])
 
     def _extend_files(self, capacity: int) -> None:
         """Grow the mapped files to ``capacity`` rows in place: every array is row-major, so the
@@ -523,18 +634,18 @@ class VectorIndex:
         shapes = self._shapes(capacity, self.header.id_width)
         self._flush()
         # drop this object's maps before mapping the longer files, so the pages count once
-        self._vectors = self._norms = self._ids = self._rowids = self._active = None  # type: ignore[assignment]
-        maps = []
+        self._set_arrays([None] * len(_ARRAYS))
+        maps: list[NDArray[np.generic] | None] = []
         for suffix, dtype, shape in shapes:
             path = self._path(suffix)
             os.truncate(path, int(np.prod(shape)) * np.dtype(dtype).itemsize)
             maps.append(np.memmap(path, dtype=dtype, mode="r+", shape=shape))
-        self._vectors, self._norms, self._ids, self._rowids, self._active = maps
+        self._set_arrays(maps)
         self.header.capacity = capacity
 
     def _flush(self) -> None:
         """Write the mapped arrays' dirty pages to their files."""
-        for arr in (self._vectors, self._norms, self._ids, self._rowids, self._active):
+        for arr in self._arrays():
             flush = getattr(arr, "flush", None)
             if flush is not None:
                 flush()
@@ -576,6 +687,7 @@ class VectorIndex:
         self._ids[start:end] = [r[1].encode("utf-8") for r in rows]
         self._rowids[start:end] = [r[0] for r in rows]
         self._active[start:end] = 1
+        self._code_rows(start, end)
         self.header.rows = end
         self._id_pos = None
 

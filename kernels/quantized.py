@@ -1,0 +1,177 @@
+"""Bounded int8 cosines: a first pass over an eighth of the bytes, then exact cosines where they count.
+
+A 1M x 768 float64 matrix is 6.1 GB: one exact scan reads all of it, and a fresh process first
+faults every page of it in (about 0.8 s of system time measured at 1M). Each row is therefore
+also kept as int8 codes with a per-row scale (``v ≈ scale · codes``), 768 bytes a row, and the
+scan reads those instead. It is not an approximation of the result: each row carries a *slack*,
+a proven bound on how far its approximate cosine can be from the exact one, so a caller keeps
+every row whose interval could reach a cut (a floor, the k-th best) and recomputes just those
+exactly with :func:`cosine_rows`, the very row kernel of ``kernels.cosine.cosine_scores``
+(bit-equal values). Rows no interval can lift stay out for certain.
+
+The bound, for a row ``v`` with codes ``c``, scale ``s`` and residual ``e = v - s·c``, and a unit
+query ``u`` itself coded as ``u = t·q + f`` (int16 codes ``q``, scale ``t``, residual ``f``):
+``v·u = s·t·(c·q) + s·(c·f) + e·u``, with ``|s·(c·f)| <= (|v| + |e|)·|f|`` and ``|e·u| <= |e|``. So
+the approximate cosine ``s·t·(c·q) / |v|`` is within ``r + (1 + r)·|f|`` of the exact one, where
+``r = |e| / |v|`` is stored per row (:func:`quantize`) and ``|f|`` is known per query
+(:func:`code_query`); :data:`ROUNDING_SLACK` covers the few float64 roundings of the final products
+(the dot product ``c·q`` itself is an exact integer, so its value does not depend on the order of
+summation, the thread count or the numba/numpy path). Rows of norm 0 have scale 0 and slack 0:
+their cosine is exactly 0, as in the exact kernels.
+
+Imports only numpy and ``kernels.*``; numba is loaded on the first jitted call.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import numpy.typing as npt
+
+from kernels._jit import jit, prange
+from kernels.cosine import _cosine_row
+from kernels.topk import check_array
+
+CODE_MAX = 127  # int8 codes in [-127, 127]: symmetric, so scaling by -1 is exact
+ROUNDING_SLACK = 1e-9  # cosine units: a few float64 roundings of the final products (module doc)
+QUANTIZE_BLOCK = 16_384  # rows quantized or scanned at once: bounds the temporaries (~100 MB at d=768)
+INT32_MAX = 2**31 - 1
+
+
+def quantize(vectors: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
+    """Return ``(codes, scale_over_norm, residual)`` for float64 rows ``vectors`` (m, d).
+
+    ``codes`` int8 (m, d) with ``vectors[i] ≈ scale_i · codes[i]`` (``scale_i = max|v_i| / 127``);
+    ``scale_over_norm`` float64 (m,), ``scale_i / |v_i|`` (0 for a zero row); ``residual`` float64
+    (m,), ``|v_i - scale_i·codes[i]| / |v_i|`` rounded up (0 for a zero row), the ``r`` of the
+    module doc. Depends on each row alone: blocking never changes a row's values.
+    """
+    vectors = np.asarray(vectors, dtype=np.float64)
+    if vectors.ndim != 2:
+        raise ValueError(f"quantize: vectors must be 2-D, got shape {vectors.shape}")
+    m, d = vectors.shape
+    codes = np.empty((m, d), dtype=np.int8)
+    mult = np.zeros(m, dtype=np.float64)
+    resid = np.zeros(m, dtype=np.float64)
+    for lo in range(0, m, QUANTIZE_BLOCK):
+        block = vectors[lo : lo + QUANTIZE_BLOCK]
+        hi = lo + len(block)
+        scale = (np.max(np.abs(block), axis=1) if d else np.zeros(len(block))) / CODE_MAX
+        inv = np.zeros_like(scale)
+        np.divide(1.0, scale, out=inv, where=scale > 0.0)
+        scaled = np.clip(np.rint(block * inv[:, None]), -CODE_MAX, CODE_MAX)
+        codes[lo:hi] = scaled.astype(np.int8)
+        error = block - scaled * scale[:, None]
+        norm = np.sqrt(np.einsum("ij,ij->i", block, block))
+        nonzero = norm > 0.0
+        np.divide(scale, norm, out=mult[lo:hi], where=nonzero)
+        part = np.zeros(len(block))
+        np.divide(np.sqrt(np.einsum("ij,ij->i", error, error)), norm, out=part, where=nonzero)
+        # nextafter: the square root and the division round; the bound must not shrink by an ulp
+        resid[lo:hi] = np.where(nonzero, np.nextafter(np.nextafter(part, np.inf), np.inf), 0.0)
+    return codes, mult, resid
+
+
+def query_code_max(dim: int) -> int:
+    """Largest query code such that ``|c·q| <= 127·max|q|·dim`` stays inside int32 (int16 at most)."""
+    return max(1, min(2**15 - 1, INT32_MAX // (CODE_MAX * max(1, dim))))
+
+
+def code_query(query: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int16], float, float] | None:
+    """Code the query's unit vector: ``(codes int16 (d,), scale t, |f| rounded up)``; None if zero."""
+    query = np.asarray(query, dtype=np.float64)
+    norm = math.sqrt(float(np.dot(query, query)))
+    if norm == 0.0:
+        return None
+    unit = query / norm
+    top = query_code_max(unit.shape[0])
+    scale = float(np.max(np.abs(unit))) / top
+    codes = np.clip(np.rint(unit / scale), -top, top)
+    error = unit - codes * scale
+    error_norm = math.sqrt(math.fsum((error * error).tolist()))
+    return np.ascontiguousarray(codes, dtype=np.int16), scale, math.nextafter(error_norm, math.inf)
+
+
+def slack(
+    resid: npt.NDArray[np.float64], mult: npt.NDArray[np.float64], query_error: float
+) -> npt.NDArray[np.float64]:
+    """Per-row bound on ``|approximate - exact cosine|`` for a query coded with residual ``query_error``.
+
+    0 for rows of norm 0 (``mult`` 0): both cosines are exactly 0 there.
+    """
+    bound = resid + (1.0 + resid) * query_error + ROUNDING_SLACK
+    return np.where(mult > 0.0, bound, 0.0)
+
+
+@jit(parallel=True)
+def _code_dots(codes, q):
+    n, d = codes.shape
+    out = np.empty(n, dtype=np.int32)
+    for i in prange(n):
+        row = codes[i]
+        s = np.int32(0)
+        # int32 products and sums (never wider): LLVM turns this into pairwise int16 multiply-adds
+        # over a whole vector register; the bound of query_code_max keeps every sum inside int32.
+        for j in range(d):
+            s = np.int32(s + np.int32(row[j] * q[j]))
+        out[i] = s
+    return out
+
+
+def _check_codes(codes: object, q: object) -> tuple[np.ndarray, np.ndarray]:
+    codes = check_array(codes, "codes", np.int8, 2)
+    q = check_array(q, "query codes", np.int16, 1, codes.shape[1])
+    if codes.shape[1] and int(np.max(np.abs(q.astype(np.int64)))) > query_code_max(codes.shape[1]):
+        raise ValueError("query codes exceed query_code_max(dim): the int32 sums could overflow")
+    return codes, q
+
+
+def code_dots(codes: npt.NDArray[np.int8], q: npt.NDArray[np.int16]) -> npt.NDArray[np.int32]:
+    """``codes @ q`` as exact int32 integers (numba, parallel over rows)."""
+    codes, q = _check_codes(codes, q)
+    return _code_dots(codes, q)
+
+
+def code_dots_numpy(codes: npt.NDArray[np.int8], q: npt.NDArray[np.int16]) -> npt.NDArray[np.int32]:
+    """Same values as :func:`code_dots` with numpy only (int32 products in row blocks)."""
+    codes, q = _check_codes(codes, q)
+    out = np.empty(codes.shape[0], dtype=np.int32)
+    q32 = q.astype(np.int32)
+    for lo in range(0, codes.shape[0], QUANTIZE_BLOCK):
+        part = codes[lo : lo + QUANTIZE_BLOCK].astype(np.int32) @ q32
+        out[lo : lo + len(part)] = part
+    return out
+
+
+def approx_cosines(
+    dots: npt.NDArray[np.int32], mult: npt.NDArray[np.float64], query_scale: float
+) -> npt.NDArray[np.float64]:
+    """Approximate cosines from :func:`code_dots`: within :func:`slack` of the exact ones."""
+    return mult * (query_scale * dots.astype(np.float64))
+
+
+@jit()
+def _cosine_rows(vectors, norms, query, query_norm, rows):
+    out = np.empty(rows.shape[0], dtype=np.float64)
+    for k in range(rows.shape[0]):
+        out[k] = _cosine_row(vectors, norms, query, query_norm, rows[k])
+    return out
+
+
+def cosine_rows(
+    vectors: npt.NDArray[np.float64],
+    norms: npt.NDArray[np.float64],
+    query: npt.NDArray[np.float64],
+    rows: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """Exact cosines of the given ``rows`` (int64), bit-equal to ``kernels.cosine_scores`` there."""
+    vectors = check_array(vectors, "vectors", np.float64, 2)
+    n, d = vectors.shape
+    norms = check_array(norms, "norms", np.float64, 1, n)
+    query = check_array(query, "query", np.float64, 1, d)
+    rows = check_array(rows, "rows", np.int64, 1)
+    if rows.shape[0] and (int(rows.min()) < 0 or int(rows.max()) >= n):
+        raise ValueError(f"cosine_rows: rows must lie in [0, {n})")
+    query_norm = math.sqrt(float(np.dot(query, query)))
+    return _cosine_rows(vectors, norms, query, query_norm, rows)

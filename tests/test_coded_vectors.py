@@ -1,0 +1,209 @@
+"""The int8 first pass of a large store's vector scan (issue 13): the bound holds on hostile
+vectors, recall through the codes equals recall through the exact scan bit for bit, and old
+(version-1) vector indexes gain their codes in place, never under --readonly."""
+
+from __future__ import annotations
+
+import json
+import random
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernels
+from kernels import quantized
+from mnemon.config import Settings
+from mnemon.drafts import parse_draft
+from mnemon.embed.fake import HashEmbedder
+from mnemon.engine import Engine
+from mnemon.engine import vectors as engine_vectors
+from mnemon.store import vectors as vector_store
+
+NOW = datetime(2026, 9, 2, 12, 0, 0, tzinfo=timezone.utc)
+DIM = 48
+WORDS = [f"w{k}" for k in range(30)]
+
+
+def _hostile(rng: np.random.Generator, d: int) -> np.ndarray:
+    """Rows that stress the coding: one-hot, constant, huge and tiny scales, a spike, zeros,
+    negated and duplicated rows, and plain Gaussian ones."""
+    rows = [np.eye(d)[3], np.full(d, 0.5), rng.standard_normal(d) * 1e6, rng.standard_normal(d) * 1e-6,
+            np.zeros(d), np.r_[100.0, rng.standard_normal(d - 1) * 1e-3]]  # fmt: skip
+    gauss = rng.standard_normal((200, d))
+    rows += [gauss[0], -gauss[0], gauss[1], gauss[1]]
+    return np.ascontiguousarray(np.vstack([np.array(rows), gauss]), dtype=np.float64)
+
+
+@pytest.mark.parametrize("d", [7, 48, 768, 3072])
+def test_the_coded_cosine_is_within_its_slack_of_the_exact_one(d: int) -> None:
+    rng = np.random.default_rng(d)
+    vectors = _hostile(rng, d)
+    norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+    codes, mult, resid = vector_store.quantize(vectors)
+    for query in (rng.standard_normal(d), vectors[2].copy(), np.eye(d)[3] * 1e-9, -vectors[6]):
+        coded = quantized.code_query(query)
+        assert coded is not None
+        q, scale, error = coded
+        dots = quantized.code_dots(codes, q)
+        assert np.array_equal(dots, quantized.code_dots_numpy(codes, q))  # exact integers on both paths
+        approx = quantized.approx_cosines(dots, mult, scale)
+        exact = kernels.cosine_scores(vectors, norms, query)
+        slack = quantized.slack(resid, mult, error)
+        assert np.all(np.abs(approx - exact) <= slack)
+        assert approx[4] == exact[4] == 0.0 and slack[4] == 0.0  # a zero row is exactly 0
+        rows = np.arange(len(vectors), dtype=np.int64)[::-1].copy()
+        assert np.array_equal(quantized.cosine_rows(vectors, norms, query, rows), exact[rows])
+    assert quantized.code_query(np.zeros(d)) is None
+
+
+def test_query_codes_that_could_overflow_int32_are_refused() -> None:
+    d = 3072
+    codes = np.full((2, d), 127, dtype=np.int8)
+    top = quantized.query_code_max(d)
+    assert 127 * top * d <= 2**31 - 1
+    q = np.full(d, top, dtype=np.int16)
+    assert int(quantized.code_dots(codes, q)[0]) == 127 * top * d  # the largest sum still fits
+    with pytest.raises(ValueError, match="overflow"):
+        quantized.code_dots(codes, np.full(d, top + 1, dtype=np.int16))
+
+
+def test_coding_a_row_does_not_depend_on_its_block() -> None:
+    rng = np.random.default_rng(3)
+    vectors = rng.standard_normal((40_000, 8))
+    whole = vector_store.quantize(vectors)
+    part = vector_store.quantize(vectors[16_000:16_010])
+    for a, b in zip(whole, part, strict=True):
+        assert np.array_equal(a[16_000:16_010], b)
+
+
+# --- recall through the codes equals recall through the exact scan ------------------------------
+
+
+def _texts(n: int, seed: int = 9) -> list[str]:
+    """Word bags from a small vocabulary: many similar vectors near every cut, and exact duplicates."""
+    rng = random.Random(seed)
+    out = []
+    for k in range(n):
+        if k % 17 == 5 and out:
+            out.append(out[-3] if len(out) > 3 else out[-1])  # a duplicate vector (text repeated)
+            continue
+        out.append(" ".join(rng.sample(WORDS, rng.randint(3, 7))) + f" item{k % 50}")
+    return out
+
+
+def _settings(data_dir: Path, *, readonly: bool = False) -> Settings:
+    return Settings(data_dir=data_dir, store="default", readonly=readonly, embed_endpoint="http://127.0.0.1:9",
+                    max_insights=0, auto_prune_min_age=0.0)  # fmt: skip
+
+
+def _engine(data_dir: Path, *, readonly: bool = False) -> Engine:
+    return Engine(_settings(data_dir, readonly=readonly), clock=lambda: NOW, embedder=HashEmbedder(dim=DIM))
+
+
+@pytest.fixture(scope="module")
+def store_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data_dir = tmp_path_factory.mktemp("coded")
+    texts = _texts(1200)
+    items = [
+        {"content": t, "source": ("user", "agent")[k % 2], "created_at": f"2026-05-01T{k // 3600:02d}:{k // 60 % 60:02d}:{k % 60:02d}Z"}
+        for k, t in enumerate(texts)
+    ]  # fmt: skip
+    draft = json.dumps({"schema_version": "1", "insights": items})
+    with _engine(data_dir) as engine:
+        engine.import_draft(parse_draft(draft), no_diff=True)
+        hot = engine.hot_index()
+        ids = [hot.id_at(r) for r in range(hot.n)]
+        engine.forget(ids[10])
+        engine.embed_one(ids[20])  # a re-embedded row: its vector row moves to the end
+        engine.remember("w1 w2 w3 fresh after the import", no_diff=True)
+    return data_dir
+
+
+QUERIES = ["w1 w2 w3", "w4 w5 item7", "why w9 w10", "when w11", "w12 w13 w14 w15 item3", "w20", "how w21 w22",
+           "what w0 w1 item0", "unrelated words entirely"]  # fmt: skip
+
+
+def _recalls(data_dir: Path, monkeypatch: pytest.MonkeyPatch, coded: bool) -> list[object]:
+    kernels.warmup()  # numba loaded: the exact scan runs the numba row kernel, as the codes' refine does
+    monkeypatch.setattr(engine_vectors, "CODED_COLD_MIN_ROWS", 0 if coded else 10**12)
+    monkeypatch.setattr(engine_vectors, "NUMBA_WARM_MIN_ROWS", 0 if coded else 10**12)
+    monkeypatch.setattr(engine_vectors, "NUMBA_COLD_MIN_ROWS", 0)  # the exact path on numba too
+    out: list[object] = []
+    with _engine(data_dir, readonly=True) as engine:
+        for query in QUERIES:
+            for limit, category in ((10, ""), (20, ""), (5, "general")):
+                result = engine.recall(query, limit=limit, category=category)
+                out.append([(h.insight.id, h.score, h.via, h.signals, h.superseded) for h in result.hits])
+                out.append((result.intent, result.anchor_count, result.traversed, result.hint))
+    return out
+
+
+def test_recall_through_the_codes_equals_the_exact_scan(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    refined: list[int] = []
+    original = engine_vectors.SimilarityBounds.refine
+
+    def counting(self: engine_vectors.SimilarityBounds, values: np.ndarray, rows: np.ndarray) -> None:
+        refined.append(int(np.count_nonzero(self.slack[np.unique(np.asarray(rows, dtype=np.int64))] > 0)))
+        original(self, values, rows)
+
+    monkeypatch.setattr(engine_vectors.SimilarityBounds, "refine", counting)
+    coded = _recalls(store_dir, monkeypatch, coded=True)
+    assert refined, "the coded path was not taken"
+    exact = _recalls(store_dir, monkeypatch, coded=False)
+    assert coded == exact
+    # the bound prunes: a recall made far fewer rows exact than the store holds
+    per_recall = sum(refined) / (len(QUERIES) * 3)
+    assert per_recall < 1200 / 2
+
+
+def test_a_version_1_index_gains_its_codes_in_place(store_dir: Path, tmp_path: Path) -> None:
+    import shutil
+
+    data_dir = tmp_path / "v1"
+    shutil.copytree(store_dir, data_dir)
+    folder = data_dir / "data" / "default" / "mnemon.db.index"
+    header_path = folder / "vec.json"
+    header = json.loads(header_path.read_text())
+    assert header["version"] == vector_store.INDEX_VERSION == 2
+    for name in ("vec.q8", "vec.qmult", "vec.qresid"):
+        (folder / name).unlink()
+    header_path.write_text(json.dumps({**header, "version": 1}))
+    before = sorted(p.name for p in folder.iterdir())
+    with _engine(data_dir, readonly=True) as engine:  # --readonly: used without codes, nothing created
+        index = engine.vector_index()
+        assert index is not None and not index.coded and index.rows == header["rows"]
+    assert sorted(p.name for p in folder.iterdir()) == before
+    with _engine(data_dir) as engine:
+        index = engine.vector_index()
+        assert index is not None and index.coded and index.rows == header["rows"]
+        codes, mult, resid = vector_store.quantize(np.asarray(index.vectors))
+        assert np.array_equal(index.codes, codes) and np.array_equal(index.qmult, mult)
+        assert np.array_equal(index.qresid, resid)
+    assert json.loads(header_path.read_text())["version"] == 2
+    inode = (folder / "vec").stat().st_ino
+    with _engine(data_dir) as engine:  # the upgraded files are mapped as they are
+        assert engine.vector_index().coded  # type: ignore[union-attr]
+    assert (folder / "vec").stat().st_ino == inode
+
+
+def test_vector_search_through_the_codes_equals_the_exact_scan(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """search, remember's semantic edges and the diff's neighbours: same hits, ties by id."""
+    emb = HashEmbedder(dim=DIM)
+    texts = _texts(1200)
+    queries = [emb.embed(t) for t in (texts[2], texts[5], "w1 w2 w3", "w7 item9 w8")]  # texts[2] has duplicates
+    results = {}
+    for coded in (True, False):
+        kernels.warmup()
+        monkeypatch.setattr(engine_vectors, "CODED_COLD_MIN_ROWS", 0 if coded else 10**12)
+        monkeypatch.setattr(engine_vectors, "NUMBA_WARM_MIN_ROWS", 0 if coded else 10**12)
+        monkeypatch.setattr(engine_vectors, "NUMBA_COLD_MIN_ROWS", 0)
+        with _engine(store_dir, readonly=True) as engine:
+            results[coded] = [
+                engine.vector_search(q, k, floor, exclude)
+                for q in queries for k in (1, 3, 5, 20) for floor in (-np.inf, 0.4, 0.8)
+                for exclude in (None, engine.vector_search(q, 1)[0][0])
+            ]  # fmt: skip
+    assert results[True] == results[False]
+    assert any(len(hits) > 1 and hits[0][1] == hits[1][1] for hits in results[True])  # real ties were cut
