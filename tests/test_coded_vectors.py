@@ -207,3 +207,47 @@ def test_vector_search_through_the_codes_equals_the_exact_scan(store_dir: Path, 
             ]  # fmt: skip
     assert results[True] == results[False]
     assert any(len(hits) > 1 and hits[0][1] == hits[1][1] for hits in results[True])  # real ties were cut
+
+
+def test_the_hot_row_hint_saves_lookups_and_is_never_trusted(store_dir: Path, tmp_path: Path, monkeypatch) -> None:
+    """After the rows drifted apart (a re-embed, a forget), the positions found by id are kept as a
+    hint; the next process matches every row from it; a garbage hint still gives exact results."""
+    import shutil
+
+    data_dir = tmp_path / "hint"
+    shutil.copytree(store_dir, data_dir)
+    hint_path = data_dir / "data" / "default" / "mnemon.db.index" / "vec.hotrows"
+    hint_path.unlink(missing_ok=True)
+    with _engine(data_dir) as engine:  # 40 re-embedded rows: their vector rows moved to the end
+        hot = engine.hot_index()
+        for r in range(100, 140):
+            engine.embed_one(hot.id_at(r))
+    monkeypatch.setattr(engine_vectors, "HINT_MIN_MISSES", 8)
+    query = HashEmbedder(dim=DIM).embed("w1 w2 w3")
+    looked_up: list[int] = []
+
+    def scores(writable: bool = True) -> list[float]:
+        with _engine(data_dir, readonly=not writable) as engine:
+            hot = engine.hot_index()
+            original = hot.rows_of
+
+            def counting(ids: np.ndarray) -> np.ndarray:
+                looked_up.append(len(ids))
+                return original(ids)
+
+            return engine.vector_scores_aligned(query, hot.id_blob[: hot.n], counting).tolist()
+
+    with _engine(data_dir) as engine:  # the reference: every id looked up in a dict
+        hot = engine.hot_index()
+        by_id = dict(zip(*(a.tolist() for a in engine.vector_scores(query))))
+        want = [by_id.get(hot.id_at(r), 0.0) for r in range(hot.n)]
+    assert scores() == want and looked_up and looked_up[-1] >= 40
+    assert hint_path.exists()
+    looked_up.clear()
+    assert scores() == want and looked_up == []  # every row matched through the hint
+    rng = np.random.default_rng(5)
+    hint_path.write_bytes(rng.integers(-5, 5000, 900, dtype="<i8").tobytes())  # garbage, too short
+    looked_up.clear()
+    assert scores(writable=False) == want and looked_up
+    hint_path.write_bytes(b"torn")
+    assert scores(writable=False) == want

@@ -14,6 +14,7 @@ decoding every blob:
     mnemon.db.index/vec.q8       int8    (capacity, dim)   the rows coded in int8 (see below)
     mnemon.db.index/vec.qmult    float64 (capacity,)       scale / norm of each coded row
     mnemon.db.index/vec.qresid   float64 (capacity,)       |row - scale·codes| / norm, rounded up
+    mnemon.db.index/vec.hotrows  int64   (rows,)           a hint: row -> the hot index's row (below)
     mnemon.db.index/vec.json     the header: dim, model, blob format, rows, capacity and the fingerprint
     mnemon.db.index/vec.lock     flock target serialising processes that update the files
 
@@ -30,6 +31,12 @@ exactly (from the float64 rows) every row a bound cannot rule out. :func:`quanti
 coding; it is derived like the norms, row by row, and rebuilt with everything else. An index of
 version 1 (no codes) is upgraded in place on its first writable open, coding the float64 rows it
 already holds; under ``--readonly`` it is used without codes (exact scans).
+
+The hot-row hint remembers where each vector row sat among the hot index's rows the last time
+recall had to look many of them up by id (after ``embed --all``, a re-embed or forgets, the two
+row orders drift apart). It is never trusted: every use checks each guess against the ids, and
+only the rows it misses are looked up again, so a stale, torn or missing hint costs time, never a
+wrong answer. It is written outside the header's commit protocol for that reason.
 
 Fingerprint (all cheap to read): ``mnemon_meta.generation`` (bumped by every write transaction),
 the active insight count, ``max(rowid)``, the id at ``max(rowid)`` and ``embedding_epoch`` (bumped
@@ -310,6 +317,7 @@ class VectorIndex:
         self.header = Header(INDEX_VERSION, dim, model, fmt, MIN_ID_WIDTH, 0, 0, -1, -1, -1, "", -1)
         self._alloc(MIN_CAPACITY, MIN_ID_WIDTH)
         self._id_pos: dict[str, int] | None = None
+        self._hot_rows_hint: NDArray[np.int64] | None = None  # see read_hot_rows_hint
         self._opened = False  # the files were read (or found unusable) once
         self._mapped_readonly = False  # arrays are read-only maps: copy before changing them
 
@@ -754,10 +762,45 @@ class VectorIndex:
         self._commit(fp)
 
 
+HINT_SUFFIX = ".hotrows"
+
+
+def read_hot_rows_hint(index: VectorIndex) -> NDArray[np.int64] | None:
+    """The hot-row hint (see module doc), or None; any length, any content: callers verify it."""
+    import numpy as np
+
+    if index._hot_rows_hint is not None:
+        return index._hot_rows_hint
+    try:
+        raw = np.fromfile(index._path(HINT_SUFFIX), dtype="<i8")
+    except (OSError, ValueError):
+        return None
+    index._hot_rows_hint = raw
+    return raw
+
+
+def write_hot_rows_hint(index: VectorIndex, hint: NDArray[np.int64]) -> None:
+    """Keep ``hint`` (vector row -> hot row, -1 unknown) for the next process; memory only if readonly."""
+    import numpy as np
+
+    index._hot_rows_hint = hint
+    if index.readonly or not index.persisted:
+        return
+    path = index._path(HINT_SUFFIX)
+    tmp = Path(f"{path}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(np.ascontiguousarray(hint, dtype="<i8").tobytes())
+        os.replace(tmp, path)
+    except OSError:
+        pass  # a hint only saves time: an unwritable folder costs the next process a lookup
+
+
 def remove_files(db_path: Path) -> None:
     """Delete the index files of the store at ``db_path`` (they are rebuilt on the next open)."""
     base = str(derived.path(db_path, "vec"))
-    for suffix in (*_SUFFIXES, ".json", ".lock"):
+    for suffix in (*_SUFFIXES, ".json", ".lock", HINT_SUFFIX):
         try:
             os.unlink(base + suffix)
         except FileNotFoundError:
