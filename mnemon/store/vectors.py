@@ -349,6 +349,11 @@ class VectorIndex:
         return self._ids[: self.rows]
 
     @property
+    def rowids(self) -> NDArray[np.int64]:
+        """Row -> SQLite rowid when the row was indexed (a hint: VACUUM may renumber)."""
+        return self._rowids[: self.rows]
+
+    @property
     def coded(self) -> bool:
         """The int8 codes exist (always, except for a version-1 index opened ``--readonly``)."""
         return self._codes is not None
