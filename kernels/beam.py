@@ -82,9 +82,10 @@ def _collect(lo, hi, nbr_rows, weights, etype, type_weight, similarity, has_sim,
 def _beam_search(
     indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
     width, depth, max_visited, similarity, lambda_structural, lambda_semantic, id_rank, row_mask,
-    d_ptr, d_nbr, d_weights, d_etype,
+    d_ptr, d_nbr, d_weights, d_etype, expanded,
 ):  # fmt: skip
     n = id_rank.shape[0]
+    record = expanded.shape[0] != 0
     nb = indptr.shape[0] - 1  # rows the first CSR covers (<= n)
     has_delta = d_ptr.shape[0] == n + 1
     has_sim = similarity.shape[0] != 0
@@ -130,6 +131,8 @@ def _beam_search(
             for li in range(level_n):
                 u = level_rows[li]
                 score = level_scores[li]
+                if record:
+                    expanded[u] = True
                 m = 0
                 if u < nb:
                     m = _collect(indptr[u], indptr[u + 1], nbr_rows, weights, etype, type_weight, similarity,
@@ -247,6 +250,7 @@ def beam_search(
     id_rank: npt.NDArray[np.int32],
     row_mask: npt.NDArray[np.bool_] | None = None,
     delta: EdgeArrays | None = None,
+    expanded: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """Run the per-anchor beam search described in the module docstring (numba path, serial).
 
@@ -266,6 +270,8 @@ def beam_search(
     delta : None, or a second CSR ``(indptr, nbr_rows, weights, etype)`` over all n rows whose
         entries follow the first CSR's at each node; the first then may cover only its first rows
         (``indptr`` of length <= n + 1), and n is the delta's row count.
+    expanded : None, or a writable bool (n,) array: set True at every row whose edges were
+        scored (the rows whose neighbours' similarities the search read). Nothing else changes.
 
     Returns
     -------
@@ -281,7 +287,18 @@ def beam_search(
         indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores,
         int(width), int(depth), int(max_visited), similarity,
         float(lambda_structural), float(lambda_semantic), id_rank, mask, *d_csr,
+        _check_expanded(expanded, id_rank.shape[0]),
     )  # fmt: skip
+
+
+def _check_expanded(expanded: object, n: int) -> np.ndarray:
+    if expanded is None:
+        return np.zeros(0, dtype=np.bool_)
+    if not isinstance(expanded, np.ndarray) or expanded.dtype != np.bool_ or expanded.shape != (n,):
+        raise ValueError(f"expanded must be a bool array of length {n}")
+    if not expanded.flags.writeable or not expanded.flags.c_contiguous:
+        raise ValueError("expanded must be writable and C-contiguous")
+    return expanded
 
 
 def beam_search_numpy(
@@ -301,6 +318,7 @@ def beam_search_numpy(
     id_rank: npt.NDArray[np.int32],
     row_mask: npt.NDArray[np.bool_] | None = None,
     delta: EdgeArrays | None = None,
+    expanded: npt.NDArray[np.bool_] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """Same contract as :func:`beam_search`, in numpy + Python (vectorised per node, no numba)."""
     (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask, d_csr) = _check_beam(
@@ -310,6 +328,7 @@ def beam_search_numpy(
     nb = indptr.shape[0] - 1
     n = max(nb, d_csr[0].shape[0] - 1)
     d_ptr, d_nbr, d_weights, d_etype = d_csr
+    record = _check_expanded(expanded, id_rank.shape[0])
     lam_s, lam_v = float(lambda_structural), float(lambda_semantic)
     best = np.full(n, -np.inf)
     via = np.full(n, VIA_NONE, dtype=np.int8)
@@ -330,6 +349,8 @@ def beam_search_numpy(
                 break
             nxt: list[tuple[int, float]] = []
             for u, score in level:
+                if record.shape[0]:
+                    record[u] = True
                 lo, hi = (int(indptr[u]), int(indptr[u + 1])) if u < nb else (0, 0)
                 nbrs, codes, wts = nbr_rows[lo:hi], etype[lo:hi], weights[lo:hi]
                 if d_ptr.shape[0] > u + 1 and d_ptr[u + 1] > d_ptr[u]:

@@ -188,15 +188,15 @@ def _vector_top(a: RecallArrays) -> np.ndarray:
     return _top(sim, eligible & (sim > VECTOR_ANCHOR_FLOOR), a, ANCHOR_TOP_K)
 
 
-def _rows_read_by_beam(a: RecallArrays, best: np.ndarray) -> np.ndarray:
-    """Every neighbour of a row the beam reached: a superset of the rows whose similarity it read."""
+def _rows_read_by_beam(a: RecallArrays, expanded: np.ndarray) -> np.ndarray:
+    """The neighbours of every row whose edges the beam scored: the rows whose similarity it read."""
     import numpy as np
 
-    reached = np.flatnonzero(np.isfinite(best))
-    parts = [_neighbours(a.csr_ptr, a.csr_nbr, reached[reached < a.csr_ptr.shape[0] - 1])]
+    rows = np.flatnonzero(expanded)
+    parts = [_neighbours(a.csr_ptr, a.csr_nbr, rows[rows < a.csr_ptr.shape[0] - 1])]
     d = a.edge_delta
     if d is not None:
-        parts.append(_neighbours(d.ptr, d.nbr, reached[reached < d.ptr.shape[0] - 1]))
+        parts.append(_neighbours(d.ptr, d.nbr, rows[rows < d.ptr.shape[0] - 1]))
     return np.concatenate(parts)
 
 
@@ -257,18 +257,19 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     # dev-set figures moved by up to 0.5 points between two imports of one draft before).
     tie = np.arange(a.scope.shape[0] - 1, -1, -1, dtype=np.int32)
     d = a.edge_delta
+    bounds = a.similarity_bounds
     while True:
+        expanded = None if bounds is None else np.zeros(a.scope.shape[0], dtype=np.bool_)
         best, via = beam(
             a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
             params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-            tie, a.scope, None if d is None else (d.ptr, d.nbr, d.weight, d.type),
+            tie, a.scope, None if d is None else (d.ptr, d.nbr, d.weight, d.type), expanded,
         )  # fmt: skip
-        bounds = a.similarity_bounds
-        if bounds is None or similarity is None:
+        if bounds is None or similarity is None or expanded is None:
             return best, via
-        # The beam read bounded similarities: make every row it may have read exact and search
-        # again, until a search reads exact values only (each round only adds exact rows).
-        read = _rows_read_by_beam(a, best)
+        # The beam read bounded similarities: make every row it read exact and search again,
+        # until a search reads exact values only (each round only adds exact rows).
+        read = _rows_read_by_beam(a, expanded)
         unsure = read[bounds.slack[read] > 0.0]
         if not unsure.size:
             return best, via

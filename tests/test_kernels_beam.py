@@ -251,3 +251,33 @@ def test_beam_rejects_bad_inputs(beam_search):
             args[pos] = value
         with pytest.raises(exc):
             beam_search(*args)
+
+
+def test_beam_reports_the_rows_it_expanded_and_reads_no_other_similarity():
+    """``expanded``: both paths mark the same rows, and similarities outside those rows'
+    neighbourhoods do not change the result (recall's bounded similarity relies on it)."""
+    rng = np.random.default_rng(78)
+    n = 3000
+    edges = random_graph(rng, n, 8 * n)
+    indptr, nbrs, weights, etype = build_edge_csr(n, edges)
+    sim = rng.uniform(-1, 1, n)
+    id_rank = readonly(rng.permutation(n).astype(np.int32))
+    anchors = rng.choice(n, 10, replace=False).astype(np.int32)
+    args = (indptr, nbrs, weights, etype, WHY, anchors, rng.random(10), 4, 3, 60)
+    marks = []
+    for beam in (kernels.beam_search, kernels.beam_search_numpy):
+        expanded = np.zeros(n, dtype=np.bool_)
+        best, via = beam(*args, readonly(sim), 1.0, 0.4, id_rank, None, None, expanded)
+        marks.append((expanded, best, via))
+    (e1, b1, v1), (e2, b2, v2) = marks
+    np.testing.assert_array_equal(e1, e2)
+    assert 10 <= e1.sum() < n // 4
+    read = np.zeros(n, dtype=np.bool_)
+    for u in np.flatnonzero(e1):
+        read[nbrs[indptr[u] : indptr[u + 1]]] = True
+    changed = np.where(read, sim, rng.uniform(-1, 1, n))  # every unread similarity replaced
+    best, via = kernels.beam_search(*args, readonly(changed), 1.0, 0.4, id_rank)
+    np.testing.assert_array_equal(best, b1)
+    np.testing.assert_array_equal(via, v1)
+    with pytest.raises(ValueError, match="expanded"):
+        kernels.beam_search(*args, readonly(sim), 1.0, 0.4, id_rank, None, None, np.zeros(n - 1, dtype=np.bool_))

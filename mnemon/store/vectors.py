@@ -318,6 +318,7 @@ class VectorIndex:
         self._alloc(MIN_CAPACITY, MIN_ID_WIDTH)
         self._id_pos: dict[str, int] | None = None
         self._hot_rows_hint: NDArray[np.int64] | None = None  # see read_hot_rows_hint
+        self._header_seen = False  # the maps match the header last read or written (see _header_unchanged)
         self._opened = False  # the files were read (or found unusable) once
         self._mapped_readonly = False  # arrays are read-only maps: copy before changing them
 
@@ -412,8 +413,10 @@ class VectorIndex:
         """
         fp = fingerprint(conn)
         with self._locked():
-            # Always re-map when writable: another process may have replaced the files since.
-            if (not self.readonly or not self._opened) and not self._load_files():
+            # Re-map when writable and the header changed: another process may have replaced the
+            # files since (each such change replaces the header, the commit point, last).
+            reload = not self._opened or (not self.readonly and not self._header_unchanged())
+            if reload and not self._load_files():
                 self._rebuild(conn, fp)
                 return
             known = self.header.fingerprint()
@@ -493,11 +496,24 @@ class VectorIndex:
         for name, array in zip(_ARRAYS, arrays, strict=True):
             setattr(self, name, array)
 
+    def _header_unchanged(self) -> bool:
+        """The header on disk says what this index's maps hold (nobody committed since we read or
+        wrote it). Compared by content, not by inode or mtime (an inode is reused, an mtime is
+        coarse): files whose header equals ours in every field hold the same rows."""
+        if not self.persisted or not self._header_seen:
+            return False
+        try:
+            on_disk = json.loads(self._path(".json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return False
+        return bool(on_disk == asdict(self.header))
+
     def _load_files(self) -> bool:
         """Map the files if the header describes this store's vectors; False means rebuild."""
         import numpy as np
 
         self._opened = True
+        self._header_seen = False
         try:
             raw = json.loads(self._path(".json").read_text(encoding="utf-8"))
             header = Header(**raw)
@@ -532,6 +548,7 @@ class VectorIndex:
         self.persisted = not self.readonly
         self._mapped_readonly = self.readonly
         self._id_pos = None
+        self._header_seen = True
         if header.version == 1 and not self.readonly:
             self._upgrade_codes()
         return True
@@ -677,6 +694,7 @@ class VectorIndex:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             json.dump(asdict(self.header), fh)
         os.replace(tmp, path)
+        self._header_seen = True
 
     # -- internals: content --
 
