@@ -435,7 +435,10 @@ def _aligned_rows(
     guess = _guess(vector_store.read_hot_rows_hint(index), index.rows)[live]
     inside = (guess >= 0) & (guess < n)
     match = np.zeros(len(live), dtype=np.bool_)
-    match[inside] = row_ids[guess[inside]] == index.ids[live[inside]]
+    if inside.all() and len(live) == index.rows:  # every row live: compare in place, no gather
+        match[:] = row_ids[guess] == index.ids
+    else:
+        match[inside] = row_ids[guess[inside]] == index.ids[live[inside]]
     if match.all():
         return guess, live
     rest = live[~match]
