@@ -19,6 +19,7 @@ from mnemon.drafts import parse_draft
 from mnemon.embed.fake import HashEmbedder
 from mnemon.engine import Engine
 from mnemon.engine import vectors as engine_vectors
+from mnemon.engine import write
 from mnemon.store import vectors as vector_store
 
 NOW = datetime(2026, 9, 2, 12, 0, 0, tzinfo=timezone.utc)
@@ -261,3 +262,37 @@ def test_the_hot_row_hint_saves_lookups_and_is_never_trusted(store_dir: Path, tm
     assert scores(writable=False) == want and looked_up
     hint_path.write_bytes(b"torn")
     assert scores(writable=False) == want
+
+
+@pytest.mark.parametrize("numba", [True, False], ids=["numba", "numpy"])
+def test_remember_through_the_codes_equals_the_exact_scan(
+    store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, numba: bool
+) -> None:
+    """remember's two scans with one vector (semantic edges in the transaction, candidates after,
+    the second reusing the first's int8 products for all but the new row): same as exact."""
+    import shutil
+
+    outputs = {}
+    for coded in (True, False):
+        data_dir = tmp_path / f"r{coded}"
+        shutil.copytree(store_dir, data_dir)
+        _paths(monkeypatch, coded, numba)
+        counter = iter(range(10**6))
+        monkeypatch.setattr(write, "new_id", lambda: f"00000000-0000-4000-8000-{next(counter):012d}")
+        scanned: list[int] = []
+        for name in ("code_dots", "code_dots_numpy"):
+            def counting(codes, q, _f=getattr(quantized, name)):  # type: ignore[no-untyped-def]
+                scanned.append(codes.shape[0])
+                return _f(codes, q)
+
+            monkeypatch.setattr(quantized, name, counting)
+        with _engine(data_dir) as engine:
+            got = []
+            for text in ("w1 w2 w3 w4 item3", "w1 w2 w3 w4 item3", "w9 w8 w7 item9", "w4 w3 w2 w1 item3"):
+                out = engine.remember(text)
+                got.append((out["diff_suggestion"], out.get("edges_created"), out.get("semantic_candidates")))
+            outputs[coded] = got
+        if coded:  # a full scan per new vector; the scan after its commit covers the new row only
+            assert scanned and min(scanned) == 1 and max(scanned) >= 1200
+    assert outputs[True] == outputs[False]
+    assert any(cands for _, _, cands in outputs[True])

@@ -63,6 +63,28 @@ def _use_codes(index: VectorIndex) -> bool:
     return index.coded and index.rows >= CODED_MIN_ROWS
 
 
+def _code_dots_cached(index: VectorIndex, dots: Callable[..., NDArray[np.int32]], q: NDArray[np.int16]) -> NDArray[np.int32]:
+    """The int8 dot products of every row with the coded query ``q``, reusing the last call's.
+
+    remember scans twice with one vector (its semantic edges inside the transaction, its
+    candidates after): the second call scores only the rows written since. Valid while the
+    index's ``content_key`` holds (rows are append-only until then).
+    """
+    import numpy as np
+
+    cached = getattr(index, "_dots_cache", None)
+    key = (index.content_key, q.tobytes())
+    if cached is not None and cached[0] == key and len(cached[1]) <= index.rows:
+        done = cached[1]
+        if len(done) == index.rows:
+            return done
+        out = np.concatenate([done, dots(np.ascontiguousarray(index.codes[len(done) :]), q)])
+    else:
+        out = dots(index.codes, q)
+    index._dots_cache = (key, out)  # type: ignore[attr-defined]
+    return out
+
+
 def _coded_kernels(rows: int) -> tuple[Callable[..., NDArray[np.int32]], Callable[..., NDArray[np.float64]]]:
     """(code dots, exact row cosines) of one path: the exact values equal that path's full scan."""
     from kernels import quantized
@@ -259,7 +281,7 @@ class VectorMixin(EngineBase):
             return values, SimilarityBounds(index, query, vec_of_row, slack, exact)
         codes, scale, error = coded
         rows, vec_rows = _aligned_rows(index, row_ids, rows_of)
-        approx = quantized.approx_cosines(dots(index.codes, codes), index.qmult, scale)
+        approx = quantized.approx_cosines(_code_dots_cached(index, dots, codes), index.qmult, scale)
         values[rows] = approx[vec_rows]
         slack[rows] = quantized.slack(index.qresid[vec_rows], index.qmult[vec_rows], error)
         vec_of_row[rows] = vec_rows
@@ -493,7 +515,7 @@ def _search_coded(
         return None
     codes, scale, error = coded
     dots, exact_rows = _coded_kernels(index.rows)
-    approx = quantized.approx_cosines(dots(index.codes, codes), index.qmult, scale)
+    approx = quantized.approx_cosines(_code_dots_cached(index, dots, codes), index.qmult, scale)
     slack = quantized.slack(index.qresid, index.qmult, error)
     upper = approx + slack
     contenders = np.flatnonzero(mask & (upper >= min_score))

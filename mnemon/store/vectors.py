@@ -319,6 +319,11 @@ class VectorIndex:
         self._id_pos: dict[str, int] | None = None
         self._hot_rows_hint: NDArray[np.int64] | None = None  # see read_hot_rows_hint
         self._header_seen = False  # the maps match the header last read or written (see _header_unchanged)
+        # Replaced whenever rows already held may have changed (a rebuild, other files mapped):
+        # rows are otherwise append-only, so a cache of per-row results keyed by it stays valid
+        # for the rows it covers (engine.vectors caches a query's int8 dot products this way).
+        self.content_key: object = object()
+        self._files_key: tuple[int, int] | None = None
         self._opened = False  # the files were read (or found unusable) once
         self._mapped_readonly = False  # arrays are read-only maps: copy before changing them
 
@@ -549,6 +554,9 @@ class VectorIndex:
         self._mapped_readonly = self.readonly
         self._id_pos = None
         self._header_seen = True
+        files_key = (os.stat(self._path("")).st_ino, header.epoch)  # extended in place: same inode
+        if files_key != self._files_key:
+            self._files_key, self.content_key = files_key, object()
         if header.version == 1 and not self.readonly:
             self._upgrade_codes()
         return True
@@ -570,6 +578,7 @@ class VectorIndex:
             empty = not np.prod(shape)
             setattr(self, name, np.zeros(shape, dtype=dtype) if empty else np.memmap(path, dtype=dtype, mode="r+", shape=shape))
         self._code_rows(0, header.rows)
+        self.content_key = object()
         header.version = INDEX_VERSION
         self._commit(header.fingerprint())
 
@@ -765,6 +774,7 @@ class VectorIndex:
 
     def _rebuild(self, conn: apsw.Connection, fp: Fingerprint) -> None:
         """Derive every row from the blobs (the first open, or anything the header cannot vouch for)."""
+        self.content_key, self._files_key = object(), None
         self.header = Header(
             INDEX_VERSION, self.header.dim, self.header.model, self.header.fmt, MIN_ID_WIDTH, 0, 0, -1, -1, -1, "", -1
         )
