@@ -36,6 +36,8 @@ Imports only numpy and ``kernels.*``; numba is loaded on the first jitted call.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import numpy.typing as npt
 
@@ -319,8 +321,14 @@ def beam_search_numpy(
     row_mask: npt.NDArray[np.bool_] | None = None,
     delta: EdgeArrays | None = None,
     expanded: npt.NDArray[np.bool_] | None = None,
+    before_read: Callable[[npt.NDArray[np.int32]], None] | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
-    """Same contract as :func:`beam_search`, in numpy + Python (vectorised per node, no numba)."""
+    """Same contract as :func:`beam_search`, in numpy + Python (vectorised per node, no numba).
+
+    ``before_read``: called with the in-scope neighbours of each row just before their
+    similarities are read; it may update the ``similarity`` array passed in, at those rows (recall
+    makes bounded similarities exact this way in a single search).
+    """
     (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask, d_csr) = _check_beam(
         indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
         width, depth, max_visited, similarity, id_rank, row_mask, delta,
@@ -361,6 +369,8 @@ def beam_search_numpy(
                 keep = mask[nbrs]
                 nbrs, codes = nbrs[keep], codes[keep]
                 delta = lam_s * type_weight[codes] * wts[keep]
+                if before_read is not None and nbrs.shape[0]:
+                    before_read(nbrs)
                 if similarity.shape[0]:
                     delta = delta + lam_v * np.maximum(0.0, similarity[nbrs])
                 order = np.lexsort((codes, id_rank[nbrs], -delta))

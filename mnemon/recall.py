@@ -251,6 +251,8 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     weights = INTENT_EDGE_WEIGHTS[intent]
     type_weight = np.array([weights.get(t, 0.0) for t in EDGE_TYPES], dtype=np.float64)
     similarity = None if a.similarity is None else np.ascontiguousarray(a.similarity, dtype=np.float64)
+    if a.similarity_bounds is not None and similarity is not a.similarity:
+        raise ValueError("bounded similarity must be a C-contiguous float64 array (refined in place)")
     beam = kernels.beam_search if use_numba else kernels.beam_search_numpy
     # Beam ties go to the later-written row (row order is rowid order), not to the smaller random
     # UUID: the same memories written in the same order then rank the same in every store (the
@@ -258,12 +260,23 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     tie = np.arange(a.scope.shape[0] - 1, -1, -1, dtype=np.int32)
     d = a.edge_delta
     bounds = a.similarity_bounds
+    edges = None if d is None else (d.ptr, d.nbr, d.weight, d.type)
+    if bounds is not None and similarity is not None and not use_numba:
+        # the numpy search calls back before each read: one search, exact wherever it reads
+        def before_read(rows: np.ndarray) -> None:
+            bounds.refine(similarity, rows)
+
+        return kernels.beam_search_numpy(  # type: ignore[no-any-return]
+            a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
+            params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
+            tie, a.scope, edges, None, before_read,
+        )  # fmt: skip
     while True:
         expanded = None if bounds is None else np.zeros(a.scope.shape[0], dtype=np.bool_)
         best, via = beam(
             a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
             params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-            tie, a.scope, None if d is None else (d.ptr, d.nbr, d.weight, d.type), expanded,
+            tie, a.scope, edges, expanded,
         )  # fmt: skip
         if bounds is None or similarity is None or expanded is None:
             return best, via

@@ -20,6 +20,7 @@ from mnemon.embed.fake import HashEmbedder
 from mnemon.engine import Engine
 from mnemon.engine import vectors as engine_vectors
 from mnemon.engine import write
+from mnemon import recall as recall_pipeline
 from mnemon.store import vectors as vector_store
 
 NOW = datetime(2026, 9, 2, 12, 0, 0, tzinfo=timezone.utc)
@@ -134,6 +135,7 @@ def _paths(monkeypatch: pytest.MonkeyPatch, coded: bool, numba: bool) -> None:
         kernels.warmup()
     monkeypatch.setattr(engine_vectors, "NUMBA_COLD_MIN_ROWS", 0 if numba else 10**12)
     monkeypatch.setattr(engine_vectors, "NUMBA_WARM_MIN_ROWS", 0 if numba else 10**12)
+    monkeypatch.setattr(recall_pipeline, "use_numba", lambda n_rows: numba)  # the beam's path too
 
 
 def _recalls(data_dir: Path, monkeypatch: pytest.MonkeyPatch, coded: bool, numba: bool) -> list[object]:

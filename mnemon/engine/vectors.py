@@ -422,9 +422,10 @@ class SimilarityBounds:
         import numpy as np
 
         rows = np.asarray(rows, dtype=np.int64)
-        rows = np.unique(rows[self.slack[rows] > 0.0])
+        rows = rows[self.slack[rows] > 0.0]
         if not rows.size:
             return
+        rows = np.unique(rows)
         vec_rows = self._vec_of_row[rows]
         index = self._index
         values[rows] = self._exact(index.vectors, index.norms, self._query, vec_rows)
