@@ -407,8 +407,13 @@ class SimilarityBounds:
         slack: NDArray[np.float64],
         exact: Callable[..., NDArray[np.float64]],
     ) -> None:
+        import numpy as np
+
         self._index = index
         self._exact = exact
+        # plain views, not numpy.memmap: each memmap slice and gather goes through Python code
+        self._vectors = np.asarray(index.vectors)
+        self._norms = np.asarray(index.norms)
         self._query = query
         self._vec_of_row = vec_of_row
         self.slack = slack
@@ -426,9 +431,7 @@ class SimilarityBounds:
         if not rows.size:
             return
         rows = np.unique(rows)
-        vec_rows = self._vec_of_row[rows]
-        index = self._index
-        values[rows] = self._exact(index.vectors, index.norms, self._query, vec_rows)
+        values[rows] = self._exact(self._vectors, self._norms, self._query, self._vec_of_row[rows])
         self.slack[rows] = 0.0
 
 
