@@ -299,24 +299,14 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     best, via_codes = _beam(a, intent, anchor_rows, anchor_scores, use_numba)
     scored = np.flatnonzero(np.isfinite(best) & a.scope)
     traversed = int(np.isfinite(best).sum())
-    bounds = a.similarity_bounds
-    if bounds is not None and a.similarity is not None:
-        # exact similarities for the reranked rows and the backbone neighbours that may join them
-        side = np.concatenate([a.prev[scored], a.next[scored]])
-        bounds.refine(a.similarity, np.concatenate([scored, side[side >= 0]]))
 
     embedded = a.similarity is not None
     top_bm25 = float(a.bm25[a.scope].max()) if a.scope.any() else 0.0
     keyword = a.bm25 / top_bm25 if top_bm25 > 0 else np.zeros_like(a.bm25)
     entity = np.minimum(1.0, a.entity_overlap / max(1, a.query_entity_count))
-    similarity = np.maximum(0.0, a.similarity) if embedded else np.zeros(a.scope.shape[0])  # type: ignore[arg-type]
     graph = np.zeros(a.scope.shape[0])
     lo, hi = float(best[scored].min()), float(best[scored].max())
     graph[scored] = (best[scored] - lo) / ((hi - lo) or 1.0)
-
-    signals = (keyword, entity, similarity, graph)
-    weights = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
-    base = _mix(signals, weights, scored)
     is_cand = np.zeros(a.scope.shape[0], dtype=np.bool_)
     is_cand[scored] = True
 
@@ -325,23 +315,45 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     neighbours = neighbours[neighbours >= 0]
     joined = np.unique(neighbours[a.scope[neighbours] & ~is_cand[neighbours]])
     cand = np.concatenate([scored, joined]).astype(np.int64)
-    cand_base = np.where(is_cand, base, 0.0)
-    lent = _mix(signals, NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS, scored)
 
-    def neighbour_score(side: np.ndarray) -> np.ndarray:
-        out = np.zeros(side.shape[0])
-        ok = side >= 0
-        out[ok] = lent[side[ok]]
-        return out
+    def final_scores(similarity: np.ndarray) -> np.ndarray:
+        """Rerank, neighbour lift and demotion of every candidate, for one similarity signal."""
+        signals = (keyword, entity, similarity, graph)
+        base = _mix(signals, RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS, scored)
+        cand_base = np.where(is_cand, base, 0.0)
+        lent = _mix(signals, NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS, scored)
 
-    after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
-    lift = np.maximum(after * neighbour_score(a.prev[cand]), before * neighbour_score(a.next[cand]))
-    final = np.zeros(a.scope.shape[0])
-    final[cand] = cand_base[cand] + lift
-    demoted = a.superseded[cand]
-    final[cand[demoted]] *= SUPERSEDED_FACTOR
+        def neighbour_score(side: np.ndarray) -> np.ndarray:
+            out = np.zeros(side.shape[0])
+            ok = side >= 0
+            out[ok] = lent[side[ok]]
+            return out
 
-    ordered = _order_rows(final, cand, a)[:limit]
+        after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
+        lift = np.maximum(after * neighbour_score(a.prev[cand]), before * neighbour_score(a.next[cand]))
+        final = np.zeros(a.scope.shape[0])
+        final[cand] = cand_base[cand] + lift
+        final[cand[a.superseded[cand]]] *= SUPERSEDED_FACTOR
+        return final
+
+    ranked = cand
+    bounds = a.similarity_bounds
+    if bounds is not None and a.similarity is not None:
+        # Every weight is >= 0, so a final score only grows with any row's similarity: the scores
+        # from the similarities' lower and upper bounds bracket the exact ones. A candidate whose
+        # upper score is below the limit-th best lower score cannot rank; the others, and the
+        # backbone neighbours that lend them lift, are made exact.
+        if cand.size > limit:
+            final_lo = final_scores(np.maximum(0.0, a.similarity - bounds.slack))
+            final_hi = final_scores(np.maximum(0.0, a.similarity + bounds.slack))
+            kth = np.partition(final_lo[cand], cand.size - limit)[cand.size - limit]
+            ranked = cand[final_hi[cand] >= kth]
+        side = np.concatenate([a.prev[ranked], a.next[ranked]])
+        bounds.refine(a.similarity, np.concatenate([ranked, side[side >= 0]]))
+    similarity = np.maximum(0.0, a.similarity) if embedded else np.zeros(a.scope.shape[0])  # type: ignore[arg-type]
+    final = final_scores(similarity)
+
+    ordered = _order_rows(final, ranked, a)[:limit]
     if intent is Intent.WHY:
         ordered = causal_order(ordered, a)
 
