@@ -298,3 +298,13 @@ def test_remember_through_the_codes_equals_the_exact_scan(
             assert scanned and min(scanned) == 1 and max(scanned) >= 1200
     assert outputs[True] == outputs[False]
     assert any(cands for _, _, cands in outputs[True])
+
+
+def test_the_threaded_numpy_scan_sums_the_same_integers(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(12)
+    codes = rng.integers(-127, 128, (10_007, 96), dtype=np.int8)
+    q = rng.integers(-3000, 3000, 96).astype(np.int16)
+    want = codes.astype(np.int64) @ q.astype(np.int64)
+    monkeypatch.setattr(quantized, "PARALLEL_MIN_ROWS", 1000)  # ten row blocks on four threads at most
+    assert np.array_equal(quantized.code_dots_numpy(codes, q), want)
+    assert np.array_equal(quantized.code_dots(codes, q), want)
