@@ -283,9 +283,9 @@ def test_remember_through_the_codes_equals_the_exact_scan(
         monkeypatch.setattr(write, "new_id", lambda: f"00000000-0000-4000-8000-{next(counter):012d}")
         scanned: list[int] = []
         for name in ("code_dots", "code_dots_numpy"):
-            def counting(codes, q, _f=getattr(quantized, name)):  # type: ignore[no-untyped-def]
+            def counting(codes, q, *args, _f=getattr(quantized, name), **kw):  # type: ignore[no-untyped-def]
                 scanned.append(codes.shape[0])
-                return _f(codes, q)
+                return _f(codes, q, *args, **kw)
 
             monkeypatch.setattr(quantized, name, counting)
         with _engine(data_dir) as engine:
@@ -306,5 +306,6 @@ def test_the_threaded_numpy_scan_sums_the_same_integers(monkeypatch: pytest.Monk
     q = rng.integers(-3000, 3000, 96).astype(np.int16)
     want = codes.astype(np.int64) @ q.astype(np.int64)
     monkeypatch.setattr(quantized, "PARALLEL_MIN_ROWS", 1000)  # ten row blocks on four threads at most
-    assert np.array_equal(quantized.code_dots_numpy(codes, q), want)
+    for threads in (1, 2, 3, 8):
+        assert np.array_equal(quantized.code_dots_numpy(codes, q, threads), want)
     assert np.array_equal(quantized.code_dots(codes, q), want)

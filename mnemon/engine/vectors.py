@@ -91,7 +91,11 @@ def _coded_kernels(rows: int) -> tuple[Callable[..., NDArray[np.int32]], Callabl
 
     if _use_numba(rows):
         return quantized.code_dots, quantized.cosine_rows
-    return quantized.code_dots_numpy, quantized.cosine_rows_numpy
+    import functools
+    import os
+
+    threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return functools.partial(quantized.code_dots_numpy, threads=threads), quantized.cosine_rows_numpy
 
 
 class VectorMixin(EngineBase):
