@@ -28,6 +28,20 @@ if TYPE_CHECKING:
 
 
 
+class _HotIds:
+    """The hot index's row ids as the vector alignment reads them (a length, and gathers by row),
+    without joining the base's and the delta's id arrays (36 MB copied at 1M rows)."""
+
+    def __init__(self, index: HotIndex) -> None:
+        self._index = index
+
+    def __len__(self) -> int:
+        return self._index.n
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        return self._index.row_values("id_blob", rows)
+
+
 @dataclass(frozen=True, slots=True)
 class RecallHit:
     insight: Insight  # values before the access bump
@@ -114,7 +128,7 @@ class RetrieveMixin(EngineBase):
         qvec = np.asarray(embedded, dtype=np.float64)
         bounded_of = getattr(self, "vector_similarity_bounded", None)
         if bounded_of is not None:  # a large coded VectorIndex: the int8 pass, exact on demand
-            bounded = bounded_of(qvec, index.id_blob[: index.n], index.rows_of)
+            bounded = bounded_of(qvec, _HotIds(index), index.rows_of)
             if bounded is not None:
                 return bounded
         aligned_of = getattr(self, "vector_scores_aligned", None)

@@ -462,7 +462,7 @@ def _aligned_rows(
 
     live = np.flatnonzero(index.active)
     n = len(row_ids)
-    guess = _guess(vector_store.read_hot_rows_hint(index), index.rows)[live]
+    guess = _guess(vector_store.read_hot_rows_hint(index), index.rows, n)[live]
     inside = (guess >= 0) & (guess < n)
     match = np.zeros(len(live), dtype=np.bool_)
     if inside.all() and len(live) == index.rows:  # every row live: compare in place, no gather
@@ -490,19 +490,19 @@ def _aligned_rows(
     return rows, vec_rows
 
 
-def _guess(hint: NDArray[np.int64] | None, rows: int) -> NDArray[np.int64]:
-    """Each vector row's likely hot row: the hint, and past its end the last known shift."""
+def _guess(hint: NDArray[np.int64] | None, rows: int, hot_rows: int) -> NDArray[np.int64]:
+    """Each vector row's likely hot row: the hint, and past its end the tails aligned.
+
+    Rows written since the hint (or all rows, without one) were appended to both indexes in rowid
+    order, so the last vector row most likely is the last hot row, and so on backwards.
+    """
     import numpy as np
 
+    m = 0 if hint is None else min(rows, len(hint))
     guess = np.arange(rows, dtype=np.int64)
-    if hint is None or not len(hint):
-        return guess
-    m = min(rows, len(hint))
-    guess[:m] = hint[:m]
-    known = np.flatnonzero(hint[:m] >= 0)
-    if m < rows and len(known):
-        last = int(known[-1])
-        guess[m:] += int(hint[last]) - last  # rows appended since keep the latest shift
+    if m:
+        guess[:m] = hint[:m]  # type: ignore[index]
+        guess[m:] += hot_rows - rows
     return guess
 
 
