@@ -77,6 +77,38 @@ def test_cosine_scores(benchmark, vector_data, memory_bandwidth, num_threads, n,
     _record_bandwidth(benchmark, data.vectors.nbytes, memory_bandwidth)
 
 
+_CODED: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+
+
+def _coded(data, n):  # type: ignore[no-untyped-def]
+    """The int8 codes of the benchmark matrix (coded once per size, untimed)."""
+    from mnemon.store.vectors import quantize
+
+    if n not in _CODED:
+        _CODED[n] = quantize(data.vectors)
+    return _CODED[n]
+
+
+@pytest.mark.benchmark(group="int8_code_dots")
+@pytest.mark.parametrize("impl", [*IMPLS, "numpy-2-threads"])
+@pytest.mark.parametrize("n", SIZES)
+def test_int8_code_dots(benchmark, vector_data, memory_bandwidth, num_threads, n, impl):
+    """The bounded first pass of a large store's vector scan: an eighth of cosine_scores' bytes."""
+    from kernels import quantized
+
+    data = vector_data(n)
+    codes, _mult, _resid = _coded(data, n)
+    q, _scale, _error = quantized.code_query(data.query)  # type: ignore[misc]
+    if impl == "numba":
+        dots = benchmark(quantized.code_dots, codes, q)
+    else:
+        threads = 2 if impl == "numpy-2-threads" else 1
+        dots = benchmark(quantized.code_dots_numpy, codes, q, threads)
+    np.testing.assert_array_equal(dots, codes.astype(np.int64) @ q.astype(np.int64))  # exact integers
+    benchmark.extra_info.update(N=n, d=DIM, threads=num_threads if impl == "numba" else impl)
+    _record_bandwidth(benchmark, codes.nbytes, memory_bandwidth)
+
+
 @pytest.mark.benchmark(group="topk")
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("n", SIZES)

@@ -18,6 +18,11 @@ For recall (and anything else that needs cosines):
   ties by id ascending.
 
 Both return nothing when the store has no vectors or the query's length is not the store's.
+
+From :data:`CODED_MIN_ROWS` vector rows on, both scan the index's int8 codes first
+(``kernels.quantized``) and compute exact cosines only for the rows a proven error bound cannot rule
+out; recall gets :meth:`VectorMixin.vector_similarity_bounded` (cosines with their bounds, made
+exact on demand by the pipeline) instead. Every answer equals the exact scan's.
 """
 
 from __future__ import annotations
