@@ -529,13 +529,14 @@ def _search_coded(
     codes, scale, error = coded
     dots, exact_rows = _coded_kernels(index.rows)
     approx = quantized.approx_cosines(_code_dots_cached(index, dots, codes), index.qmult, scale)
-    slack = quantized.slack(index.qresid, index.qmult, error)
-    upper = approx + slack
-    contenders = np.flatnonzero(mask & (upper >= min_score))
+    # One bound for every row (the largest slack) instead of each row's: a few more contenders, one
+    # pass fewer over a million rows.
+    widest = float(quantized.slack(np.array([float(index.qresid.max())]), np.ones(1), error)[0])
+    contenders = np.flatnonzero(mask & (approx >= min_score - widest))
     if contenders.size > k:
-        lower = approx[contenders] - slack[contenders]
-        kth_lower = np.partition(lower, contenders.size - k)[contenders.size - k]
-        contenders = contenders[upper[contenders] >= kth_lower]
+        near = approx[contenders]
+        kth_lower = np.partition(near, contenders.size - k)[contenders.size - k] - widest
+        contenders = contenders[near + widest >= kth_lower]
     exact = exact_rows(index.vectors, index.norms, query, contenders.astype(np.int64))
     keep = exact >= min_score
     hits = [(index.id_at(int(r)), float(s)) for r, s in zip(contenders[keep], exact[keep])]
