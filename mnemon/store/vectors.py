@@ -558,7 +558,11 @@ class VectorIndex:
         if files_key != self._files_key:
             self._files_key, self.content_key = files_key, object()
         if header.version == 1 and not self.readonly:
-            self._upgrade_codes()
+            try:
+                self._upgrade_codes()
+            except OSError:  # no room for the codes (a full disk): serve without them, try again later
+                self._set_arrays([*self._arrays()[:_CODED], *([None] * (len(_ARRAYS) - _CODED))])
+                self.header.version = 1
         return True
 
     def _upgrade_codes(self) -> None:
