@@ -675,11 +675,15 @@ class VectorIndex:
         except FileNotFoundError:
             pass
         shapes = self._shapes(capacity, self.header.id_width)
+        held = [a is not None for a in self._arrays()]  # an uncoded (version-1) index has no codes
         self._flush()
         # drop this object's maps before mapping the longer files, so the pages count once
         self._set_arrays([None] * len(_ARRAYS))
         maps: list[NDArray[np.generic] | None] = []
-        for suffix, dtype, shape in shapes:
+        for (suffix, dtype, shape), present in zip(shapes, held, strict=True):
+            if not present:
+                maps.append(None)
+                continue
             path = self._path(suffix)
             os.truncate(path, int(np.prod(shape)) * np.dtype(dtype).itemsize)
             maps.append(np.memmap(path, dtype=dtype, mode="r+", shape=shape))
