@@ -5,6 +5,7 @@ server. Real servers in private runtime directories, commands as whole processes
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -110,3 +111,44 @@ def test_a_failing_rehearsal_switches_rehearsing_off_and_serving_goes_on(tmp_pat
         time.sleep(0.5)
         assert len(children.read_text().split()) == 1
     assert os.path.exists(data / "data" / "default" / "mnemon.db")
+
+
+def test_a_burst_of_back_to_back_calls_is_served_correctly(tmp_path: Path) -> None:
+    """Calls with no gap between them (a hook script, an agent's loop) each find a spare that has not
+    been asked to rehearse yet, or one forked at once: every call is served, in order, with the
+    output an in-process run gives."""
+    runtime, data = _runtime(tmp_path), tmp_path / "data"
+    _start(runtime)
+    try:
+        served = []
+        for i in range(6):  # back to back: each call starts as soon as the previous one has exited
+            remember = _mnemon(runtime, "require", ["--data-dir", str(data), "remember", f"Burst note {i} about caching",
+                                                    "--no-diff"])
+            assert remember.returncode == 0, remember.stderr
+            insight = json.loads(remember.stdout)["id"]
+            show = _mnemon(runtime, "require", ["--data-dir", str(data), "show", insight])
+            assert show.returncode == 0 and json.loads(show.stdout)["content"] == f"Burst note {i} about caching"
+            status = _mnemon(runtime, "require", ["--data-dir", str(data), "status"])
+            assert status.returncode == 0 and json.loads(status.stdout)["total_insights"] == i + 1
+            served.append(insight)
+        found = _mnemon(runtime, "require", ["--data-dir", str(data), "search", "Burst caching", "--limit", "10"])
+        assert found.returncode == 0 and sorted(r["id"] for r in json.loads(found.stdout)) == sorted(served)
+        # the same reads in-process (after the burst) print what the last served ones printed
+        last = [["status"], ["show", served[-1]]]
+        for args in last:
+            off = _mnemon(runtime, "off", ["--data-dir", str(data), *args])
+            on = _mnemon(runtime, "require", ["--data-dir", str(data), *args])
+            assert (on.returncode, on.stderr) == (off.returncode, off.stderr) == (0, b"")
+            assert _strip_access(on.stdout) == _strip_access(off.stdout)
+    finally:
+        stop_servers(runtime)
+    assert _scratch(runtime) == []
+
+
+def _strip_access(out: bytes) -> object:
+    """A command's JSON without the access counters that each ``show`` moves."""
+    value = json.loads(out)
+    if isinstance(value, dict):
+        for key in ("access_count", "last_accessed_at"):
+            value.pop(key, None)
+    return value

@@ -8,7 +8,10 @@ server's is refused and the server stops: it was started from other files (an up
 
 Between requests (no worker running, no client waiting) the parent refreshes the warm indexes of
 the stores the last workers reported (``mnemon.server.warm``) and forks the next spare worker from
-that state; neither runs while a worker does, so on a small machine they never take its CPU.
+that state; neither runs while a worker does, so on a small machine they never take its CPU. The
+spare rehearses (``mnemon.server.rehearsal``) only when the parent tells it to, after
+``REHEARSE_AFTER`` without a request: a burst of calls (a hook script, an agent's loop) is served by
+spares that wait ready, instead of each request finding one mid-rehearsal, killing it and forking.
 
 Stopping (SIGTERM, ``mnemon server stop``, a stale fingerprint, or ``MNEMON_SERVER_IDLE`` with no
 request): the socket is unlinked at once, so new clients run in-process or start a fresh server,
@@ -34,6 +37,11 @@ from mnemon.server.fingerprint import fingerprint
 from mnemon.server.rehearsal import Rehearsal
 
 ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let one stall the loop
+# Quiet time before a spare rehearses. Back-to-back calls arrive about 12 ms apart (the next
+# client's interpreter start) and must find the spare waiting, not rehearsing; a rehearsal
+# (30-60 ms of CPU) started this soon is still done within the 75-100 ms of a call spaced like an
+# in-process run. Measured: see bench/README.md (issue 10, fourth pass).
+REHEARSE_AFTER = 0.025
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
@@ -49,7 +57,10 @@ class Daemon:
         self.workers: dict[int, socket.socket] = {}
         self.reports: dict[int, socket.socket] = {}  # worker pid -> the channel it reports its stores on
         self.spare: tuple[int, socket.socket] | None = None
-        self.spare_rehearses = False  # the spare says READY once rehearsed; until then it is not handed a request
+        # The spare's rehearsal: None (not asked: it waits, ready), "asked" (told to rehearse, not
+        # READY yet: not handed a request) or "done".
+        self.spare_rehearsal: str | None = None
+        self.spare_since = 0.0  # when the spare was forked (the loop has been quiet since, or it is gone)
         self.rehearsal = rehearsal
         self.dropped: set[int] = set()  # spares let go but not reaped yet (see end_spares)
         self.warm = warm.WarmIndexes()
@@ -68,17 +79,20 @@ class Daemon:
         sel = selectors.DefaultSelector()
         sel.register(self.listener, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
-        self.fork_spare(rehearse=True)
+        self.fork_spare()
         while True:
             self.reap()
             if self.stopping and not self.workers:
                 return
             timeout = None
             if not self.workers and not self.stopping:
-                timeout = self.last_active + self.idle - time.monotonic()
+                now = time.monotonic()
+                timeout = self.last_active + self.idle - now
                 if timeout <= 0:
                     self.stop()
                     return
+                if self.rehearsal_due():
+                    timeout = min(timeout, max(0.0, self.spare_since + REHEARSE_AFTER - now))
             # Between requests (no worker running, no client waiting): refresh the warm indexes
             # the last commands changed, then fork the next spare from that state. Neither runs
             # while a worker does: on a small machine it would take the worker's CPU.
@@ -90,7 +104,10 @@ class Daemon:
                 if self.dirty:
                     self.refresh()
                 if self.spare is None:
-                    self.fork_spare(rehearse=True)
+                    self.fork_spare()
+            elif not events and not self.workers and self.rehearsal_due() \
+                    and time.monotonic() >= self.spare_since + REHEARSE_AFTER:
+                self.ask_rehearsal()
             for key, _ in events:
                 if key.fileobj is self.listener and not self.stopping:
                     self.accept()
@@ -166,7 +183,7 @@ class Daemon:
                 raise ConnectionAbortedError("stale")
             pid = self.hand_to_spare(raw, conn)
             if pid is None:  # no spare (taken, died, or still rehearsing): fork one for this request
-                self.fork_spare(rehearse=False)
+                self.fork_spare()
                 pid = self.hand_to_spare(raw, conn)
             if pid is None:
                 raise ConnectionAbortedError("no worker")
@@ -184,24 +201,39 @@ class Daemon:
 
     # --- the spare worker -----------------------------------------------------------------------
     # A worker forked ahead of time waits on a socket pair for its request and connection: the fork and the
-    # child's first page faults (a few ms for a parent this size) then fall between requests; forked
-    # between requests, it first rehearses the everyday commands (``rehearsal``) to take the rest.
-    def fork_spare(self, *, rehearse: bool) -> None:
+    # child's first page faults (a few ms for a parent this size) then fall between requests; once the
+    # loop has been quiet for REHEARSE_AFTER, it rehearses the everyday commands (``rehearsal``) to take
+    # the rest.
+    def fork_spare(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         gc.freeze()  # what the parent made since the last fork stays out of the worker's collections too
-        scratch = self.rehearsal if rehearse else None
         pid = os.fork()
         if pid == 0:
             ours.close()
             worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds(), warm=self.warm,
-                                    rehearsal=scratch)
+                                    rehearsal=self.rehearsal)
         theirs.close()
         self.spare = (pid, ours)
-        self.spare_rehearses = scratch is not None
+        self.spare_rehearsal = None
+        self.spare_since = time.monotonic()
+
+    def rehearsal_due(self) -> bool:
+        """A spare waits that has not been asked to rehearse (and rehearsing is on)."""
+        return self.spare is not None and self.spare_rehearsal is None and self.rehearsal is not None
+
+    def ask_rehearsal(self) -> None:
+        """Tell the waiting spare to rehearse now; it says READY when done (see ``spare_ready``)."""
+        assert self.spare is not None
+        try:
+            self.spare[1].sendall(rehearsal.REHEARSE)
+        except OSError:
+            self.drop_spare()  # it died; the loop forks the next one
+            return
+        self.spare_rehearsal = "asked"
 
     def spare_ready(self) -> bool:
-        """True unless the spare is still rehearsing (it says READY when done; nothing else is sent)."""
-        if not self.spare_rehearses or self.spare is None:
+        """True unless the spare is rehearsing (asked, and no READY yet; nothing else is sent)."""
+        if self.spare_rehearsal != "asked" or self.spare is None:
             return True
         try:
             said = self.spare[1].recv(1, socket.MSG_DONTWAIT)
@@ -209,7 +241,7 @@ class Daemon:
             return False
         except OSError:
             said = b""
-        self.spare_rehearses = False
+        self.spare_rehearsal = "done"
         return said == rehearsal.READY  # b"": it died; handing over fails and a new one is forked
 
     def hand_to_spare(self, raw: bytes, conn: socket.socket) -> int | None:

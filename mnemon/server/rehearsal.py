@@ -15,11 +15,13 @@ Rules, so that a rehearsal never costs a client anything or changes what it sees
 - Each spare works on its own copy of the template store (``<runtime dir>/server-<key>.scratch``,
   0700, made once by the parent, removed when it exits or by the next server), deleted after the
   rehearsal: nothing grows, no two processes share a scratch database.
-- Before each command the spare looks at its channel: a request (or the parent's hang-up) ends
-  the rehearsal at once. The spare says ``R`` when it is done; the parent hands a request only to
-  a spare that said it; a request that finds the spare still rehearsing gets a freshly forked
-  worker, and the rehearsing spare is killed (it must not take the CPU from the client's command;
-  the parent removes its copy when it reaps it).
+- A spare rehearses only when the parent says ``REHEARSE``, once the loop has been quiet for a
+  moment (``daemon.REHEARSE_AFTER``): in a burst of calls each request finds the spare waiting,
+  ready, instead of rehearsing. Before each command the spare looks at its channel: the parent's
+  hang-up ends the rehearsal at once. The spare says ``READY`` when it is done; the parent hands a
+  request only to a spare that is waiting or has said it; a request that finds the spare
+  rehearsing gets a freshly forked worker, and the rehearsing spare is killed (it must not take the
+  CPU from the client's command; the parent removes its copy when it reaps it).
 - A rehearsal that fails ends the spare with ``FAILED``; the parent then stops rehearsing.
 """
 
@@ -32,7 +34,8 @@ import os
 import shutil
 from collections.abc import Callable
 
-READY = b"R"
+REHEARSE = b"H"  # parent -> spare: the loop has been quiet, rehearse now
+READY = b"R"  # spare -> parent: rehearsed, hand me a request
 FAILED = 3  # a spare's exit status when its rehearsal raised: the parent stops rehearsing
 CLOSED_PORT = "http://127.0.0.1:9"  # no embedding server is asked
 

@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable
 
 from mnemon.server import protocol
-from mnemon.server.rehearsal import FAILED, READY, Rehearsal
+from mnemon.server.rehearsal import FAILED, READY, REHEARSE, Rehearsal
 from mnemon.server.warm import WarmIndexes
 
 PR_SET_PDEATHSIG = 1
@@ -162,16 +162,20 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
 
 def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int],
                      warm: WarmIndexes | None = None, rehearsal: Rehearsal | None = None) -> None:
-    """The spare worker: rehearse (``rehearsal``: until done or the channel stirs, then say
-    ``READY``), wait for the parent to hand over a request (its bytes, and the client's connection
-    as a descriptor), then run it and report on the same channel. EOF means "not needed": exit."""
+    """The spare worker: wait for the parent to hand over a request (its bytes, and the client's
+    connection as a descriptor), then run it and report on the same channel. Before that, the parent
+    may say ``REHEARSE`` (alone, and only once): the spare then rehearses (until done or the channel
+    stirs) and says ``READY``; the parent hands a request only to a spare that is not rehearsing.
+    EOF means "not needed": exit."""
     code = 0
     try:
         _leave_parent(close, close_fds)
-        if rehearsal is not None:
-            _rehearse(channel, rehearsal)
         try:
-            _, request, fds = receive(channel, 1)
+            first = socket.recv_fds(channel, 65536, 1)[:2]
+            if first == (REHEARSE, []) and rehearsal is not None:
+                _rehearse(channel, rehearsal)
+                first = socket.recv_fds(channel, 65536, 1)[:2]
+            _, request, fds = receive(channel, 1, first=first)
         except (OSError, ValueError, UnicodeDecodeError):
             os._exit(0)
         run(socket.socket(fileno=fds[0]), request, close=[], close_fds=[], warm=warm, report=channel)
@@ -197,9 +201,13 @@ def _rehearse(channel: socket.socket, rehearsal: Rehearsal) -> None:
         pass  # the parent hung up: receive() sees EOF
 
 
-def receive(conn: socket.socket, nfds: int) -> tuple[bytes, protocol.Request, list[int]]:
-    """Read one request (header and payload, as sent) and the ``nfds`` descriptors that came with it."""
-    if nfds:
+def receive(conn: socket.socket, nfds: int, *, first: tuple[bytes, list[int]] | None = None
+            ) -> tuple[bytes, protocol.Request, list[int]]:
+    """Read one request (header and payload, as sent) and the ``nfds`` descriptors that came with it;
+    ``first`` is its first read when the caller made it already."""
+    if first is not None:
+        data, fds = first
+    elif nfds:
         data, fds, _, _ = socket.recv_fds(conn, 65536, nfds)
     else:
         data, fds = conn.recv(65536), []
