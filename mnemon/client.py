@@ -79,7 +79,7 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
     import _socket
 
     from mnemon.server import paths, protocol
-    from mnemon.server.fingerprint import fingerprint
+    from mnemon.server.fingerprint import identity
 
     if not all(hasattr(_socket, name) for name in ("AF_UNIX", "SCM_RIGHTS", "CMSG_LEN")):
         return None  # no Unix sockets or descriptor passing here: everything runs in-process
@@ -94,7 +94,7 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
             return None
         umask = os.umask(0o022)
         os.umask(umask)
-        request = protocol.encode(fingerprint(), cwd, umask, sys.getfilesystemencoding(), stdio, argv,
+        request = protocol.encode(identity(), cwd, umask, sys.getfilesystemencoding(), stdio, argv,
                                   [k + b"=" + v for k, v in environ.items()])
         try:
             sock.sendall(request)

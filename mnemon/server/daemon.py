@@ -3,8 +3,9 @@
 Single-threaded on purpose: ``fork`` copies only the calling thread, so the parent never runs a
 thread that a worker could inherit mid-operation. The loop waits on the listening socket and on a
 self-pipe that SIGCHLD and SIGTERM write to (``signal.set_wakeup_fd``); each finished worker's
-status goes to its client (``X<code>`` or ``S<signal>``). A request whose fingerprint is not the
-server's is refused and the server stops: it was started from other files (an upgrade).
+status goes to its client (``X<code>`` or ``S<signal>``). A request from another version or
+package directory, or one that arrives after the package files changed (the ``FileWatch``), is
+refused and the server stops: it was started from other files (an upgrade).
 
 Between requests (no worker running, no client waiting) the parent refreshes the warm indexes of
 the stores the last workers reported (``mnemon.server.warm``) and forks the next spare worker from
@@ -33,7 +34,7 @@ import time
 
 from mnemon import config
 from mnemon.server import control, paths, rehearsal, warm, worker
-from mnemon.server.fingerprint import fingerprint
+from mnemon.server.fingerprint import FileWatch, fingerprint, identity
 from mnemon.server.rehearsal import Rehearsal
 
 ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let one stall the loop
@@ -47,13 +48,15 @@ _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 class Daemon:
     def __init__(self, listener: socket.socket, sock_path: bytes, idle: float, own_fingerprint: str,
-                 lock_fd: int, rehearsal: Rehearsal | None = None) -> None:
+                 lock_fd: int, rehearsal: Rehearsal | None = None, watch: FileWatch | None = None) -> None:
         self.listener = listener
         self.lock_fd = lock_fd
         self.sock_path = sock_path
         self.sock_inode = os.stat(sock_path).st_ino
         self.idle = idle
         self.fingerprint = own_fingerprint
+        self.identity = identity()
+        self.watch = watch or FileWatch(inotify=False)
         self.workers: dict[int, socket.socket] = {}
         self.reports: dict[int, socket.socket] = {}  # worker pid -> the channel it reports its stores on
         self.spare: tuple[int, socket.socket] | None = None
@@ -177,7 +180,7 @@ class Daemon:
             if uid != os.getuid():
                 raise ConnectionRefusedError(f"uid {uid} is not the server's")
             raw, request, _ = worker.receive(conn, 0)
-            if request.fingerprint != self.fingerprint:
+            if request.identity != self.identity or not self.watch.current(self.fingerprint):
                 conn.sendall(b"Rstale server\n")
                 self.stop()
                 raise ConnectionAbortedError("stale")
@@ -327,7 +330,7 @@ class Daemon:
                 *([self.spare[1]] if self.spare else [])]
 
     def inherited_fds(self) -> list[int]:
-        return [self.wake_r, self.wake_w, self.lock_fd]
+        return [self.wake_r, self.wake_w, self.lock_fd, *([self.watch.fd] if self.watch.fd is not None else [])]
 
 
 def _take_lock(path: bytes) -> int | None:
@@ -381,6 +384,7 @@ def main() -> int:
         pass
     from mnemon.server import preload
 
+    watch = FileWatch()  # before the fingerprint: a change made after it is an event
     own = fingerprint()
     preload.warm()
     worker.prepare()
@@ -394,7 +398,7 @@ def main() -> int:
     with open(pid_path + b".tmp", "w") as f:
         f.write(f"{os.getpid()}\n{own}\n{time.time():.3f}\n{idle}\n")
     os.replace(pid_path + b".tmp", pid_path)
-    daemon = Daemon(listener, sock_path, idle, own, lock, scratch)
+    daemon = Daemon(listener, sock_path, idle, own, lock, scratch, watch)
     try:
         daemon.run()
     finally:
@@ -407,4 +411,5 @@ def main() -> int:
         except OSError:
             pass
         os.close(lock)
+        watch.close()
     return 0
