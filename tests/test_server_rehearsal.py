@@ -17,6 +17,7 @@ from pathlib import Path
 
 from test_server import _env, _mnemon, _start, _wait
 
+from mnemon.server import paths
 from tests.conftest import REPO, stop_servers
 
 # A server whose spares rehearse with ``run`` replaced (the daemon and everything else as shipped).
@@ -38,7 +39,9 @@ _SERVER = textwrap.dedent("""
 
 
 def _scratch(runtime: Path) -> list[Path]:
-    return list(runtime.glob("mnemon-*/server-*.scratch"))
+    """The scratch directory of the server of this runtime directory, if it exists."""
+    path = Path(os.fsdecode(paths.scratch_path({k.encode(): v.encode() for k, v in _env(runtime, "off").items()})))
+    return [path] if path.exists() else []
 
 
 def _running(runtime: Path) -> bool:

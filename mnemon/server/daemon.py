@@ -388,7 +388,7 @@ def main() -> int:
     own = fingerprint()
     preload.warm()
     worker.prepare()
-    scratch = Rehearsal.prepare(os.fsdecode(paths.server_path(environ, "scratch")))
+    scratch = Rehearsal.prepare(os.fsdecode(paths.scratch_path(environ)))
     # Everything loaded so far lives as long as the server: move it out of the collector's reach,
     # so a worker's garbage collection never walks (and copies, page by page) the parent's heap.
     gc.collect()

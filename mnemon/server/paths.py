@@ -53,6 +53,21 @@ def server_path(environ: dict[bytes, bytes], suffix: str) -> bytes:
     return os.path.join(runtime_dir(environ), b"server-%s.%s" % (install_key(environ).encode(), suffix.encode()))
 
 
+def scratch_path(environ: dict[bytes, bytes]) -> bytes:
+    """Where this server's spares rehearse (``rehearsal``): in memory (``/dev/shm``) when there is
+    such a directory, else ``<runtime dir>/server-<key>.scratch``. A rehearsal writes and syncs a
+    small throwaway store (about 20 fsyncs): on a disk it took 95-100 ms instead of 29 ms, and its
+    syncs queued with the users' own. Named for the installation and the runtime directory: one
+    server owns it, and the next one for the same pair removes a killed one's."""
+    shm = b"/dev/shm"
+    if os.path.isdir(shm):
+        base = os.path.join(shm, b"mnemon-%d" % os.getuid())
+        if ensure_private_dir(base):
+            return os.path.join(base, b"server-%s-%08x.scratch" % (install_key(environ).encode(),
+                                                                 crc32(runtime_dir(environ))))
+    return server_path(environ, "scratch")
+
+
 def private_dir_ok(path: bytes) -> bool:
     """True when ``path`` is a real directory owned by us that no one else may enter: a socket in
     any other directory could be someone else's, who would then receive our stdio and env."""

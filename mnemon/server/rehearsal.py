@@ -12,9 +12,9 @@ Rules, so that a rehearsal never costs a client anything or changes what it sees
 - The commands are the ones the parent's warm-up (``preload``) already ran in the parent itself,
   with the same throwaway settings: an explicit environment (a closed embedding port, ``HOME`` in
   the scratch directory), output into a sink. They leave no state a warm-up did not already leave.
-- Each spare works on its own copy of the template store (``<runtime dir>/server-<key>.scratch``,
-  0700, made once by the parent, removed when it exits or by the next server), deleted after the
-  rehearsal: nothing grows, no two processes share a scratch database.
+- Each spare works on its own copy of the template store (``paths.scratch_path``: in ``/dev/shm``
+  when there is one, 0700, made once by the parent, removed when it exits or by the next server),
+  deleted after the rehearsal: nothing grows, no two processes share a scratch database.
 - A spare rehearses only when the parent says ``REHEARSE``, once the loop has been quiet for a
   moment (``daemon.REHEARSE_AFTER``): in a burst of calls each request finds the spare waiting,
   ready, instead of rehearsing. Before each command the spare looks at its channel: the parent's
