@@ -114,13 +114,18 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
             sock.sendmsg([protocol.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd_bytes)])
         except OSError:
             return None  # the worker never got GO, so it never ran
-        # From here on the command is the worker's: never return None.
+        # From here on the command is the worker's: never return None, unless the server says it
+        # never took it (NOT_RUN).
         try:
             status = _read_line(sock)
         except OSError:
             status = b""
     finally:
         sock.close()
+    if status == protocol.NOT_RUN[:-1]:  # the worker ended before it took the command: nothing ran
+        if received:
+            _die_by(received[0])  # interrupted before it began: end as an in-process run would
+        return None  # run it here
     if status.startswith(b"X"):
         return int(status[1:])
     if status.startswith(b"S"):

@@ -25,14 +25,28 @@ _SERVER = textwrap.dedent("""
     import os, sys, time
     import mnemon.server.rehearsal as rehearsal
 
-    def slow(self, interrupted):
+    def slow(self, interrupted, phase):
+        if phase == 0:
+            return  # primed at once
         os.mkdir(self._copy(os.getpid()))  # its scratch copy, as a real rehearsal's first step makes
-        time.sleep(20)  # one long step that never looks at its channel
+        time.sleep(20)  # one long step of the second phase that never looks at its channel
 
-    def failing(self, interrupted):
+    def failing(self, interrupted, phase):
         raise RuntimeError("rehearsal broke")
 
-    rehearsal.Rehearsal.run = {"slow": slow, "failing": failing}[sys.argv[1]]
+    def slow_failing(self, interrupted, phase):
+        time.sleep(3)  # a request is handed over meanwhile, and waits for the priming
+        raise RuntimeError("priming broke")
+
+    real = rehearsal.Rehearsal.run
+
+    def logged(self, interrupted, phase):
+        started = time.monotonic()
+        real(self, interrupted, phase)
+        with open(os.environ["REHEARSAL_LOG"], "a") as log:
+            log.write(f"{os.getpid()} {phase} {started} {time.monotonic()}\\n")
+
+    rehearsal.Rehearsal.run = {"slow": slow, "failing": failing, "logged": logged, "slow_failing": slow_failing}[sys.argv[1]]
     from mnemon.server.daemon import main
     os._exit(main())
 """)
@@ -49,8 +63,8 @@ def _running(runtime: Path) -> bool:
 
 
 @contextmanager
-def _patched_server(runtime: Path, mode: str) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen([sys.executable, "-c", _SERVER, mode], env=_env(runtime, "off"), cwd=REPO,
+def _patched_server(runtime: Path, mode: str, **extra: str) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen([sys.executable, "-c", _SERVER, mode], env=_env(runtime, "off", **extra), cwd=REPO,
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         assert _wait(lambda: _running(runtime), 120), "the server never listened"
@@ -83,10 +97,10 @@ def test_spares_rehearse_on_private_copies_that_go_with_the_rehearsal_and_the_se
     assert _scratch(runtime) == []
 
 
-def test_a_request_never_waits_for_a_rehearsal(tmp_path: Path) -> None:
+def test_a_request_never_waits_for_the_long_rehearsal(tmp_path: Path) -> None:
     runtime, data = _runtime(tmp_path), tmp_path / "data"
     with _patched_server(runtime, "slow"):
-        # meanwhile the first spare is in its 20 s step
+        # meanwhile the first spare is in its 20 s step (the priming passes at once: the second phase)
         assert _mnemon(runtime, "off", ["--data-dir", str(data), "remember", "A note", "--no-diff"]).returncode == 0
         off = _mnemon(runtime, "off", ["--data-dir", str(data), "status"])
         (scratch,) = _scratch(runtime)
@@ -155,3 +169,38 @@ def _strip_access(out: bytes) -> object:
         for key in ("access_count", "last_accessed_at"):
             value.pop(key, None)
     return value
+
+
+def test_a_spare_primes_at_once_and_rehearses_the_rest_after_a_quiet_gap(tmp_path: Path) -> None:
+    from mnemon.server.daemon import REHEARSE_AFTER
+
+    runtime, data, log = _runtime(tmp_path), tmp_path / "data", tmp_path / "rehearsals"
+    with _patched_server(runtime, "logged", REHEARSAL_LOG=str(log)):
+        assert _wait(lambda: log.exists() and len(log.read_text().splitlines()) >= 2, 60)
+        on = _mnemon(runtime, "require", ["--data-dir", str(data), "status"])
+        assert on.returncode == 0, on.stderr
+        assert _wait(lambda: len(log.read_text().splitlines()) >= 4, 60)  # the next spare, both phases
+    runs = [line.split() for line in log.read_text().splitlines()]
+    by_spare: dict[str, list[tuple[int, float, float]]] = {}
+    for pid, phase, started, ended in runs:
+        by_spare.setdefault(pid, []).append((int(phase), float(started), float(ended)))
+    assert len(by_spare) >= 2
+    for phases in by_spare.values():
+        assert [p for p, _, _ in phases] == [0, 1]  # primed first, the rest once asked
+        # asked only once the loop has been quiet since the fork (the priming began a few ms after
+        # it, and ran for about 5): not right after the priming
+        assert phases[1][1] - phases[0][2] >= REHEARSE_AFTER / 3
+
+
+def test_a_request_handed_to_a_spare_whose_priming_fails_runs_in_process_once(tmp_path: Path) -> None:
+    """A request may wait for the spare's priming (one short command); if the priming fails the
+    spare never took the request: the client runs it in-process, once, and serving goes on."""
+    runtime, data = _runtime(tmp_path), tmp_path / "data"
+    with _patched_server(runtime, "slow_failing") as server:
+        note = "Written once although its spare failed"
+        on = _mnemon(runtime, "require", ["--data-dir", str(data), "remember", note, "--no-diff"])
+        assert on.returncode == 0 and on.stderr == b"", on.stderr
+        assert json.loads(on.stdout)["content"] == note
+        again = _mnemon(runtime, "require", ["--data-dir", str(data), "status"])  # rehearsing is off now
+        assert again.returncode == 0 and json.loads(again.stdout)["total_insights"] == 1
+        assert server.poll() is None

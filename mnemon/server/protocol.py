@@ -17,7 +17,9 @@
    connection makes the waiting worker exit unrun. The descriptors go only to a worker that
    exists: queued with the request at a server that never accepts, they would hold the caller's
    pipes open after the client has exited.
-4. server -> client after the worker ended: ``X<exit status>\\n`` or ``S<signal number>\\n``.
+4. server -> client after the worker ended: ``X<exit status>\\n`` or ``S<signal number>\\n``, or
+   ``NOT_RUN`` when the worker ended before it took the command (its priming failed, see
+   ``rehearsal``: it never read GO, so nothing ran): the client runs it in-process.
 
 stdlib only (imported by every client call; no json, no struct).
 """
@@ -26,6 +28,7 @@ MAGIC = b"MNEMON1\0"
 HEADER = len(MAGIC) + 4
 MAX_PAYLOAD = 8 << 20  # argv + environment; Linux caps both together far below this
 GO = b"G"
+NOT_RUN = b"N\n"
 
 
 class Request:
