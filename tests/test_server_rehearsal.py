@@ -1,7 +1,9 @@
 """A spare worker's rehearsal (mnemon.server.rehearsal): it pre-copies the pages the everyday
-commands write, and must never cost a client anything: a request never waits for a rehearsal, a
-rehearsal that fails switches rehearsing off, and its scratch copies never pile up or outlive the
-server. Real servers in private runtime directories, commands as whole processes."""
+commands write, and must never cost a client more than it saves: a request waits at most for the
+priming (one short command), never for the long rehearsal; a rehearsal that fails switches
+rehearsing off, and a request handed over meanwhile runs once; its scratch copies never pile up or
+outlive the server; a burst of calls is served correctly. Real servers in private runtime
+directories, commands as whole processes."""
 
 from __future__ import annotations
 
