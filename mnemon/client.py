@@ -79,7 +79,7 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
     import _socket
 
     from mnemon.server import paths, protocol
-    from mnemon.server.fingerprint import fingerprint
+    from mnemon.server.fingerprint import identity
 
     if not all(hasattr(_socket, name) for name in ("AF_UNIX", "SCM_RIGHTS", "CMSG_LEN")):
         return None  # no Unix sockets or descriptor passing here: everything runs in-process
@@ -94,7 +94,7 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
             return None
         umask = os.umask(0o022)
         os.umask(umask)
-        request = protocol.encode(fingerprint(), cwd, umask, sys.getfilesystemencoding(), stdio, argv,
+        request = protocol.encode(identity(), cwd, umask, sys.getfilesystemencoding(), stdio, argv,
                                   [k + b"=" + v for k, v in environ.items()])
         try:
             sock.sendall(request)
@@ -114,13 +114,18 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
             sock.sendmsg([protocol.GO], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fd_bytes)])
         except OSError:
             return None  # the worker never got GO, so it never ran
-        # From here on the command is the worker's: never return None.
+        # From here on the command is the worker's: never return None, unless the server says it
+        # never took it (NOT_RUN).
         try:
             status = _read_line(sock)
         except OSError:
             status = b""
     finally:
         sock.close()
+    if status == protocol.NOT_RUN[:-1]:  # the worker ended before it took the command: nothing ran
+        if received:
+            _die_by(received[0])  # interrupted before it began: end as an in-process run would
+        return None  # run it here
     if status.startswith(b"X"):
         return int(status[1:])
     if status.startswith(b"S"):

@@ -209,7 +209,7 @@ def test_no_import_circle() -> None:
 def test_client_imports_only_the_standard_library_and_its_protocol() -> None:
     """The console script's module: no typer, numpy, apsw or mnemon.cli at all (issue 10)."""
     allowed = {"mnemon.server.paths", "mnemon.server.protocol", "mnemon.server.fingerprint", "mnemon.server",
-               "mnemon.server.fingerprint.fingerprint", "mnemon.server.control", "mnemon.cli",
+               "mnemon.server.fingerprint.fingerprint", "mnemon.server.fingerprint.identity", "mnemon.server.control", "mnemon.cli",
                "mnemon.cli.main", "mnemon", "mnemon.__version__"}
     for path in (MNEMON / "client.py", *[MNEMON / "server" / f"{m}.py" for m in ("paths", "protocol", "fingerprint")]):
         found = {i.module for i in imports_of(path) if i.module.split(".")[0] in ("mnemon", "kernels")}

@@ -3,12 +3,17 @@
 Single-threaded on purpose: ``fork`` copies only the calling thread, so the parent never runs a
 thread that a worker could inherit mid-operation. The loop waits on the listening socket and on a
 self-pipe that SIGCHLD and SIGTERM write to (``signal.set_wakeup_fd``); each finished worker's
-status goes to its client (``X<code>`` or ``S<signal>``). A request whose fingerprint is not the
-server's is refused and the server stops: it was started from other files (an upgrade).
+status goes to its client (``X<code>`` or ``S<signal>``). A request from another version or
+package directory, or one that arrives after the package files changed (the ``FileWatch``), is
+refused and the server stops: it was started from other files (an upgrade).
 
 Between requests (no worker running, no client waiting) the parent refreshes the warm indexes of
 the stores the last workers reported (``mnemon.server.warm``) and forks the next spare worker from
-that state; neither runs while a worker does, so on a small machine they never take its CPU.
+that state; neither runs while a worker does, so on a small machine they never take its CPU. The
+spare primes at once (``mnemon.server.rehearsal``: one short command, 5 ms) and rehearses the rest
+only when the parent tells it to, after ``REHEARSE_AFTER`` without a request: a burst of calls (a
+hook script, an agent's loop) is served by primed spares, instead of each request finding one
+mid-rehearsal, killing it and forking a cold one.
 
 Stopping (SIGTERM, ``mnemon server stop``, a stale fingerprint, or ``MNEMON_SERVER_IDLE`` with no
 request): the socket is unlinked at once, so new clients run in-process or start a fresh server,
@@ -29,27 +34,39 @@ import sys
 import time
 
 from mnemon import config
-from mnemon.server import control, paths, rehearsal, warm, worker
-from mnemon.server.fingerprint import fingerprint
+from mnemon.server import control, paths, protocol, rehearsal, warm, worker
+from mnemon.server.fingerprint import FileWatch, fingerprint, identity
 from mnemon.server.rehearsal import Rehearsal
 
 ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let one stall the loop
+# Quiet time before a primed spare rehearses the rest. Back-to-back calls arrive 12-30 ms apart
+# (the next client's interpreter start, more on a loaded machine) and must find the spare primed,
+# not rehearsing; the rest (about 25 ms on a memory scratch) started this soon is still done within
+# the 75-100 ms of a call spaced like an in-process run. Measured: bench/README.md (issue 10,
+# fourth pass).
+REHEARSE_AFTER = 0.04
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
 class Daemon:
     def __init__(self, listener: socket.socket, sock_path: bytes, idle: float, own_fingerprint: str,
-                 lock_fd: int, rehearsal: Rehearsal | None = None) -> None:
+                 lock_fd: int, rehearsal: Rehearsal | None = None, watch: FileWatch | None = None) -> None:
         self.listener = listener
         self.lock_fd = lock_fd
         self.sock_path = sock_path
         self.sock_inode = os.stat(sock_path).st_ino
         self.idle = idle
         self.fingerprint = own_fingerprint
+        self.identity = identity()
+        self.watch = watch or FileWatch(inotify=False)
         self.workers: dict[int, socket.socket] = {}
         self.reports: dict[int, socket.socket] = {}  # worker pid -> the channel it reports its stores on
         self.spare: tuple[int, socket.socket] | None = None
-        self.spare_rehearses = False  # the spare says READY once rehearsed; until then it is not handed a request
+        # The spare's rehearsal: "priming" (its first phase, until PRIMED: not handed a request),
+        # None (primed or not priming: it waits, ready; the rest not asked yet), "asked" (told to
+        # rehearse the rest, until READY: not handed a request) or "done".
+        self.spare_rehearsal: str | None = None
+        self.spare_since = 0.0  # when the spare was forked (the loop has been quiet since, or it is gone)
         self.rehearsal = rehearsal
         self.dropped: set[int] = set()  # spares let go but not reaped yet (see end_spares)
         self.warm = warm.WarmIndexes()
@@ -57,6 +74,7 @@ class Daemon:
         self.stopping = False
         self.last_active = time.monotonic()
         self.wake_r, self.wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.sel = selectors.DefaultSelector()  # the listener, the wake-up pipe, a rehearsing spare's channel
 
     # --- loop ---------------------------------------------------------------------------------
     def run(self) -> None:
@@ -65,20 +83,23 @@ class Daemon:
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
         signal.signal(signal.SIGINT, lambda *_: self.stop())
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
-        sel = selectors.DefaultSelector()
+        sel = self.sel
         sel.register(self.listener, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
-        self.fork_spare(rehearse=True)
+        self.fork_spare(prime=True)
         while True:
             self.reap()
             if self.stopping and not self.workers:
                 return
             timeout = None
             if not self.workers and not self.stopping:
-                timeout = self.last_active + self.idle - time.monotonic()
+                now = time.monotonic()
+                timeout = self.last_active + self.idle - now
                 if timeout <= 0:
                     self.stop()
                     return
+                if self.rehearsal_due():
+                    timeout = min(timeout, max(0.0, self.spare_since + REHEARSE_AFTER - now))
             # Between requests (no worker running, no client waiting): refresh the warm indexes
             # the last commands changed, then fork the next spare from that state. Neither runs
             # while a worker does: on a small machine it would take the worker's CPU.
@@ -90,9 +111,14 @@ class Daemon:
                 if self.dirty:
                     self.refresh()
                 if self.spare is None:
-                    self.fork_spare(rehearse=True)
+                    self.fork_spare(prime=True)
+            elif not events and not self.workers and self.rehearsal_due() \
+                    and time.monotonic() >= self.spare_since + REHEARSE_AFTER:
+                self.ask_rehearsal()
             for key, _ in events:
-                if key.fileobj is self.listener and not self.stopping:
+                if self.spare is not None and key.fileobj is self.spare[1]:
+                    self.spare_ready()  # it said PRIMED or READY (or died): take it in
+                elif key.fileobj is self.listener and not self.stopping:
                     self.accept()
                 elif key.fileobj == self.wake_r:
                     try:
@@ -125,8 +151,8 @@ class Daemon:
                 return
             conn = self.workers.pop(pid, None)
             self.dropped.discard(pid)
-            self.take_report(pid)
-            if conn is None:
+            unrun = self.take_report(pid)
+            if conn is None or (unrun and os.WIFEXITED(status)):
                 if self.spare is not None and self.spare[0] == pid:
                     self.drop_spare()  # killed while waiting; the next request forks anew
                     self.dropped.discard(pid)  # reaped: never signal its pid again
@@ -135,17 +161,21 @@ class Daemon:
                     self.rehearsal = None
                 elif os.WIFSIGNALED(status) and self.rehearsal:
                     self.rehearsal.remove_copy(pid)  # killed mid-rehearsal: its copy stayed behind
+                if conn is not None:  # its priming failed before it took the request: nothing ran
+                    self.reply(conn, protocol.NOT_RUN)
                 continue
             if os.WIFSIGNALED(status):
-                reply = b"S%d\n" % os.WTERMSIG(status)
+                self.reply(conn, b"S%d\n" % os.WTERMSIG(status))
             else:
-                reply = b"X%d\n" % os.waitstatus_to_exitcode(status)
-            try:
-                conn.sendall(reply)
-            except OSError:
-                pass  # the client is gone (killed); nothing to tell
-            conn.close()
-            self.last_active = time.monotonic()
+                self.reply(conn, b"X%d\n" % os.waitstatus_to_exitcode(status))
+
+    def reply(self, conn: socket.socket, line: bytes) -> None:
+        try:
+            conn.sendall(line)
+        except OSError:
+            pass  # the client is gone (killed); nothing to tell
+        conn.close()
+        self.last_active = time.monotonic()
 
     # --- one request ----------------------------------------------------------------------------
     def accept(self) -> None:
@@ -160,13 +190,13 @@ class Daemon:
             if uid != os.getuid():
                 raise ConnectionRefusedError(f"uid {uid} is not the server's")
             raw, request, _ = worker.receive(conn, 0)
-            if request.fingerprint != self.fingerprint:
+            if request.identity != self.identity or not self.watch.current(self.fingerprint):
                 conn.sendall(b"Rstale server\n")
                 self.stop()
                 raise ConnectionAbortedError("stale")
             pid = self.hand_to_spare(raw, conn)
             if pid is None:  # no spare (taken, died, or still rehearsing): fork one for this request
-                self.fork_spare(rehearse=False)
+                self.fork_spare(prime=False)
                 pid = self.hand_to_spare(raw, conn)
             if pid is None:
                 raise ConnectionAbortedError("no worker")
@@ -184,24 +214,45 @@ class Daemon:
 
     # --- the spare worker -----------------------------------------------------------------------
     # A worker forked ahead of time waits on a socket pair for its request and connection: the fork and the
-    # child's first page faults (a few ms for a parent this size) then fall between requests; forked
-    # between requests, it first rehearses the everyday commands (``rehearsal``) to take the rest.
-    def fork_spare(self, *, rehearse: bool) -> None:
+    # child's first page faults (a few ms for a parent this size) then fall between requests; once the
+    # loop has been quiet for REHEARSE_AFTER, it rehearses the everyday commands (``rehearsal``) to take
+    # the rest.
+    def fork_spare(self, *, prime: bool) -> None:
+        """Fork the next spare; with ``prime`` (between requests) it primes at once (see ``rehearsal``);
+        without (forked for a waiting request) it takes the request as it is."""
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         gc.freeze()  # what the parent made since the last fork stays out of the worker's collections too
-        scratch = self.rehearsal if rehearse else None
+        prime = prime and self.rehearsal is not None
         pid = os.fork()
         if pid == 0:
             ours.close()
             worker.wait_for_request(theirs, close=self.inherited(), close_fds=self.inherited_fds(), warm=self.warm,
-                                    rehearsal=scratch)
+                                    rehearsal=self.rehearsal, prime=prime)
         theirs.close()
         self.spare = (pid, ours)
-        self.spare_rehearses = scratch is not None
+        self.spare_rehearsal = "priming" if prime else None
+        self.spare_since = time.monotonic()
+        if prime:
+            self.sel.register(ours, selectors.EVENT_READ)
+
+    def rehearsal_due(self) -> bool:
+        """A spare waits that has not been asked to rehearse (and rehearsing is on)."""
+        return self.spare is not None and self.spare_rehearsal is None and self.rehearsal is not None
+
+    def ask_rehearsal(self) -> None:
+        """Tell the waiting spare to rehearse the rest now; it says READY when done (see ``spare_ready``)."""
+        assert self.spare is not None
+        try:
+            self.spare[1].sendall(rehearsal.REHEARSE)
+        except OSError:
+            self.drop_spare()  # it died; the loop forks the next one
+            return
+        self.spare_rehearsal = "asked"
+        self.sel.register(self.spare[1], selectors.EVENT_READ)
 
     def spare_ready(self) -> bool:
-        """True unless the spare is still rehearsing (it says READY when done; nothing else is sent)."""
-        if not self.spare_rehearses or self.spare is None:
+        """True unless the spare is rehearsing (priming or asked, and no word yet; nothing else is sent)."""
+        if self.spare_rehearsal not in ("priming", "asked") or self.spare is None:
             return True
         try:
             said = self.spare[1].recv(1, socket.MSG_DONTWAIT)
@@ -209,18 +260,24 @@ class Daemon:
             return False
         except OSError:
             said = b""
-        self.spare_rehearses = False
-        return said == rehearsal.READY  # b"": it died; handing over fails and a new one is forked
+        self.sel.unregister(self.spare[1])
+        expected = rehearsal.PRIMED if self.spare_rehearsal == "priming" else rehearsal.READY
+        self.spare_rehearsal = None if self.spare_rehearsal == "priming" else "done"
+        return said == expected  # b"": it died; handing over fails and a new one is forked
 
     def hand_to_spare(self, raw: bytes, conn: socket.socket) -> int | None:
         if self.spare is None:
             return None
-        if not self.spare_ready():
-            # The client must not wait for a rehearsal, nor share the CPU with one: the spare only
-            # works on its own scratch copy, so it is killed (the copy goes when it is reaped).
+        if not self.spare_ready() and self.spare_rehearsal == "asked":
+            # The client must not wait for the long rehearsal, nor share the CPU with it: the spare
+            # only works on its own scratch copy, so it is killed (the copy goes when it is reaped).
             self.drop_spare(kill=True)
             return None
+        # Ready, or still priming: one short command, then it takes the request (cheaper than a
+        # cold fork); or dead: the hand-over fails and a new one is forked.
         pid, channel = self.spare
+        if self.spare_rehearsal == "priming":
+            self.sel.unregister(channel)  # from now on its report channel (PRIMED comes first)
         self.spare = None
         try:
             socket.send_fds(channel, [raw], [conn.fileno()])
@@ -232,6 +289,8 @@ class Daemon:
 
     def drop_spare(self, *, kill: bool = False) -> None:
         if self.spare is not None:
+            if self.spare_rehearsal in ("priming", "asked"):
+                self.sel.unregister(self.spare[1])
             self.spare[1].close()  # EOF: the spare exits unrun (a rehearsing one after its current step)
             self.dropped.add(self.spare[0])
             if kill:
@@ -254,11 +313,12 @@ class Daemon:
         self.dropped.clear()
 
     # --- warm per-store state -------------------------------------------------------------------
-    def take_report(self, pid: int) -> None:
-        """Note the stores a finished worker used (sent just before it exited, so all there)."""
+    def take_report(self, pid: int) -> bool:
+        """Note the stores a finished worker used (sent just before it exited, so all there). True
+        when it said instead that it failed while priming, before it took its request."""
         channel = self.reports.pop(pid, None)
         if channel is None:
-            return
+            return False
         data = b""
         try:
             channel.setblocking(False)
@@ -271,9 +331,13 @@ class Daemon:
             pass  # nothing (more) sent: a worker killed before it reported
         finally:
             channel.close()
-        for name in warm.parse_report(data):
+        data = data.lstrip(rehearsal.PRIMED)  # handed over while priming: the word came after
+        if data.startswith(rehearsal.FAILED_WORD):
+            return True
+        for name in warm.parse_report(data):  # store paths: absolute, so never starting with a word
             if name not in self.dirty:
                 self.dirty.append(name)
+        return False
 
     def refresh(self) -> None:
         """Reload the warm indexes of the stores the last commands used; a spare forked before
@@ -295,7 +359,7 @@ class Daemon:
                 *([self.spare[1]] if self.spare else [])]
 
     def inherited_fds(self) -> list[int]:
-        return [self.wake_r, self.wake_w, self.lock_fd]
+        return [self.wake_r, self.wake_w, self.lock_fd, *([self.watch.fd] if self.watch.fd is not None else [])]
 
 
 def _take_lock(path: bytes) -> int | None:
@@ -349,10 +413,11 @@ def main() -> int:
         pass
     from mnemon.server import preload
 
+    watch = FileWatch()  # before the fingerprint: a change made after it is an event
     own = fingerprint()
     preload.warm()
     worker.prepare()
-    scratch = Rehearsal.prepare(os.fsdecode(paths.server_path(environ, "scratch")))
+    scratch = Rehearsal.prepare(os.fsdecode(paths.scratch_path(environ)))
     # Everything loaded so far lives as long as the server: move it out of the collector's reach,
     # so a worker's garbage collection never walks (and copies, page by page) the parent's heap.
     gc.collect()
@@ -362,7 +427,7 @@ def main() -> int:
     with open(pid_path + b".tmp", "w") as f:
         f.write(f"{os.getpid()}\n{own}\n{time.time():.3f}\n{idle}\n")
     os.replace(pid_path + b".tmp", pid_path)
-    daemon = Daemon(listener, sock_path, idle, own, lock, scratch)
+    daemon = Daemon(listener, sock_path, idle, own, lock, scratch, watch)
     try:
         daemon.run()
     finally:
@@ -375,4 +440,5 @@ def main() -> int:
         except OSError:
             pass
         os.close(lock)
+        watch.close()
     return 0

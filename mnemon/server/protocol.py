@@ -4,7 +4,10 @@
    NUL-separated byte fields (none of them can hold a NUL: argv, environment entries and paths
    are C strings)::
 
-       fingerprint, cwd, umask, fs encoding, 3 x (stdio encoding, errors), argc, argv..., env...
+       identity, cwd, umask, fs encoding, 3 x (stdio encoding, errors), argc, argv..., env...
+
+   (identity: the client's version and package directory, ``fingerprint.identity``; the server
+   checks its files itself.)
 
 2. server -> client: ``A<worker pid>\\n`` (acknowledged: a worker is forked and waits) or
    ``R<reason>\\n`` (refused: run in-process).
@@ -14,7 +17,9 @@
    connection makes the waiting worker exit unrun. The descriptors go only to a worker that
    exists: queued with the request at a server that never accepts, they would hold the caller's
    pipes open after the client has exited.
-4. server -> client after the worker ended: ``X<exit status>\\n`` or ``S<signal number>\\n``.
+4. server -> client after the worker ended: ``X<exit status>\\n`` or ``S<signal number>\\n``, or
+   ``NOT_RUN`` when the worker ended before it took the command (its priming failed, see
+   ``rehearsal``: it never read GO, so nothing ran): the client runs it in-process.
 
 stdlib only (imported by every client call; no json, no struct).
 """
@@ -23,16 +28,17 @@ MAGIC = b"MNEMON1\0"
 HEADER = len(MAGIC) + 4
 MAX_PAYLOAD = 8 << 20  # argv + environment; Linux caps both together far below this
 GO = b"G"
+NOT_RUN = b"N\n"
 
 
 class Request:
     """One decoded request (a plain class: dataclasses would cost the client milliseconds)."""
 
-    __slots__ = ("fingerprint", "cwd", "umask", "fs_encoding", "stdio", "argv", "env")
+    __slots__ = ("identity", "cwd", "umask", "fs_encoding", "stdio", "argv", "env")
 
-    def __init__(self, fingerprint: str, cwd: bytes, umask: int, fs_encoding: str,
+    def __init__(self, identity: str, cwd: bytes, umask: int, fs_encoding: str,
                  stdio: list[tuple[str, str]], argv: list[bytes], env: list[bytes]) -> None:
-        self.fingerprint = fingerprint
+        self.identity = identity
         self.cwd = cwd
         self.umask = umask
         self.fs_encoding = fs_encoding
@@ -41,9 +47,9 @@ class Request:
         self.env = env  # b"NAME=value"
 
 
-def encode(fingerprint: str, cwd: bytes, umask: int, fs_encoding: str, stdio: list[tuple[str, str]],
+def encode(identity: str, cwd: bytes, umask: int, fs_encoding: str, stdio: list[tuple[str, str]],
            argv: list[bytes], env: list[bytes]) -> bytes:
-    fields = [fingerprint.encode(), cwd, b"%d" % umask, fs_encoding.encode()]
+    fields = [identity.encode(), cwd, b"%d" % umask, fs_encoding.encode()]
     for encoding, errors in stdio:
         fields += [encoding.encode(), errors.encode()]
     fields.append(b"%d" % len(argv))

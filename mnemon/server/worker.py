@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable
 
 from mnemon.server import protocol
-from mnemon.server.rehearsal import FAILED, READY, Rehearsal
+from mnemon.server.rehearsal import FAILED, FAILED_WORD, PRIMED, READY, REHEARSE, Rehearsal
 from mnemon.server.warm import WarmIndexes
 
 PR_SET_PDEATHSIG = 1
@@ -161,17 +161,24 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
 
 
 def wait_for_request(channel: socket.socket, *, close: list[socket.socket], close_fds: list[int],
-                     warm: WarmIndexes | None = None, rehearsal: Rehearsal | None = None) -> None:
-    """The spare worker: rehearse (``rehearsal``: until done or the channel stirs, then say
-    ``READY``), wait for the parent to hand over a request (its bytes, and the client's connection
-    as a descriptor), then run it and report on the same channel. EOF means "not needed": exit."""
+                     warm: WarmIndexes | None = None, rehearsal: Rehearsal | None = None, prime: bool = False) -> None:
+    """The spare worker: wait for the parent to hand over a request (its bytes, and the client's
+    connection as a descriptor), then run it and report on the same channel. Before that, with
+    ``prime`` it rehearses the first phase at once and says ``PRIMED``; the parent may then say
+    ``REHEARSE`` (alone, and only once): the spare rehearses the rest (until done or the channel
+    stirs) and says ``READY``. The parent hands a request only to a spare that is not rehearsing.
+    EOF means "not needed": exit."""
     code = 0
     try:
         _leave_parent(close, close_fds)
-        if rehearsal is not None:
-            _rehearse(channel, rehearsal)
+        if prime and rehearsal is not None:
+            _rehearse(channel, rehearsal, 0, PRIMED)
         try:
-            _, request, fds = receive(channel, 1)
+            first = socket.recv_fds(channel, 65536, 1)[:2]
+            if first == (REHEARSE, []) and rehearsal is not None:
+                _rehearse(channel, rehearsal, 1, READY)
+                first = socket.recv_fds(channel, 65536, 1)[:2]
+            _, request, fds = receive(channel, 1, first=first)
         except (OSError, ValueError, UnicodeDecodeError):
             os._exit(0)
         run(socket.socket(fileno=fds[0]), request, close=[], close_fds=[], warm=warm, report=channel)
@@ -179,27 +186,36 @@ def wait_for_request(channel: socket.socket, *, close: list[socket.socket], clos
         os._exit(code)
 
 
-def _rehearse(channel: socket.socket, rehearsal: Rehearsal) -> None:
-    """Run the rehearsal unless the parent speaks first; a failure ends this spare (``FAILED``)."""
+def _rehearse(channel: socket.socket, rehearsal: Rehearsal, phase: int, done: bytes) -> None:
+    """Run a phase of the rehearsal unless the parent hangs up first, then say ``done``; a failure
+    ends this spare (``FAILED``)."""
 
     def interrupted() -> bool:
-        return bool(select.select([channel], [], [], 0)[0])  # a request, or the parent's hang-up
+        return bool(select.select([channel], [], [], 0)[0])  # the parent's hang-up
 
     try:
-        rehearsal.run(interrupted)
+        rehearsal.run(interrupted, phase)
     except BaseException:  # noqa: BLE001  an unknown state: never serve from it
+        try:  # a request handed over meanwhile was not taken: the parent has its client run it
+            channel.sendall(FAILED_WORD)
+        except OSError:
+            pass
         os._exit(FAILED)
     gc.collect()  # the rehearsal's garbage, not the command's to collect
     gc.freeze()
     try:
-        channel.sendall(READY)
+        channel.sendall(done)
     except OSError:
         pass  # the parent hung up: receive() sees EOF
 
 
-def receive(conn: socket.socket, nfds: int) -> tuple[bytes, protocol.Request, list[int]]:
-    """Read one request (header and payload, as sent) and the ``nfds`` descriptors that came with it."""
-    if nfds:
+def receive(conn: socket.socket, nfds: int, *, first: tuple[bytes, list[int]] | None = None
+            ) -> tuple[bytes, protocol.Request, list[int]]:
+    """Read one request (header and payload, as sent) and the ``nfds`` descriptors that came with it;
+    ``first`` is its first read when the caller made it already."""
+    if first is not None:
+        data, fds = first
+    elif nfds:
         data, fds, _, _ = socket.recv_fds(conn, 65536, nfds)
     else:
         data, fds = conn.recv(65536), []
