@@ -442,6 +442,102 @@ def test_doctor_repair_recreates_dropped_triggers(tmp_path, capsys, pg_db) -> No
     assert cli.ok("--store", "team", "doctor")["ok"] is True
 
 
+def test_a_dangling_edge_cannot_be_written_on_postgres(tmp_path, capsys, pg_db) -> None:
+    """The edges' endpoints are kept by set-based triggers (schema revision 3), not foreign keys:
+    every way of writing an edge row to a missing insight fails with PostgreSQL's foreign-key error
+    and writes nothing (one row, a multi-row statement, the store's COPY-staged bulk path, a key
+    update); deleting an insight row takes its edges; doctor finds what a dropped trigger let in."""
+    from mnemon.store import Store, StatementError
+    from mnemon.store.postgres import connection as pgconn
+    from tests.test_cli_remember import db_path
+
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    a = cli.ok("--store", "team", "remember", "Alice moved the billing service to Kafka")["id"]
+    b = cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")["id"]
+    before = rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0]
+    assert before > 0  # the entity and backbone edges between a and b
+    assert rows(pg_db, "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass") == []
+    put = "INSERT INTO mnemon_team.edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES "
+    row = "(%s, %s, 'semantic', 0.5, '{}', '2026-01-01T00:00:00Z')"
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")  # as mnemon's sessions: the triggers' functions
+        for values, params, key in (
+            (row, (a, "missing"), "target_id"),
+            (row, ("missing", b), "source_id"),
+            (f"{row}, {row}", (a, b, b, "missing"), "target_id"),  # one good row, one dangling: neither
+        ):
+            with pytest.raises(psycopg.errors.ForeignKeyViolation) as failed:
+                conn.execute(put + values + " ON CONFLICT DO NOTHING", params)
+            assert str(failed.value).startswith(
+                f'insert or update on table "edges" violates foreign key constraint "edges_{key}_fkey"'
+            )
+            assert "Key (" + key + ")=(missing) is not present" in failed.value.diag.message_detail
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            conn.execute("UPDATE mnemon_team.edges SET target_id = 'missing' WHERE source_id = %s", (a,))
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            conn.execute("UPDATE mnemon_team.insights SET id = 'renamed' WHERE id = %s", (a,))
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0] == before
+    # The bulk path (COPY into a staging table, then one INSERT ... SELECT): all or nothing.
+    opened = Store.open(db_path(cli.data_dir, "team"), readonly=False, now="2026-01-01T00:00:00Z")
+    try:
+        bulk = [(a, f"ghost-{k}", "semantic", 0.5, "{}", "2026-01-01T00:00:00Z") for k in range(pgconn.COPY_MIN_ROWS)]
+        opened.conn.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StatementError, match="edges_target_id_fkey"):
+            opened.conn.executemany(
+                "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)", bulk,
+            )
+        opened.conn.execute("ROLLBACK")
+    finally:
+        opened.close()
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    # ON DELETE CASCADE: an insight row deleted (never by mnemon itself) takes its edges along.
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("DELETE FROM mnemon_team.insights WHERE id = %s", (b,))
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges WHERE %s IN (source_id, target_id)", (b,)) == [(0,)]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    # Without the trigger (dropped by hand) a dangling edge gets in: doctor names it, --repair fixes both.
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("DROP TRIGGER edges_endpoints_ai ON mnemon_team.edges")
+        conn.execute(put + row, (a, "missing"))
+    found = json.loads(cli("--store", "team", "doctor").out)
+    failing = {c["name"]: json.dumps(c) for c in found["checks"] if not c["ok"]}
+    assert "foreign_keys" in failing and "edges row" in failing["foreign_keys"]
+    assert "trigger edges_endpoints_ai missing" in failing["counters"]
+    cli.ok("--store", "team", "doctor", "--repair")
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    with psycopg.connect(pg_db, autocommit=True) as conn, pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute(put + row, (a, "missing"))
+
+
+def test_a_revision_2_schema_loses_its_foreign_keys_for_the_triggers(tmp_path, capsys, pg_db) -> None:
+    """A store an earlier mnemon created (foreign keys, pg_revision 2) is migrated by the next
+    writer: the constraints go, the endpoint triggers come, the data stays."""
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    a = cli.ok("--store", "team", "remember", "Alice moved the billing service to Kafka")["id"]
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        for name, table in (("edges_endpoints_ai", "edges"), ("edges_endpoints_au", "edges"),
+                            ("insights_edges_ad", "insights"), ("insights_id_au", "insights")):
+            conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(name), sql.Identifier(table)))
+        for column in ("source_id", "target_id"):
+            conn.execute(sql.SQL("ALTER TABLE edges ADD CONSTRAINT {} FOREIGN KEY ({}) REFERENCES insights(id) "
+                                 "ON DELETE CASCADE").format(sql.Identifier(f"edges_{column}_fkey"), sql.Identifier(column)))
+        conn.execute("UPDATE mnemon_meta SET value = '2' WHERE key = 'pg_revision'")
+    b = cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")["id"]
+    assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'pg_revision'") == [("3",)]
+    assert rows(pg_db, "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass") == []
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.insights WHERE id IN (%s, %s)", (a, b)) == [(2,)]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    with psycopg.connect(pg_db, autocommit=True) as conn, pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("INSERT INTO mnemon_team.edges (source_id, target_id, edge_type, created_at) "
+                     "VALUES (%s, 'missing', 'semantic', 'x')", (a,))
+
+
 # --- several machines at once ---------------------------------------------------------------------
 
 

@@ -125,6 +125,8 @@ class PgConnection:
         if not raw:
             name = dialect.pragma(statement)
             if name is not None:
+                if name in dialect.PRAGMA_QUERIES:
+                    return _Rows(self._run(dialect.PRAGMA_QUERIES[name], ()))
                 return _Rows(list(dialect.PRAGMA_ROWS.get(name, [])))
             statement = dialect.translate(statement)
         return _Rows(self._run(statement, params))

@@ -15,7 +15,7 @@ distinct statement (cached):
 - ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE folds ASCII case; on ``COLLATE "C"`` columns ILIKE folds
   exactly ASCII), ``+col`` (a planner hint for SQLite) loses its ``+``, a FROM sub-query gets the
   alias PostgreSQL 15 requires;
-- PRAGMAs have fixed answers (integrity and foreign keys are the server's job).
+- PRAGMAs have fixed answers (integrity is the server's job), except ``foreign_key_check``, a query.
 """
 
 from __future__ import annotations
@@ -35,7 +35,16 @@ _REPLACED_ROW_MOVES = {"edges": "rowid = nextval(pg_get_serial_sequence('edges',
 PRAGMA_ROWS: dict[str, list[tuple[object, ...]]] = {
     "user_version": [(0,)],
     "integrity_check": [("ok",)],
-    "foreign_key_check": [],
+}
+# PRAGMA → the query answering it as SQLite would. The edges' endpoints are kept by triggers
+# (schema revision 3) rather than foreign keys, so doctor checks them as on SQLite: one row per
+# edge and missing endpoint (table, rowid, parent, which key).
+PRAGMA_QUERIES: dict[str, str] = {
+    "foreign_key_check": (
+        "SELECT 'edges', e.rowid, 'insights', k.fkid FROM edges AS e "
+        "CROSS JOIN LATERAL (VALUES (0, e.target_id), (1, e.source_id)) AS k (fkid, id) "
+        "WHERE NOT EXISTS (SELECT 1 FROM insights AS i WHERE i.id = k.id) ORDER BY e.rowid, k.fkid"
+    ),
 }
 
 _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\?")
