@@ -526,8 +526,13 @@ def test_a_revision_2_schema_loses_its_foreign_keys_for_the_triggers(tmp_path, c
         for column in ("source_id", "target_id"):
             conn.execute(sql.SQL("ALTER TABLE edges ADD CONSTRAINT {} FOREIGN KEY ({}) REFERENCES insights(id) "
                                  "ON DELETE CASCADE").format(sql.Identifier(f"edges_{column}_fkey"), sql.Identifier(column)))
+        conn.execute("ALTER TABLE edges ALTER COLUMN change_seq SET DEFAULT 0")  # revision 2 stamped inserts by trigger
+        conn.execute("CREATE OR REPLACE TRIGGER edges_change_seq BEFORE INSERT OR UPDATE ON edges "
+                     "FOR EACH ROW EXECUTE FUNCTION mnemon_change_stamp()")
         conn.execute("UPDATE mnemon_meta SET value = '2' WHERE key = 'pg_revision'")
     b = cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")["id"]
+    stamped = rows(pg_db, "SELECT change_seq FROM mnemon_team.edges WHERE %s IN (source_id, target_id)", (b,))
+    assert stamped and all(seq > 0 for (seq,) in stamped) and len(set(stamped)) == len(stamped)
     assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'pg_revision'") == [("3",)]
     assert rows(pg_db, "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass") == []
     assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.insights WHERE id IN (%s, %s)", (a, b)) == [(2,)]

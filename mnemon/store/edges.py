@@ -17,6 +17,7 @@ _SQL_UPSERT = (
     "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
+_SQL_INSERT = "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?)"
 _SQL_DELETE_TOUCHING = "DELETE FROM edges WHERE source_id = ? OR target_id = ?"
 _SQL_DELETE_PAIR = "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?"
 _SQL_COUNT_TOUCHING = (
@@ -134,6 +135,17 @@ def upsert_sorted(conn: apsw.Connection, edges: Iterable[Edge]) -> None:
     conn.executemany(_SQL_UPSERT, rows)
 
 
+def upsert_row(conn: apsw.Connection, row: tuple[str, str, str, float, str, str]) -> None:
+    """upsert for a row built as ``edge_row`` builds it (metadata already encoded)."""
+    conn.execute(_SQL_UPSERT, row)
+
+
+def upsert_rows(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
+    """upsert_many for rows built as ``edge_row`` builds them, in their order (a repeated key's
+    last row wins)."""
+    conn.executemany(_SQL_UPSERT, rows)
+
+
 def edge_row(e: Edge) -> tuple[str, str, str, float, str, str]:
     """The bound values of an upsert of ``e`` (for ``upsert_rows_sorted``)."""
     return (e.source_id, e.target_id, e.edge_type, e.weight, dump_metadata(e.metadata), e.created_at)
@@ -143,6 +155,13 @@ def upsert_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, fl
     """upsert_sorted for rows built by ``edge_row`` (metadata already encoded); distinct keys only."""
     rows.sort()  # distinct keys: whole-tuple order is key order, without building key tuples
     conn.executemany(_SQL_UPSERT, rows)
+
+
+def insert_new_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
+    """upsert_rows_sorted for rows whose keys no row has yet (each names an insight written in
+    this transaction): plain INSERTs, which a PostgreSQL store streams with one COPY."""
+    rows.sort()  # distinct keys: whole-tuple order is key order
+    conn.executemany(_SQL_INSERT, rows)
 
 
 def count_touching_many(conn: apsw.Connection, ids: list[str]) -> dict[str, int]:

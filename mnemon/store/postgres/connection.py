@@ -145,6 +145,9 @@ class PgConnection:
                     self._changes = max(cur.rowcount, 0)
                     return
                 batch = multi.last_per_key(batch)
+                if len(batch) >= COPY_MIN_ROWS and multi.plain:
+                    self._changes = self._copy_into(cur, multi, batch)
+                    return
                 if len(batch) >= COPY_MIN_ROWS and self._may_stage(cur):
                     self._changes = self._copy_insert(cur, multi, batch)
                     return
@@ -165,6 +168,28 @@ class PgConnection:
             row = cur.fetchone()
             self._stage_ok = bool(row and row[0])
         return self._stage_ok
+
+    @staticmethod
+    def _copy_into(cur: psycopg.Cursor[Any], multi: dialect.MultiRow, rows: list[Sequence[Any]]) -> int:
+        """A plain INSERT (no conflict clause) as one COPY into the table itself; return the rows.
+
+        COPY is that INSERT: the same rows in the same order (serial columns allocated in the
+        caller's order), the same row and statement triggers with the same transition table,
+        the same constraint errors. It needs no staging table (so no TEMPORARY privilege), and the
+        server stores the rows while the client is still sending the next ones.
+        """
+        constants = [(k, int(slot)) for k, slot in enumerate(multi.slots) if slot != "?"]
+        with cur.copy(f"COPY {multi.table} ({', '.join(multi.columns)}) FROM STDIN") as copy:
+            if not constants:
+                for row in rows:
+                    copy.write_row(row)
+            else:
+                for row in rows:
+                    values = list(row)
+                    for k, value in constants:
+                        values.insert(k, value)
+                    copy.write_row(values)
+        return len(rows)
 
     def _copy_insert(self, cur: psycopg.Cursor[Any], multi: dialect.MultiRow, rows: list[Sequence[Any]]) -> int:
         """One INSERT ... SELECT from a staging table filled by COPY; return the rows it wrote.

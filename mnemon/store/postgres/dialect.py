@@ -20,6 +20,7 @@ distinct statement (cached):
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Any
 
@@ -133,6 +134,10 @@ class MultiRow:
         self.table, self.columns = table, columns
         self.width = max(1, slots.count("?"))
         self.key_positions = key_positions
+        # A plain INSERT (no conflict clause, only bound values and integer constants): a COPY.
+        self.plain = key_positions is None and not tail.strip() and all(v == "?" or v.isdigit() for v in slots)
+        # A row's key in one C-level call (for a one-column key, the bare value: as distinct).
+        self._key = operator.itemgetter(*key_positions) if key_positions else None
         self.rows_per_statement = max(1, min(1000, 60_000 // self.width))  # PostgreSQL binds at most 65535 values
         self._texts: dict[int, str] = {}
 
@@ -165,12 +170,15 @@ class MultiRow:
         """The rows to write: each key's last row for an upsert (keys index the bound values)."""
         if self.key_positions is None:
             return rows
+        assert self._key is not None
+        keys = list(map(self._key, rows))
+        if len(set(keys)) == len(rows):
+            return rows  # the usual case (bulk writes are built with distinct keys): no copy
         keyed: dict[tuple[Any, ...], Any] = {}
-        for row in rows:
-            key = tuple(row[i] for i in self.key_positions)
+        for key, row in zip(keys, rows):
             keyed.pop(key, None)  # re-inserted at the end: the order of last writes is kept
             keyed[key] = row
-        return list(keyed.values()) if len(keyed) != len(rows) else rows
+        return list(keyed.values())
 
 
 def multi_row(sql: str) -> MultiRow | None:

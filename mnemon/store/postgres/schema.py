@@ -49,6 +49,7 @@ _TABLES = (
     stored_at text {_C},
     change_seq bigint NOT NULL DEFAULT 0
 )""",
+    "CREATE SEQUENCE IF NOT EXISTS mnemon_change_seq",  # before the edges' column default
     f"""CREATE TABLE IF NOT EXISTS edges (
     rowid bigserial NOT NULL UNIQUE,
     source_id text {_C} NOT NULL,
@@ -57,7 +58,7 @@ _TABLES = (
     weight double precision NOT NULL DEFAULT 1.0,
     metadata text {_C} NOT NULL DEFAULT '{{}}',
     created_at text {_C} NOT NULL,
-    change_seq bigint NOT NULL DEFAULT 0,
+    change_seq bigint NOT NULL DEFAULT nextval('mnemon_change_seq'),
     PRIMARY KEY (source_id, target_id, edge_type)
 )""",
     f"""CREATE TABLE IF NOT EXISTS oplog (
@@ -76,7 +77,6 @@ _TABLES = (
 )""",
     f"CREATE TABLE IF NOT EXISTS mnemon_counts (key text {_C} PRIMARY KEY, n bigint NOT NULL)",
     f"CREATE TABLE IF NOT EXISTS entity_counts (entity text {_C} PRIMARY KEY, n bigint NOT NULL)",
-    "CREATE SEQUENCE IF NOT EXISTS mnemon_change_seq",
     # Revision 2: the keys of deleted and replaced edge rows with their change sequence, so
     # another machine's caches drop exactly those (a replaced row moves to a new rowid, which the
     # caches read as a new row; the old one is invisible to rowid markers). Written by triggers,
@@ -92,11 +92,14 @@ _TABLES = (
 
 # The PostgreSQL schema's own revision beside the shared SCHEMA_VERSION (meta ``pg_revision``;
 # absent = 1). 2: edge_changes. 3: the edges' endpoints are checked by statement-level triggers
-# instead of foreign keys (see _ENDPOINT_FUNCTIONS).
+# instead of foreign keys (see _ENDPOINT_FUNCTIONS), and an inserted edge row takes its change
+# sequence from the column's default instead of a row trigger (which made every COPY insert its
+# rows one at a time); updates are still stamped by the trigger.
 PG_REVISION = 3
-# Revision 3 drops the foreign keys earlier revisions declared (their default names).
+# Revision 3 on a schema of an earlier one: the foreign keys go (their default names), the default comes.
 _MIGRATIONS = (
     "ALTER TABLE edges DROP CONSTRAINT IF EXISTS edges_source_id_fkey, DROP CONSTRAINT IF EXISTS edges_target_id_fkey",
+    "ALTER TABLE edges ALTER COLUMN change_seq SET DEFAULT nextval('mnemon_change_seq')",
 )
 # The change log keeps at least this many rows, and at most about the edge count (past that a
 # reader behind it reloads the edge list, which then costs no more than reading the log would).
@@ -345,7 +348,7 @@ _OLD = "REFERENCING OLD TABLE AS old_rows"
 _TRIGGERS = (
     ("insights_stored_at", "BEFORE INSERT", "insights", "ROW", "mnemon_stored_at"),
     ("insights_change_seq", "BEFORE INSERT OR UPDATE", "insights", "ROW", "mnemon_change_stamp"),
-    ("edges_change_seq", "BEFORE INSERT OR UPDATE", "edges", "ROW", "mnemon_change_stamp"),
+    ("edges_change_seq", "BEFORE UPDATE", "edges", "ROW", "mnemon_change_stamp"),  # inserts: the default
     ("insights_change_del", "AFTER DELETE", "insights", "STATEMENT", "mnemon_change_deleted"),
     ("edges_change_del", "AFTER DELETE", "edges", "STATEMENT", "mnemon_change_deleted"),
     ("insights_entities_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_entities_ai"),
