@@ -19,8 +19,9 @@ Only this module imports psycopg (and only when a PostgreSQL store is opened).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import apsw
@@ -34,6 +35,7 @@ from mnemon.store.postgres import dialect
 CONNECT_TIMEOUT_S = 5
 # From this many rows an executemany'd INSERT goes through COPY into a staging table (_copy_insert).
 COPY_MIN_ROWS = 2_000
+BULK_WORK_MEM = "128MB"  # work_mem during an import (bulk_tuning)
 
 
 class StatementError(apsw.Error):
@@ -272,6 +274,25 @@ class PgConnection:
                 f'lost connection to PostgreSQL for store "{self.store}": {message}; the command was rolled back'
             )
         return StatementError(message)
+
+
+@contextlib.contextmanager
+def bulk_tuning(conn: PgConnection) -> Iterator[None]:
+    """This session's memory for sorts and hashes raised for a bulk write, then reset.
+
+    An import's statements sort and hash hundreds of thousands of rows (the staged rows in the
+    caller's order, the endpoint checks, the per-node edge counts); at the default 4 MB each of
+    them spills to temporary files. Session-local; durability and locking are unchanged.
+    """
+    conn.execute(f"SET work_mem = '{BULK_WORK_MEM}'", raw=True)
+    try:
+        yield
+    finally:
+        if not (conn.raw.broken or conn.raw.closed):
+            try:
+                conn.execute("RESET work_mem", raw=True)
+            except StoreError:
+                pass  # the connection went away: nothing left to reset
 
 
 def connect(conninfo: str, *, store: str, schema: str, filename: str, readonly: bool) -> PgConnection:
