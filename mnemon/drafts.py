@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from mnemon.errors import InputError, MnemonError
 from mnemon.lifecycle import format_timestamp, parse_timestamp
@@ -55,9 +55,9 @@ class DraftInsight:
     created_at: str | None = None  # UTC, second precision; None ⇒ the import's "now"
 
 
-@dataclass(frozen=True, slots=True)
-class DraftEdge:
-    """One validated explicit edge (index pair into the draft's insights)."""
+class DraftEdge(NamedTuple):
+    """One validated explicit edge (index pair into the draft's insights; a tuple: a dense draft
+    has millions, and a tuple is built in half the time of a frozen dataclass)."""
 
     source_index: int
     target_index: int

@@ -599,7 +599,11 @@ def _checked(
     kept since (reloaded whenever another process wrote), so they always pass; explicit edges map
     to ids this import added or found, and a missing one warns as the constraint did.
     """
-    present = insights.existing_ids(conn, [i for row in written for i in (row[0], row[1])])
+    ends = {row[0]: None for row in written}
+    ends.update((row[1], None) for row in written)
+    present = insights.existing_ids(conn, ends)
+    if len(present) == len(ends):
+        return written  # the usual case: every endpoint is there
     kept: list[_EdgeRow] = []
     for k, row in enumerate(written):
         if row[0] in present and row[1] in present:
