@@ -408,6 +408,41 @@ def test_a_foreign_import_is_caught_up_from_the_edge_change_log_without_a_reload
     assert meta["edge_changes_rows"] == str(query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0])
 
 
+def test_the_edge_change_log_is_pruned_past_its_cap_and_a_cache_behind_it_reloads(tmp_path, capsys, pg_db) -> None:
+    """Logged edge changes past the cap (EDGE_CHANGES_MIN_KEEP rows, or the edge count if larger)
+    halve the log: the newest half stays, the floor moves to the newest row dropped, the row
+    counter stays exact; a cache whose marker is below the new floor reloads the edge list and
+    answers as a fresh one."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+    from mnemon.engine import hot
+    from mnemon.store.postgres.schema import EDGE_CHANGES_MIN_KEEP
+
+    path = tmp_path / "draft.json"
+    path.write_text(json.dumps(generate_draft(300, seed=41, edges_per_insight=4)), encoding="utf-8")
+    a, c = _machines(tmp_path, capsys, pg_db, 2)
+    a.ok("--store", "team", "import", str(path))
+    query = "why did we choose Qdrant for the billing service"
+    a.ok("--store", "team", "recall", query)  # A's cache is current
+    edges = rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0]
+    cap = max(EDGE_CHANGES_MIN_KEEP, edges)
+    floor = lambda: int(rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'edge_changes_floor'")[0][0])  # noqa: E731
+    first_floor, logged = floor(), 0
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        while floor() == first_floor:  # every update of all the edges logs each old row once
+            assert logged <= cap, "the log grew past its cap without being pruned"
+            conn.execute("UPDATE edges SET weight = weight")
+            logged += edges
+    kept = rows(pg_db, "SELECT COUNT(*), MIN(seq) FROM mnemon_team.edge_changes")[0]
+    assert kept[0] == cap // 2 and kept[1] > floor() > first_floor
+    assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'edge_changes_rows'") == [(str(kept[0]),)]
+    reloads = hot.EDGE_STATS["reloads"]
+    again = a.ok("--store", "team", "recall", query)["results"]
+    assert hot.EDGE_STATS["reloads"] == reloads + 1  # A's marker is below the floor: never a stale cache
+    assert again == c.ok("--store", "team", "recall", query)["results"]
+
+
 # --- doctor ---------------------------------------------------------------------------------------
 
 
