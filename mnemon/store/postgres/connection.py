@@ -33,7 +33,7 @@ from mnemon.records import BUSY_TIMEOUT_MS
 from mnemon.store.postgres import dialect
 
 CONNECT_TIMEOUT_S = 5
-# From this many rows an executemany'd INSERT goes through COPY into a staging table (_copy_insert).
+# From this many rows an executemany'd INSERT goes through COPY (_copy_into, _copy_insert).
 COPY_MIN_ROWS = 2_000
 BULK_WORK_MEM = "128MB"  # work_mem during an import (bulk_tuning)
 
@@ -135,7 +135,9 @@ class PgConnection:
 
     def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run the statement for every row, in order. An INSERT becomes multi-row statements (a
-        thousand rows each), so its triggers run once per statement rather than once per row."""
+        thousand rows each), so its triggers run once per statement rather than once per row;
+        from COPY_MIN_ROWS rows a plain INSERT is one COPY into the table, an upsert a COPY into
+        a staging table and one INSERT ... SELECT from it."""
         batch = list(rows)
         if not batch:
             return
