@@ -426,7 +426,9 @@ def test_the_edge_change_log_is_pruned_past_its_cap_and_a_cache_behind_it_reload
     a.ok("--store", "team", "recall", query)  # A's cache is current
     edges = rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0]
     cap = max(EDGE_CHANGES_MIN_KEEP, edges)
-    floor = lambda: int(rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'edge_changes_floor'")[0][0])  # noqa: E731
+    def floor() -> int:
+        return int(rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'edge_changes_floor'")[0][0])
+
     first_floor, logged = floor(), 0
     with psycopg.connect(pg_db, autocommit=True) as conn:
         conn.execute("SET search_path TO mnemon_team")
@@ -477,6 +479,11 @@ def test_doctor_repair_recreates_dropped_triggers(tmp_path, capsys, pg_db) -> No
     assert cli.ok("--store", "team", "doctor")["ok"] is True
 
 
+FOREIGN_KEYS_OF_EDGES = (
+    "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass"
+)
+
+
 def test_a_dangling_edge_cannot_be_written_on_postgres(tmp_path, capsys, pg_db) -> None:
     """The edges' endpoints are kept by set-based triggers (schema revision 3), not foreign keys:
     every way of writing an edge row to a missing insight fails with PostgreSQL's foreign-key error
@@ -491,7 +498,7 @@ def test_a_dangling_edge_cannot_be_written_on_postgres(tmp_path, capsys, pg_db) 
     b = cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")["id"]
     before = rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0]
     assert before > 0  # the entity and backbone edges between a and b
-    assert rows(pg_db, "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass") == []
+    assert rows(pg_db, FOREIGN_KEYS_OF_EDGES) == []
     put = "INSERT INTO mnemon_team.edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES "
     row = "(%s, %s, 'semantic', 0.5, '{}', '2026-01-01T00:00:00Z')"
     with psycopg.connect(pg_db, autocommit=True) as conn:
@@ -559,8 +566,10 @@ def test_a_revision_2_schema_loses_its_foreign_keys_for_the_triggers(tmp_path, c
                             ("insights_edges_ad", "insights"), ("insights_id_au", "insights")):
             conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(name), sql.Identifier(table)))
         for column in ("source_id", "target_id"):
-            conn.execute(sql.SQL("ALTER TABLE edges ADD CONSTRAINT {} FOREIGN KEY ({}) REFERENCES insights(id) "
-                                 "ON DELETE CASCADE").format(sql.Identifier(f"edges_{column}_fkey"), sql.Identifier(column)))
+            conn.execute(
+                sql.SQL("ALTER TABLE edges ADD CONSTRAINT {} FOREIGN KEY ({}) REFERENCES insights(id) "
+                        "ON DELETE CASCADE").format(sql.Identifier(f"edges_{column}_fkey"), sql.Identifier(column))
+            )
         conn.execute("ALTER TABLE edges ALTER COLUMN change_seq SET DEFAULT 0")  # revision 2 stamped inserts by trigger
         conn.execute("CREATE OR REPLACE TRIGGER edges_change_seq BEFORE INSERT OR UPDATE ON edges "
                      "FOR EACH ROW EXECUTE FUNCTION mnemon_change_stamp()")
@@ -569,7 +578,7 @@ def test_a_revision_2_schema_loses_its_foreign_keys_for_the_triggers(tmp_path, c
     stamped = rows(pg_db, "SELECT change_seq FROM mnemon_team.edges WHERE %s IN (source_id, target_id)", (b,))
     assert stamped and all(seq > 0 for (seq,) in stamped) and len(set(stamped)) == len(stamped)
     assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'pg_revision'") == [("3",)]
-    assert rows(pg_db, "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass") == []
+    assert rows(pg_db, FOREIGN_KEYS_OF_EDGES) == []
     assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.insights WHERE id IN (%s, %s)", (a, b)) == [(2,)]
     assert cli.ok("--store", "team", "doctor")["ok"] is True
     with psycopg.connect(pg_db, autocommit=True) as conn, pytest.raises(psycopg.errors.ForeignKeyViolation):

@@ -18,7 +18,9 @@ _SQL_UPSERT = (
     "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
     "VALUES (?, ?, ?, ?, ?, ?)"
 )
-_SQL_INSERT = "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+_SQL_INSERT = (
+    "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+)
 _SQL_DELETE_TOUCHING = "DELETE FROM edges WHERE source_id = ? OR target_id = ?"
 _SQL_DELETE_PAIR = "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?"
 _SQL_COUNT_TOUCHING = (

@@ -334,7 +334,8 @@ BEGIN
     IF NEW.id IS DISTINCT FROM OLD.id AND EXISTS (
             SELECT 1 FROM edges WHERE source_id = OLD.id UNION ALL SELECT 1 FROM edges WHERE target_id = OLD.id) THEN
         RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
-            MESSAGE = 'update or delete on table "insights" violates foreign key constraint "edges_source_id_fkey" on table "edges"',
+            MESSAGE = 'update or delete on table "insights" violates foreign key constraint '
+                || '"edges_source_id_fkey" on table "edges"',
             DETAIL = format('Key (id)=(%s) is still referenced from table "edges".', OLD.id);
     END IF;
     RETURN NULL;
@@ -402,8 +403,8 @@ def migrate(conn: PgConnection, quoted_schema: str, schema_name: str) -> None:
         if is_current(conn):
             conn.commit()
             return  # another machine created it while we waited for the lock
-        for statement in (*_TABLES, *_MIGRATIONS, *_FUNCTIONS, *_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION, *_ENDPOINT_FUNCTIONS,
-                          *_INDEXES):
+        statements = (*_TABLES, *_MIGRATIONS, *_FUNCTIONS, *_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION)
+        for statement in (*statements, *_ENDPOINT_FUNCTIONS, *_INDEXES):
             conn.execute(statement, raw=True)
         literal = schema_name.replace("'", "''")
         conn.execute(_SQLITE_MASTER.format(schema='"' + literal.replace('"', '""') + '"'), raw=True)
