@@ -311,3 +311,20 @@ def test_catch_up_reads_walk_the_rowid_range(tmp_path, name):
     finally:
         conn.close()
     assert plan[0].startswith("SEARCH") and "INTEGER PRIMARY KEY (rowid>?)" in plan[0], plan
+
+
+def test_edge_counts_of_many_ids_are_the_same_scanned_or_probed(tmp_path, draft_text):
+    """count_touching_many scans every edge when asked for a large share of the insights (an
+    import's touched nodes) and probes two index ranges per id otherwise: the same counts."""
+    _import(tmp_path, draft_text)
+    conn = apsw.Connection(str(tmp_path / "data" / "default" / "mnemon.db"))
+    try:
+        ids = [str(r[0]) for r in conn.execute("SELECT id FROM insights ORDER BY rowid")]
+        few = ids[:: edges.SCAN_SHARE * 3]  # below the share: probed
+        assert len(few) * edges.SCAN_SHARE < len(ids)
+        scanned, probed = edges.count_touching_many(conn, ids + ["no-such-id"]), edges.count_touching_many(conn, few)
+        assert probed == {i: edges.count_touching(conn, i) for i in few if edges.count_touching(conn, i)}
+        assert scanned == {i: n for i in ids if (n := edges.count_touching(conn, i))}
+        assert {i: scanned[i] for i in probed} == probed and sum(scanned.values()) == 2 * edges.count_all(conn)
+    finally:
+        conn.close()

@@ -408,6 +408,43 @@ def test_a_foreign_import_is_caught_up_from_the_edge_change_log_without_a_reload
     assert meta["edge_changes_rows"] == str(query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0])
 
 
+def test_the_edge_change_log_is_pruned_past_its_cap_and_a_cache_behind_it_reloads(tmp_path, capsys, pg_db) -> None:
+    """Logged edge changes past the cap (EDGE_CHANGES_MIN_KEEP rows, or the edge count if larger)
+    halve the log: the newest half stays, the floor moves to the newest row dropped, the row
+    counter stays exact; a cache whose marker is below the new floor reloads the edge list and
+    answers as a fresh one."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+    from mnemon.engine import hot
+    from mnemon.store.postgres.schema import EDGE_CHANGES_MIN_KEEP
+
+    path = tmp_path / "draft.json"
+    path.write_text(json.dumps(generate_draft(300, seed=41, edges_per_insight=4)), encoding="utf-8")
+    a, c = _machines(tmp_path, capsys, pg_db, 2)
+    a.ok("--store", "team", "import", str(path))
+    query = "why did we choose Qdrant for the billing service"
+    a.ok("--store", "team", "recall", query)  # A's cache is current
+    edges = rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0]
+    cap = max(EDGE_CHANGES_MIN_KEEP, edges)
+    def floor() -> int:
+        return int(rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'edge_changes_floor'")[0][0])
+
+    first_floor, logged = floor(), 0
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        while floor() == first_floor:  # every update of all the edges logs each old row once
+            assert logged <= cap, "the log grew past its cap without being pruned"
+            conn.execute("UPDATE edges SET weight = weight")
+            logged += edges
+    kept = rows(pg_db, "SELECT COUNT(*), MIN(seq) FROM mnemon_team.edge_changes")[0]
+    assert kept[0] == cap // 2 and kept[1] > floor() > first_floor
+    assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'edge_changes_rows'") == [(str(kept[0]),)]
+    reloads = hot.EDGE_STATS["reloads"]
+    again = a.ok("--store", "team", "recall", query)["results"]
+    assert hot.EDGE_STATS["reloads"] == reloads + 1  # A's marker is below the floor: never a stale cache
+    assert again == c.ok("--store", "team", "recall", query)["results"]
+
+
 # --- doctor ---------------------------------------------------------------------------------------
 
 
@@ -440,6 +477,114 @@ def test_doctor_repair_recreates_dropped_triggers(tmp_path, capsys, pg_db) -> No
     assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edge_changes")[0][0] > 0
     assert cli.ok("--store", "team", "status")["total_insights"] == 2
     assert cli.ok("--store", "team", "doctor")["ok"] is True
+
+
+FOREIGN_KEYS_OF_EDGES = (
+    "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass"
+)
+
+
+def test_a_dangling_edge_cannot_be_written_on_postgres(tmp_path, capsys, pg_db) -> None:
+    """The edges' endpoints are kept by set-based triggers (schema revision 3), not foreign keys:
+    every way of writing an edge row to a missing insight fails with PostgreSQL's foreign-key error
+    and writes nothing (one row, a multi-row statement, the store's COPY-staged bulk path, a key
+    update); deleting an insight row takes its edges; doctor finds what a dropped trigger let in."""
+    from mnemon.store import Store, StatementError
+    from mnemon.store.postgres import connection as pgconn
+    from tests.test_cli_remember import db_path
+
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    a = cli.ok("--store", "team", "remember", "Alice moved the billing service to Kafka")["id"]
+    b = cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")["id"]
+    before = rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0]
+    assert before > 0  # the entity and backbone edges between a and b
+    assert rows(pg_db, FOREIGN_KEYS_OF_EDGES) == []
+    put = "INSERT INTO mnemon_team.edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES "
+    row = "(%s, %s, 'semantic', 0.5, '{}', '2026-01-01T00:00:00Z')"
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")  # as mnemon's sessions: the triggers' functions
+        for values, params, key in (
+            (row, (a, "missing"), "target_id"),
+            (row, ("missing", b), "source_id"),
+            (f"{row}, {row}", (a, b, b, "missing"), "target_id"),  # one good row, one dangling: neither
+        ):
+            with pytest.raises(psycopg.errors.ForeignKeyViolation) as failed:
+                conn.execute(put + values + " ON CONFLICT DO NOTHING", params)
+            assert str(failed.value).startswith(
+                f'insert or update on table "edges" violates foreign key constraint "edges_{key}_fkey"'
+            )
+            assert "Key (" + key + ")=(missing) is not present" in failed.value.diag.message_detail
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            conn.execute("UPDATE mnemon_team.edges SET target_id = 'missing' WHERE source_id = %s", (a,))
+        with pytest.raises(psycopg.errors.ForeignKeyViolation):
+            conn.execute("UPDATE mnemon_team.insights SET id = 'renamed' WHERE id = %s", (a,))
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges")[0][0] == before
+    # The bulk path (COPY into a staging table, then one INSERT ... SELECT): all or nothing.
+    opened = Store.open(db_path(cli.data_dir, "team"), readonly=False, now="2026-01-01T00:00:00Z")
+    try:
+        bulk = [(a, f"ghost-{k}", "semantic", 0.5, "{}", "2026-01-01T00:00:00Z") for k in range(pgconn.COPY_MIN_ROWS)]
+        opened.conn.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StatementError, match="edges_target_id_fkey"):
+            opened.conn.executemany(
+                "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)", bulk,
+            )
+        opened.conn.execute("ROLLBACK")
+    finally:
+        opened.close()
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    # ON DELETE CASCADE: an insight row deleted (never by mnemon itself) takes its edges along.
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("DELETE FROM mnemon_team.insights WHERE id = %s", (b,))
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edges WHERE %s IN (source_id, target_id)", (b,)) == [(0,)]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    # Without the trigger (dropped by hand) a dangling edge gets in: doctor names it, --repair fixes both.
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("DROP TRIGGER edges_endpoints_ai ON mnemon_team.edges")
+        conn.execute(put + row, (a, "missing"))
+    found = json.loads(cli("--store", "team", "doctor").out)
+    failing = {c["name"]: json.dumps(c) for c in found["checks"] if not c["ok"]}
+    assert "foreign_keys" in failing and "edges row" in failing["foreign_keys"]
+    assert "trigger edges_endpoints_ai missing" in failing["counters"]
+    cli.ok("--store", "team", "doctor", "--repair")
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    with psycopg.connect(pg_db, autocommit=True) as conn, pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute(put + row, (a, "missing"))
+
+
+def test_a_revision_2_schema_loses_its_foreign_keys_for_the_triggers(tmp_path, capsys, pg_db) -> None:
+    """A store an earlier mnemon created (foreign keys, pg_revision 2) is migrated by the next
+    writer: the constraints go, the endpoint triggers come, the data stays."""
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    a = cli.ok("--store", "team", "remember", "Alice moved the billing service to Kafka")["id"]
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        for name, table in (("edges_endpoints_ai", "edges"), ("edges_endpoints_au", "edges"),
+                            ("insights_edges_ad", "insights"), ("insights_id_au", "insights")):
+            conn.execute(sql.SQL("DROP TRIGGER {} ON {}").format(sql.Identifier(name), sql.Identifier(table)))
+        for column in ("source_id", "target_id"):
+            conn.execute(
+                sql.SQL("ALTER TABLE edges ADD CONSTRAINT {} FOREIGN KEY ({}) REFERENCES insights(id) "
+                        "ON DELETE CASCADE").format(sql.Identifier(f"edges_{column}_fkey"), sql.Identifier(column))
+            )
+        conn.execute("ALTER TABLE edges ALTER COLUMN change_seq SET DEFAULT 0")  # revision 2 stamped inserts by trigger
+        conn.execute("CREATE OR REPLACE TRIGGER edges_change_seq BEFORE INSERT OR UPDATE ON edges "
+                     "FOR EACH ROW EXECUTE FUNCTION mnemon_change_stamp()")
+        conn.execute("UPDATE mnemon_meta SET value = '2' WHERE key = 'pg_revision'")
+    b = cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")["id"]
+    stamped = rows(pg_db, "SELECT change_seq FROM mnemon_team.edges WHERE %s IN (source_id, target_id)", (b,))
+    assert stamped and all(seq > 0 for (seq,) in stamped) and len(set(stamped)) == len(stamped)
+    assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'pg_revision'") == [("3",)]
+    assert rows(pg_db, FOREIGN_KEYS_OF_EDGES) == []
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.insights WHERE id IN (%s, %s)", (a, b)) == [(2,)]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    with psycopg.connect(pg_db, autocommit=True) as conn, pytest.raises(psycopg.errors.ForeignKeyViolation):
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("INSERT INTO mnemon_team.edges (source_id, target_id, edge_type, created_at) "
+                     "VALUES (%s, 'missing', 'semantic', 'x')", (a,))
 
 
 # --- several machines at once ---------------------------------------------------------------------

@@ -20,6 +20,7 @@ insights in timeline order and every edge between them as an index pair.
 from __future__ import annotations
 
 import bisect
+import operator
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -40,7 +41,6 @@ from mnemon.records import (
     CAUSAL_MIN_OVERLAP,
     ENTITY_EDGE_CAP,
     ENTITY_EDGE_NEIGHBOURS,
-    Edge,
     Insight,
 )
 from mnemon.store import StatementError, edges, insights, oplog
@@ -62,6 +62,8 @@ IMPORT_BATCH_GROWTH = 4  # a batch is at least 1/4 of the insights the store hol
 IMPORT_BATCH_MAX = 20_000
 EMBED_BATCH = 64  # texts per embed_batch request
 IMPORT_TRIGGER = "import"  # the prune oplog's trigger=… for the import's auto-prune
+_EdgeRow = tuple[str, str, str, float, str, str]  # an edge as edges.upsert_row binds it
+_EDGE_KEY = operator.itemgetter(0, 1, 2)  # (source_id, target_id, edge_type)
 Progress = Callable[[int, int], None]
 
 
@@ -390,7 +392,8 @@ class ImportMixin(WriteMixin):
         oplog.append_many(conn, log)
         rows_out = [v if type(v) is tuple else edges.edge_row(v) for v in chunk_edges.values()]
         present = insights.existing_ids(conn, [i for r in rows_out for i in (r[0], r[1])])
-        edges.upsert_rows_sorted(conn, [r for r in rows_out if r[0] in present and r[1] in present])
+        # Every key names an insight of this chunk, new in this transaction: no row has it yet.
+        edges.insert_new_rows_sorted(conn, [r for r in rows_out if r[0] in present and r[1] in present])
         return out
 
     def _embed_chunk(self, embedder: Embedder | None, texts: list[str]) -> list[NDArray[np.float64] | None]:
@@ -498,8 +501,11 @@ class ImportMixin(WriteMixin):
     ) -> tuple[int, list[str]]:
         """Explicit edges, backbone repair, EI of touched nodes, auto-prune: one transaction."""
         stamp = format_ts(now)
-        explicit: list[Edge] = []
+        # Edge rows as edges.upsert_row binds them; a dense draft has dozens per insight, so no
+        # Edge records: the metadata text is encoded once per distinct reason.
+        explicit: list[_EdgeRow] = []
         touched: dict[str, None] = dict.fromkeys(added)
+        metadata = {"": edges.dump_metadata({})}
         for k, e in enumerate(draft.edges):
             source_id, target_id = ids[e.source_index], ids[e.target_index]
             if source_id is None or target_id is None:
@@ -508,22 +514,25 @@ class ImportMixin(WriteMixin):
             if source_id == target_id:
                 self._notice(f"warning: edges[{k}]: both ends map to insight {source_id}; edge skipped")
                 continue
-            meta = {"reason": e.reason} if e.reason else {}
-            explicit.append(Edge(source_id, target_id, e.edge_type, e.weight, meta, stamp))
-            touched[source_id] = None
-            touched[target_id] = None
+            meta = metadata.get(e.reason)
+            if meta is None:
+                meta = metadata[e.reason] = edges.dump_metadata({"reason": e.reason})
+            explicit.append((source_id, target_id, e.edge_type, e.weight, meta, stamp))
+        for row in explicit:
+            touched[row[0]] = None
+            touched[row[1]] = None
         with self.store.foreign_keys_unchecked(), self.store.transaction("import") as conn:
             inserted = 0
             explicit = _checked(conn, explicit, self._notice)
             try:
-                with conn:  # key order keeps the edge b-trees' pages hot
-                    edges.upsert_many(conn, sorted(explicit, key=lambda e: (e.source_id, e.target_id, e.edge_type)))
+                with conn:  # key order keeps the edge b-trees' pages hot (stable: a repeated key's last row wins)
+                    edges.upsert_rows(conn, sorted(explicit, key=_EDGE_KEY))
                 inserted = len(explicit)
             except StatementError:
-                for k, edge in enumerate(explicit):  # find the failing ones, keep the rest
+                for k, row in enumerate(explicit):  # find the failing ones, keep the rest
                     try:
                         with conn:
-                            edges.upsert(conn, edge)
+                            edges.upsert_row(conn, row)
                         inserted += 1
                     except StatementError as exc:
                         self._notice(f"warning: explicit edge {k}: {exc}")
@@ -581,18 +590,24 @@ def _entity_edges(
             written += 2
 
 
-def _checked(conn: apsw.Connection, written: list[Edge], notice: Callable[[str], None] | None) -> list[Edge]:
-    """The edges whose two endpoints exist: the foreign-key check, once for all (in the writing transaction).
+def _checked(
+    conn: apsw.Connection, written: list[_EdgeRow], notice: Callable[[str], None] | None
+) -> list[_EdgeRow]:
+    """The edge rows whose two endpoints exist: the foreign-key check, once for all (in the writing transaction).
 
     Entity, causal and semantic neighbours come from the store in this transaction or from state
     kept since (reloaded whenever another process wrote), so they always pass; explicit edges map
     to ids this import added or found, and a missing one warns as the constraint did.
     """
-    present = insights.existing_ids(conn, [i for e in written for i in (e.source_id, e.target_id)])
-    kept: list[Edge] = []
-    for k, edge in enumerate(written):
-        if edge.source_id in present and edge.target_id in present:
-            kept.append(edge)
+    ends = {row[0]: None for row in written}
+    ends.update((row[1], None) for row in written)
+    present = insights.existing_ids(conn, ends)
+    if len(present) == len(ends):
+        return written  # the usual case: every endpoint is there
+    kept: list[_EdgeRow] = []
+    for k, row in enumerate(written):
+        if row[0] in present and row[1] in present:
+            kept.append(row)
         elif notice is not None:
             notice(f"warning: explicit edge {k}: FOREIGN KEY constraint failed")
     return kept

@@ -77,7 +77,7 @@ class Store:
 
     def foreign_keys_unchecked(self) -> contextlib.AbstractContextManager[None]:
         """Skip per-row foreign-key checks for one bulk transaction (SQLite only: a PostgreSQL
-        server always checks them, at a cost it pays on its own side)."""
+        store checks the edges' endpoints once per statement anyway, ``postgres/schema.py``)."""
         return connection.foreign_keys_unchecked(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
 
     def trigger_problems(self) -> list[str]:

@@ -10,6 +10,7 @@ served from the old caches; the generation and row markers they compare are the 
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 from mnemon.errors import InputError, NotFoundError, ReadonlyModeError, StoreError
@@ -49,6 +50,9 @@ class PostgresStore(Store):
         except BaseException:
             conn.close()
             raise
+
+    def bulk_tuning(self) -> contextlib.AbstractContextManager[None]:
+        return connection.bulk_tuning(self.conn)  # type: ignore[arg-type]
 
     def trigger_problems(self) -> list[str]:
         """Missing triggers of the schema beyond the counter triggers ``counts.problems`` names."""

@@ -19,8 +19,9 @@ Only this module imports psycopg (and only when a PostgreSQL store is opened).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 import apsw
@@ -32,8 +33,9 @@ from mnemon.records import BUSY_TIMEOUT_MS
 from mnemon.store.postgres import dialect
 
 CONNECT_TIMEOUT_S = 5
-# From this many rows an executemany'd INSERT goes through COPY into a staging table (_copy_insert).
+# From this many rows an executemany'd INSERT goes through COPY (_copy_into, _copy_insert).
 COPY_MIN_ROWS = 2_000
+BULK_WORK_MEM = "128MB"  # work_mem during an import (bulk_tuning)
 
 
 class StatementError(apsw.Error):
@@ -125,13 +127,17 @@ class PgConnection:
         if not raw:
             name = dialect.pragma(statement)
             if name is not None:
+                if name in dialect.PRAGMA_QUERIES:
+                    return _Rows(self._run(dialect.PRAGMA_QUERIES[name], ()))
                 return _Rows(list(dialect.PRAGMA_ROWS.get(name, [])))
             statement = dialect.translate(statement)
         return _Rows(self._run(statement, params))
 
     def executemany(self, statement: str, rows: Iterable[Sequence[Any]]) -> None:
         """Run the statement for every row, in order. An INSERT becomes multi-row statements (a
-        thousand rows each), so its triggers run once per statement rather than once per row."""
+        thousand rows each), so its triggers run once per statement rather than once per row;
+        from COPY_MIN_ROWS rows a plain INSERT is one COPY into the table, an upsert a COPY into
+        a staging table and one INSERT ... SELECT from it."""
         batch = list(rows)
         if not batch:
             return
@@ -143,6 +149,9 @@ class PgConnection:
                     self._changes = max(cur.rowcount, 0)
                     return
                 batch = multi.last_per_key(batch)
+                if len(batch) >= COPY_MIN_ROWS and multi.plain:
+                    self._changes = self._copy_into(cur, multi, batch)
+                    return
                 if len(batch) >= COPY_MIN_ROWS and self._may_stage(cur):
                     self._changes = self._copy_insert(cur, multi, batch)
                     return
@@ -163,6 +172,28 @@ class PgConnection:
             row = cur.fetchone()
             self._stage_ok = bool(row and row[0])
         return self._stage_ok
+
+    @staticmethod
+    def _copy_into(cur: psycopg.Cursor[Any], multi: dialect.MultiRow, rows: list[Sequence[Any]]) -> int:
+        """A plain INSERT (no conflict clause) as one COPY into the table itself; return the rows.
+
+        COPY is that INSERT: the same rows in the same order (serial columns allocated in the
+        caller's order), the same row and statement triggers with the same transition table,
+        the same constraint errors. It needs no staging table (so no TEMPORARY privilege), and the
+        server stores the rows while the client is still sending the next ones.
+        """
+        constants = [(k, int(slot)) for k, slot in enumerate(multi.slots) if slot != "?"]
+        with cur.copy(f"COPY {multi.table} ({', '.join(multi.columns)}) FROM STDIN") as copy:
+            if not constants:
+                for row in rows:
+                    copy.write_row(row)
+            else:
+                for row in rows:
+                    values = list(row)
+                    for k, value in constants:
+                        values.insert(k, value)
+                    copy.write_row(values)
+        return len(rows)
 
     def _copy_insert(self, cur: psycopg.Cursor[Any], multi: dialect.MultiRow, rows: list[Sequence[Any]]) -> int:
         """One INSERT ... SELECT from a staging table filled by COPY; return the rows it wrote.
@@ -245,6 +276,25 @@ class PgConnection:
                 f'lost connection to PostgreSQL for store "{self.store}": {message}; the command was rolled back'
             )
         return StatementError(message)
+
+
+@contextlib.contextmanager
+def bulk_tuning(conn: PgConnection) -> Iterator[None]:
+    """This session's memory for sorts and hashes raised for a bulk write, then reset.
+
+    An import's statements sort and hash hundreds of thousands of rows (the staged rows in the
+    caller's order, the endpoint checks, the per-node edge counts); at the default 4 MB each of
+    them spills to temporary files. Session-local; durability and locking are unchanged.
+    """
+    conn.execute(f"SET work_mem = '{BULK_WORK_MEM}'", raw=True)
+    try:
+        yield
+    finally:
+        if not (conn.raw.broken or conn.raw.closed):
+            try:
+                conn.execute("RESET work_mem", raw=True)
+            except StoreError:
+                pass  # the connection went away: nothing left to reset
 
 
 def connect(conninfo: str, *, store: str, schema: str, filename: str, readonly: bool) -> PgConnection:

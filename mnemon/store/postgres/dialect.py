@@ -15,11 +15,12 @@ distinct statement (cached):
 - ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE folds ASCII case; on ``COLLATE "C"`` columns ILIKE folds
   exactly ASCII), ``+col`` (a planner hint for SQLite) loses its ``+``, a FROM sub-query gets the
   alias PostgreSQL 15 requires;
-- PRAGMAs have fixed answers (integrity and foreign keys are the server's job).
+- PRAGMAs have fixed answers (integrity is the server's job), except ``foreign_key_check``, a query.
 """
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Any
 
@@ -35,7 +36,16 @@ _REPLACED_ROW_MOVES = {"edges": "rowid = nextval(pg_get_serial_sequence('edges',
 PRAGMA_ROWS: dict[str, list[tuple[object, ...]]] = {
     "user_version": [(0,)],
     "integrity_check": [("ok",)],
-    "foreign_key_check": [],
+}
+# PRAGMA → the query answering it as SQLite would. The edges' endpoints are kept by triggers
+# (schema revision 3) rather than foreign keys, so doctor checks them as on SQLite: one row per
+# edge and missing endpoint (table, rowid, parent, which key).
+PRAGMA_QUERIES: dict[str, str] = {
+    "foreign_key_check": (
+        "SELECT 'edges', e.rowid, 'insights', k.fkid FROM edges AS e "
+        "CROSS JOIN LATERAL (VALUES (0, e.target_id), (1, e.source_id)) AS k (fkid, id) "
+        "WHERE NOT EXISTS (SELECT 1 FROM insights AS i WHERE i.id = k.id) ORDER BY e.rowid, k.fkid"
+    ),
 }
 
 _PLACEHOLDER = re.compile(r"'(?:[^']|'')*'|\?")
@@ -124,6 +134,10 @@ class MultiRow:
         self.table, self.columns = table, columns
         self.width = max(1, slots.count("?"))
         self.key_positions = key_positions
+        # A plain INSERT (no conflict clause, only bound values and integer constants): a COPY.
+        self.plain = key_positions is None and not tail.strip() and all(v == "?" or v.isdigit() for v in slots)
+        # A row's key in one C-level call (for a one-column key, the bare value: as distinct).
+        self._key = operator.itemgetter(*key_positions) if key_positions else None
         self.rows_per_statement = max(1, min(1000, 60_000 // self.width))  # PostgreSQL binds at most 65535 values
         self._texts: dict[int, str] = {}
 
@@ -156,12 +170,15 @@ class MultiRow:
         """The rows to write: each key's last row for an upsert (keys index the bound values)."""
         if self.key_positions is None:
             return rows
+        assert self._key is not None
+        keys = list(map(self._key, rows))
+        if len(set(keys)) == len(rows):
+            return rows  # the usual case (bulk writes are built with distinct keys): no copy
         keyed: dict[tuple[Any, ...], Any] = {}
-        for row in rows:
-            key = tuple(row[i] for i in self.key_positions)
+        for key, row in zip(keys, rows):
             keyed.pop(key, None)  # re-inserted at the end: the order of last writes is kept
             keyed[key] = row
-        return list(keyed.values()) if len(keyed) != len(rows) else rows
+        return list(keyed.values())
 
 
 def multi_row(sql: str) -> MultiRow | None:

@@ -49,15 +49,16 @@ _TABLES = (
     stored_at text {_C},
     change_seq bigint NOT NULL DEFAULT 0
 )""",
+    "CREATE SEQUENCE IF NOT EXISTS mnemon_change_seq",  # before the edges' column default
     f"""CREATE TABLE IF NOT EXISTS edges (
     rowid bigserial NOT NULL UNIQUE,
-    source_id text {_C} NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
-    target_id text {_C} NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+    source_id text {_C} NOT NULL,
+    target_id text {_C} NOT NULL,
     edge_type text {_C} NOT NULL CHECK (edge_type IN ('temporal', 'semantic', 'causal', 'entity', 'supersedes')),
     weight double precision NOT NULL DEFAULT 1.0,
     metadata text {_C} NOT NULL DEFAULT '{{}}',
     created_at text {_C} NOT NULL,
-    change_seq bigint NOT NULL DEFAULT 0,
+    change_seq bigint NOT NULL DEFAULT nextval('mnemon_change_seq'),
     PRIMARY KEY (source_id, target_id, edge_type)
 )""",
     f"""CREATE TABLE IF NOT EXISTS oplog (
@@ -76,7 +77,6 @@ _TABLES = (
 )""",
     f"CREATE TABLE IF NOT EXISTS mnemon_counts (key text {_C} PRIMARY KEY, n bigint NOT NULL)",
     f"CREATE TABLE IF NOT EXISTS entity_counts (entity text {_C} PRIMARY KEY, n bigint NOT NULL)",
-    "CREATE SEQUENCE IF NOT EXISTS mnemon_change_seq",
     # Revision 2: the keys of deleted and replaced edge rows with their change sequence, so
     # another machine's caches drop exactly those (a replaced row moves to a new rowid, which the
     # caches read as a new row; the old one is invisible to rowid markers). Written by triggers,
@@ -91,8 +91,16 @@ _TABLES = (
 )
 
 # The PostgreSQL schema's own revision beside the shared SCHEMA_VERSION (meta ``pg_revision``;
-# absent = 1). 2: edge_changes.
-PG_REVISION = 2
+# absent = 1). 2: edge_changes. 3: the edges' endpoints are checked by statement-level triggers
+# instead of foreign keys (see _ENDPOINT_FUNCTIONS), and an inserted edge row takes its change
+# sequence from the column's default instead of a row trigger (which made every COPY insert its
+# rows one at a time); updates are still stamped by the trigger.
+PG_REVISION = 3
+# Revision 3 on a schema of an earlier one: the foreign keys go (their default names), the default comes.
+_MIGRATIONS = (
+    "ALTER TABLE edges DROP CONSTRAINT IF EXISTS edges_source_id_fkey, DROP CONSTRAINT IF EXISTS edges_target_id_fkey",
+    "ALTER TABLE edges ALTER COLUMN change_seq SET DEFAULT nextval('mnemon_change_seq')",
+)
 # The change log keeps at least this many rows, and at most about the edge count (past that a
 # reader behind it reloads the edge list, which then costs no more than reading the log would).
 EDGE_CHANGES_MIN_KEEP = 10_000
@@ -280,6 +288,60 @@ BEGIN
     RETURN NULL;
 END $$"""
 
+def _missing_endpoint(column: str, rows: str) -> str:
+    """The plpgsql that raises PostgreSQL's own foreign-key error for the first edge of ``rows``
+    whose ``column`` names no insight (an anti-join: one pass for the statement's rows)."""
+    return f"""SELECT n.{column} INTO missing FROM {rows} AS n
+    WHERE NOT EXISTS (SELECT 1 FROM insights AS i WHERE i.id = n.{column}) LIMIT 1;
+    IF FOUND THEN
+        RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
+            MESSAGE = 'insert or update on table "edges" violates foreign key constraint "edges_{column}_fkey"',
+            DETAIL = format('Key ({column})=(%s) is not present in table "insights".', missing);
+    END IF;"""
+
+
+# Revision 3: the edges' two foreign keys on insights(id), as triggers. A foreign key checks each
+# inserted row on its own (a trigger call and a row lock on the insight per edge row: 45 % of the
+# server's time for an import's edge rows), and only a superuser may skip those checks. These
+# check a statement's rows at once, with the same error; and a deleted insight takes its edges
+# with it (ON DELETE CASCADE). The row locks a foreign key takes guard against a concurrent delete
+# of an endpoint: mnemon's writers of one store serialise on its advisory lock, and mnemon never
+# deletes an insight row except with its edges. Keys never change in mnemon's statements (an
+# upsert updates the other columns), so the row-level checks on key updates never fire in use.
+_ENDPOINT_FUNCTIONS = (
+    f"""CREATE OR REPLACE FUNCTION mnemon_edges_endpoints() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE missing text;
+BEGIN
+    {_missing_endpoint("source_id", "new_rows")}
+    {_missing_endpoint("target_id", "new_rows")}
+    RETURN NULL;
+END $$""",
+    f"""CREATE OR REPLACE FUNCTION mnemon_edge_keys_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE missing text;
+BEGIN
+    {_missing_endpoint("source_id", "(SELECT NEW.source_id)")}
+    {_missing_endpoint("target_id", "(SELECT NEW.target_id)")}
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_insights_cascade() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    DELETE FROM edges WHERE source_id IN (SELECT id FROM old_rows);
+    DELETE FROM edges WHERE target_id IN (SELECT id FROM old_rows);
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_insight_id_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.id IS DISTINCT FROM OLD.id AND EXISTS (
+            SELECT 1 FROM edges WHERE source_id = OLD.id UNION ALL SELECT 1 FROM edges WHERE target_id = OLD.id) THEN
+        RAISE EXCEPTION USING ERRCODE = 'foreign_key_violation',
+            MESSAGE = 'update or delete on table "insights" violates foreign key constraint '
+                || '"edges_source_id_fkey" on table "edges"',
+            DETAIL = format('Key (id)=(%s) is still referenced from table "edges".', OLD.id);
+    END IF;
+    RETURN NULL;
+END $$""",
+)
+
 # (name, timing and events, table, level, function); the counter triggers carry SQLite's names,
 # which doctor's trigger check (counts.TRIGGER_NAMES) looks for.
 _NEW = "REFERENCING NEW TABLE AS new_rows"
@@ -287,7 +349,7 @@ _OLD = "REFERENCING OLD TABLE AS old_rows"
 _TRIGGERS = (
     ("insights_stored_at", "BEFORE INSERT", "insights", "ROW", "mnemon_stored_at"),
     ("insights_change_seq", "BEFORE INSERT OR UPDATE", "insights", "ROW", "mnemon_change_stamp"),
-    ("edges_change_seq", "BEFORE INSERT OR UPDATE", "edges", "ROW", "mnemon_change_stamp"),
+    ("edges_change_seq", "BEFORE UPDATE", "edges", "ROW", "mnemon_change_stamp"),  # inserts: the default
     ("insights_change_del", "AFTER DELETE", "insights", "STATEMENT", "mnemon_change_deleted"),
     ("edges_change_del", "AFTER DELETE", "edges", "STATEMENT", "mnemon_change_deleted"),
     ("insights_entities_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_entities_ai"),
@@ -302,6 +364,10 @@ _TRIGGERS = (
     # A replaced edge (INSERT OR REPLACE: an upsert's DO UPDATE) is logged like a deleted one.
     ("edges_changes_ad", f"AFTER DELETE ON edges {_OLD}", None, "STATEMENT", "mnemon_log_edge_changes"),
     ("edges_changes_au", f"AFTER UPDATE ON edges {_OLD}", None, "STATEMENT", "mnemon_log_edge_changes"),
+    ("edges_endpoints_ai", f"AFTER INSERT ON edges {_NEW}", None, "STATEMENT", "mnemon_edges_endpoints"),
+    ("edges_endpoints_au", "AFTER UPDATE OF source_id, target_id", "edges", "ROW", "mnemon_edge_keys_changed"),
+    ("insights_edges_ad", f"AFTER DELETE ON insights {_OLD}", None, "STATEMENT", "mnemon_insights_cascade"),
+    ("insights_id_au", "AFTER UPDATE OF id", "insights", "ROW", "mnemon_insight_id_changed"),
     ("entities_count_ai", f"AFTER INSERT ON insight_entities {_NEW}", None, "STATEMENT", "mnemon_count_entities_added"),
     ("entities_count_ad", f"AFTER DELETE ON insight_entities {_OLD}", None, "STATEMENT", "mnemon_count_entities_removed"),
 )
@@ -337,7 +403,8 @@ def migrate(conn: PgConnection, quoted_schema: str, schema_name: str) -> None:
         if is_current(conn):
             conn.commit()
             return  # another machine created it while we waited for the lock
-        for statement in (*_TABLES, *_FUNCTIONS, *_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION, *_INDEXES):
+        statements = (*_TABLES, *_MIGRATIONS, *_FUNCTIONS, *_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION)
+        for statement in (*statements, *_ENDPOINT_FUNCTIONS, *_INDEXES):
             conn.execute(statement, raw=True)
         literal = schema_name.replace("'", "''")
         conn.execute(_SQLITE_MASTER.format(schema='"' + literal.replace('"', '""') + '"'), raw=True)
@@ -382,7 +449,7 @@ def missing_triggers(conn: PgConnection) -> list[str]:
 def reinstall_triggers(conn: PgConnection) -> None:
     """Recreate every trigger function and trigger (``doctor --repair``; in the caller's write
     transaction, idempotent): what they keep is then recounted by the caller."""
-    for statement in (*_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION):
+    for statement in (*_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION, *_ENDPOINT_FUNCTIONS):
         conn.execute(statement, raw=True)
     _create_triggers(conn)
 
