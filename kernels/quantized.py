@@ -2,18 +2,18 @@
 
 A 1M x 768 float64 matrix is 6.1 GB: one exact scan reads all of it, and a fresh process first
 faults every page of it in (about 0.8 s of system time measured at 1M). Each row is therefore
-also kept as int8 codes with a per-row scale (``v ≈ scale · codes``), 768 bytes a row, and the
-scan reads those instead. It is not an approximation of the result: each row carries a *slack*,
+also kept as int8 codes with a per-row scale (``v ≈ scale · codes``), 768 bytes a row, coded by
+the vector index (``mnemon.store.vectors.quantize``), and the scan reads those instead. It is not an approximation of the result: each row carries a *slack*,
 a proven bound on how far its approximate cosine can be from the exact one, so a caller keeps
 every row whose interval could reach a cut (a floor, the k-th best) and recomputes just those
-exactly with :func:`cosine_rows`, the very row kernel of ``kernels.cosine.cosine_scores``
-(bit-equal values). Rows no interval can lift stay out for certain.
+exactly with :func:`cosine_rows` (the row kernel of ``kernels.cosine.cosine_scores``) or
+:func:`cosine_rows_numpy` (the einsum of ``cosine_scores_numpy``), bit-equal to that path's scan. Rows no interval can lift stay out for certain.
 
 The bound, for a row ``v`` with codes ``c``, scale ``s`` and residual ``e = v - s·c``, and a unit
 query ``u`` itself coded as ``u = t·q + f`` (int16 codes ``q``, scale ``t``, residual ``f``):
 ``v·u = s·t·(c·q) + s·(c·f) + e·u``, with ``|s·(c·f)| <= (|v| + |e|)·|f|`` and ``|e·u| <= |e|``. So
 the approximate cosine ``s·t·(c·q) / |v|`` is within ``r + (1 + r)·|f|`` of the exact one, where
-``r = |e| / |v|`` is stored per row (:func:`quantize`) and ``|f|`` is known per query
+``r = |e| / |v|`` is stored per row (by the vector index) and ``|f|`` is known per query
 (:func:`code_query`); :data:`ROUNDING_SLACK` covers the few float64 roundings of the final products
 (the dot product ``c·q`` itself is an exact integer, so its value does not depend on the order of
 summation, the thread count or the numba/numpy path). Rows of norm 0 have scale 0 and slack 0:
@@ -34,46 +34,11 @@ from kernels._jit import jit, prange
 from kernels.cosine import _cosine_row
 from kernels.topk import check_array
 
-CODE_MAX = 127  # int8 codes in [-127, 127]: symmetric, so scaling by -1 is exact
+CODE_MAX = 127  # the rows' int8 codes lie in [-127, 127] (mnemon.store.vectors.quantize codes them)
 ROUNDING_SLACK = 1e-9  # cosine units: a few float64 roundings of the final products (module doc)
-QUANTIZE_BLOCK = 16_384  # rows quantized or scanned at once: bounds the temporaries (~100 MB at d=768)
 INT32_MAX = 2**31 - 1
 PARALLEL_MIN_ROWS = 100_000  # the numpy scan splits into threads only above this many rows per part
 PARALLEL_MAX_PARTS = 4
-
-
-def quantize(vectors: npt.NDArray[np.float64]) -> tuple[npt.NDArray[np.int8], npt.NDArray[np.float64], npt.NDArray[np.float64]]:
-    """Return ``(codes, scale_over_norm, residual)`` for float64 rows ``vectors`` (m, d).
-
-    ``codes`` int8 (m, d) with ``vectors[i] ≈ scale_i · codes[i]`` (``scale_i = max|v_i| / 127``);
-    ``scale_over_norm`` float64 (m,), ``scale_i / |v_i|`` (0 for a zero row); ``residual`` float64
-    (m,), ``|v_i - scale_i·codes[i]| / |v_i|`` rounded up (0 for a zero row), the ``r`` of the
-    module doc. Depends on each row alone: blocking never changes a row's values.
-    """
-    vectors = np.asarray(vectors, dtype=np.float64)
-    if vectors.ndim != 2:
-        raise ValueError(f"quantize: vectors must be 2-D, got shape {vectors.shape}")
-    m, d = vectors.shape
-    codes = np.empty((m, d), dtype=np.int8)
-    mult = np.zeros(m, dtype=np.float64)
-    resid = np.zeros(m, dtype=np.float64)
-    for lo in range(0, m, QUANTIZE_BLOCK):
-        block = vectors[lo : lo + QUANTIZE_BLOCK]
-        hi = lo + len(block)
-        scale = (np.max(np.abs(block), axis=1) if d else np.zeros(len(block))) / CODE_MAX
-        inv = np.zeros_like(scale)
-        np.divide(1.0, scale, out=inv, where=scale > 0.0)
-        scaled = np.clip(np.rint(block * inv[:, None]), -CODE_MAX, CODE_MAX)
-        codes[lo:hi] = scaled.astype(np.int8)
-        error = block - scaled * scale[:, None]
-        norm = np.sqrt(np.einsum("ij,ij->i", block, block))
-        nonzero = norm > 0.0
-        np.divide(scale, norm, out=mult[lo:hi], where=nonzero)
-        part = np.zeros(len(block))
-        np.divide(np.sqrt(np.einsum("ij,ij->i", error, error)), norm, out=part, where=nonzero)
-        # nextafter: the square root and the division round; the bound must not shrink by an ulp
-        resid[lo:hi] = np.where(nonzero, np.nextafter(np.nextafter(part, np.inf), np.inf), 0.0)
-    return codes, mult, resid
 
 
 def query_code_max(dim: int) -> int:
