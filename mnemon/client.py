@@ -149,7 +149,10 @@ def _forward_signals(pid: int, received: list[int]) -> None:
             pass
 
     for sig in _FORWARDED:
-        _signal.signal(sig, forward)
+        # A signal this process inherited as ignored (a background job of a non-interactive shell
+        # ignores SIGINT and SIGQUIT) would not have stopped an in-process run either: leave it so.
+        if _signal.getsignal(sig) != _signal.SIG_IGN:
+            _signal.signal(sig, forward)
 
 
 def _die_by(sig: int) -> None:

@@ -213,7 +213,8 @@ def test_sigint_mid_command_ends_as_in_process_and_the_store_stays_sound(runtime
             slow.clear()
             proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "remember",
                                      "stalls on the embedder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=_env(runtime, mode, MNEMON_EMBED_ENDPOINT=slow.url))
+                                    env=_env(runtime, mode, MNEMON_EMBED_ENDPOINT=slow.url),
+                                    preexec_fn=_sigint_default)  # even when pytest runs as a background job
             assert _wait(lambda: slow.requests, 60), "the command never reached the embedder"
             proc.send_signal(signal.SIGINT)
             out, err = proc.communicate(timeout=60)
@@ -222,6 +223,36 @@ def test_sigint_mid_command_ends_as_in_process_and_the_store_stays_sound(runtime
             assert _count(data, "first fact") == 1
     assert outcomes["off"] == outcomes["require"]
     assert outcomes["off"][0] == 130
+
+
+def _sigint_default() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def _sigint_ignored() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+def test_an_inherited_ignored_sigint_is_ignored_both_ways(runtime: Path, tmp_path: Path) -> None:
+    """A client started with SIGINT ignored (a background job of a script) does not forward it: the
+    command runs to its end through the server, as it does in-process."""
+    outcomes = {}
+    with EmbedServer(delay=1.0) as slow:
+        for mode in ("off", "require"):
+            data = tmp_path / mode
+            assert _mnemon(runtime, mode, ["--data-dir", str(data), "remember", "first fact", "--no-diff"]).returncode == 0
+            slow.clear()
+            proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "remember",
+                                     "waits on the embedder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    env=_env(runtime, mode, MNEMON_EMBED_ENDPOINT=slow.url),
+                                    preexec_fn=_sigint_ignored)
+            assert _wait(lambda: slow.requests, 60), "the command never reached the embedder"
+            proc.send_signal(signal.SIGINT)
+            out, _err = proc.communicate(timeout=60)
+            outcomes[mode] = (proc.returncode, json.loads(out)["action"])
+            _sound(data)
+            assert _count(data, "waits on the embedder") == 1
+    assert outcomes["off"] == outcomes["require"] == (0, "added")
 
 
 def test_mcp_and_server_commands_run_in_process(runtime: Path, tmp_path: Path) -> None:
