@@ -236,6 +236,15 @@ def test_the_hot_row_hint_saves_lookups_and_is_never_trusted(store_dir: Path, tm
         for r in range(100, 140):
             engine.embed_one(hot.id_at(r))
     monkeypatch.setattr(engine_vectors, "HINT_MIN_MISSES", 8)
+    monkeypatch.setattr(engine_vectors, "TAIL_MAX_MISSES", 0)  # first: every miss through rows_of
+    tail_looked_up: list[int] = []
+    tail_lookup = engine_vectors._tail_lookup
+
+    def counting_tail(row_ids: np.ndarray, wanted: np.ndarray, n: int) -> np.ndarray:
+        tail_looked_up.append(len(wanted))
+        return tail_lookup(row_ids, wanted, n)
+
+    monkeypatch.setattr(engine_vectors, "_tail_lookup", counting_tail)
     query = HashEmbedder(dim=DIM).embed("w1 w2 w3")
     looked_up: list[int] = []
 
@@ -258,10 +267,25 @@ def test_the_hot_row_hint_saves_lookups_and_is_never_trusted(store_dir: Path, tm
     assert hint_path.exists()
     looked_up.clear()
     assert scores() == want and looked_up == []  # every row matched through the hint
+    # rows written since the hint, one of them without a vector (the embedder was away): the
+    # newest rows are found by the tail look-up, still without the whole-index look-up
+    with _engine(data_dir) as engine:
+        engine.remember("w5 w6 w7 written after the hint", no_diff=True)
+    with Engine(_settings(data_dir), clock=lambda: NOW) as engine:  # no embedder: no vector
+        assert engine.remember("w8 w9 stored without a vector", no_diff=True)["embedded"] is False
+    with _engine(data_dir) as engine:
+        engine.remember("w10 w11 after the gap", no_diff=True)
+        hot = engine.hot_index()
+        by_id = dict(zip(*(a.tolist() for a in engine.vector_scores(query))))
+        want = [by_id.get(hot.id_at(r), 0.0) for r in range(hot.n)]
+    monkeypatch.setattr(engine_vectors, "TAIL_MAX_MISSES", 2048)
+    looked_up.clear()
+    assert scores() == want and looked_up == [] and 1 <= sum(tail_looked_up) <= 2  # only the new rows
     rng = np.random.default_rng(5)
     hint_path.write_bytes(rng.integers(-5, 5000, 900, dtype="<i8").tobytes())  # garbage, too short
     looked_up.clear()
-    assert scores(writable=False) == want and looked_up
+    tail_looked_up.clear()
+    assert scores(writable=False) == want and sum(looked_up) + sum(tail_looked_up) > 900  # the misses looked up
     hint_path.write_bytes(b"torn")
     assert scores(writable=False) == want
 
