@@ -426,6 +426,8 @@ class SimilarityBounds:
         self._query = query
         self._vec_of_row = vec_of_row
         self.slack = slack
+        self._query_norm = math.sqrt(float(np.dot(query, query)))  # as kernels.cosine's wrappers compute it
+        self._checked = False
 
     def restrict(self, keep: NDArray[np.bool_]) -> None:
         """Rows outside ``keep`` were set to exactly 0 by the caller (out of scope): no slack there."""
@@ -435,13 +437,35 @@ class SimilarityBounds:
         """Write the exact cosines of ``rows`` into ``values`` (rows already exact are skipped)."""
         import numpy as np
 
-        rows = np.asarray(rows, dtype=np.int64)
+        rows = np.asarray(rows)
         rows = rows[self.slack[rows] > 0.0]
         if not rows.size:
             return
-        rows = np.unique(rows)
-        values[rows] = self._exact(self._vectors, self._norms, self._query, self._vec_of_row[rows])
+        # called once per node the numpy beam expands (thousands of times at 1M): the kernel's
+        # checks were done for the first call; duplicates only write the same value twice
+        if self._checked:
+            values[rows] = self._fast(self._vec_of_row[rows])
+        else:
+            values[rows] = self._exact(self._vectors, self._norms, self._query, self._vec_of_row[rows])
+            self._checked = True
         self.slack[rows] = 0.0
+
+    def _fast(self, vec_rows: NDArray[np.int64]) -> NDArray[np.float64]:
+        """The exact path's own cosines of ``vec_rows`` without re-validating the same arrays."""
+        import numpy as np
+
+        from kernels import quantized
+        from kernels.cosine import _cosine_scores_numpy
+
+        if self._exact is quantized.cosine_rows:
+            from kernels.topk import readonly_view
+
+            # the same array types as the checked call (read-only views): the same compiled kernel
+            args = (readonly_view(self._vectors), readonly_view(self._norms), readonly_view(self._query))
+            return quantized._cosine_rows(*args, self._query_norm, readonly_view(np.ascontiguousarray(vec_rows, dtype=np.int64)))
+        return _cosine_scores_numpy(
+            np.ascontiguousarray(self._vectors[vec_rows]), self._norms[vec_rows], self._query, self._query_norm
+        )
 
 
 # A hot-row hint is rewritten when a lookup missed at least this many rows (or a 64th of them):
