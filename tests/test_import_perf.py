@@ -328,3 +328,22 @@ def test_edge_counts_of_many_ids_are_the_same_scanned_or_probed(tmp_path, draft_
         assert {i: scanned[i] for i in probed} == probed and sum(scanned.values()) == 2 * edges.count_all(conn)
     finally:
         conn.close()
+
+
+def test_an_import_leaves_the_hot_index_current(tmp_path, monkeypatch):
+    """The import builds (or catches up) the hot index itself: the next recall neither builds it nor
+    catches up a single row, so a big import's first recall is not left to a hook's timeout."""
+    from mnemon.engine import hot
+
+    _import(tmp_path, json.dumps(generate_draft(300, seed=23)))
+    folder = tmp_path / "data" / "default" / "mnemon.db.index"
+    assert (folder / "hot").exists()
+
+    def refuse(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("the recall after an import rebuilt or caught up the hot index")
+
+    monkeypatch.setattr(hot.HotIndex, "build", classmethod(refuse))
+    monkeypatch.setattr(hot.HotIndex, "catch_up", refuse)
+    settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
+    with Engine(settings, clock=lambda: NOW) as engine:
+        assert engine.recall("Kafka retries", limit=5).hits
