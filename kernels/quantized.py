@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
 
 from kernels._jit import jit, prange
-from kernels.cosine import _cosine_row
+from kernels.cosine import _check_inputs, _cosine_row, _cosine_scores_numpy
 from kernels.topk import check_array
 
 CODE_MAX = 127  # the rows' int8 codes lie in [-127, 127] (mnemon.store.vectors.quantize codes them)
@@ -68,8 +69,13 @@ def slack(
 
     0 for rows of norm 0 (``mult`` 0): both cosines are exactly 0 there.
     """
-    bound = resid + (1.0 + resid) * query_error + ROUNDING_SLACK
-    return np.where(mult > 0.0, bound, 0.0)
+    return np.where(mult > 0.0, slack_bound(resid, query_error), 0.0)
+
+
+def slack_bound(resid: npt.ArrayLike, query_error: float) -> npt.NDArray[np.float64]:
+    """The bound of the module doc for relative residual(s) ``resid`` (no zero-row special case)."""
+    r = np.asarray(resid, dtype=np.float64)
+    return r + (1.0 + r) * query_error + ROUNDING_SLACK
 
 
 @jit(parallel=True)
@@ -146,6 +152,29 @@ def _cosine_rows(vectors, norms, query, query_norm, rows):
     return out
 
 
+def exact_scorer(
+    vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64], query: npt.NDArray[np.float64], *, numba: bool
+) -> Callable[[npt.NDArray[np.integer]], npt.NDArray[np.float64]]:
+    """A function giving the exact cosines of any rows, bit-equal to that path's full scan there
+    (``kernels.cosine_scores`` with ``numba``, else ``kernels.cosine_scores_numpy``'s einsum).
+
+    The arrays are checked once, here: recall calls the scorer once per node its beam expands.
+    """
+    # a plain ndarray, not numpy.memmap: each memmap gather runs Python code
+    vectors, norms, query, query_norm = _check_inputs(np.asarray(vectors), np.asarray(norms), query)
+    n = vectors.shape[0]
+
+    def numba_rows(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
+        picked = _check_rows(np.ascontiguousarray(rows, dtype=np.int64), n)
+        return _cosine_rows(vectors, norms, query, query_norm, picked)  # type: ignore[no-any-return]
+
+    def numpy_rows(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
+        picked = _check_rows(np.ascontiguousarray(rows, dtype=np.int64), n)
+        return _cosine_scores_numpy(np.ascontiguousarray(vectors[picked]), norms[picked], query, query_norm)
+
+    return numba_rows if numba else numpy_rows
+
+
 def cosine_rows_numpy(
     vectors: npt.NDArray[np.float64],
     norms: npt.NDArray[np.float64],
@@ -153,11 +182,7 @@ def cosine_rows_numpy(
     rows: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
     """Exact cosines of ``rows``, bit-equal to ``kernels.cosine_scores_numpy`` there (its einsum)."""
-    from kernels.cosine import _cosine_scores_numpy, _check_inputs
-
-    vectors, norms, query, query_norm = _check_inputs(vectors, norms, query)
-    rows = _check_rows(rows, vectors.shape[0])
-    return _cosine_scores_numpy(np.ascontiguousarray(vectors[rows]), norms[rows], query, query_norm)
+    return exact_scorer(vectors, norms, query, numba=False)(rows)
 
 
 def _check_rows(rows: object, n: int) -> np.ndarray:
@@ -174,10 +199,4 @@ def cosine_rows(
     rows: npt.NDArray[np.int64],
 ) -> npt.NDArray[np.float64]:
     """Exact cosines of the given ``rows`` (int64), bit-equal to ``kernels.cosine_scores`` there."""
-    vectors = check_array(vectors, "vectors", np.float64, 2)
-    n, d = vectors.shape
-    norms = check_array(norms, "norms", np.float64, 1, n)
-    query = check_array(query, "query", np.float64, 1, d)
-    rows = _check_rows(rows, n)
-    query_norm = math.sqrt(float(np.dot(query, query)))
-    return _cosine_rows(vectors, norms, query, query_norm, rows)
+    return exact_scorer(vectors, norms, query, numba=True)(rows)

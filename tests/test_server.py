@@ -21,7 +21,7 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
@@ -209,20 +209,29 @@ def test_sigint_mid_command_ends_as_in_process_and_the_store_stays_sound(runtime
     with EmbedServer(delay=30) as slow:
         for mode in ("off", "require"):
             data = tmp_path / mode
-            assert _mnemon(runtime, mode, ["--data-dir", str(data), "remember", "first fact", "--no-diff"]).returncode == 0
-            slow.clear()
-            proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "remember",
-                                     "stalls on the embedder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=_env(runtime, mode, MNEMON_EMBED_ENDPOINT=slow.url),
-                                    preexec_fn=_sigint_default)  # even when pytest runs as a background job
-            assert _wait(lambda: slow.requests, 60), "the command never reached the embedder"
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=60)
-            outcomes[mode] = (proc.returncode, err.decode().splitlines()[-1:], out)
+            # the default SIGINT even when pytest runs as a background job (which ignores it)
+            code, out, err = _interrupted_remember(runtime, mode, data, slow, "stalls on the embedder", _sigint_default)
+            outcomes[mode] = (code, err.decode().splitlines()[-1:], out)
             _sound(data)
             assert _count(data, "first fact") == 1
     assert outcomes["off"] == outcomes["require"]
     assert outcomes["off"][0] == 130
+
+
+def _interrupted_remember(
+    runtime: Path, mode: str, data: Path, slow: EmbedServer, text: str, preexec: Callable[[], None]
+) -> tuple[int, bytes, bytes]:
+    """A first remember, then ``remember TEXT`` sent SIGINT while it waits on the embedder:
+    (exit status, stdout, stderr). ``preexec`` sets the child's SIGINT disposition."""
+    assert _mnemon(runtime, mode, ["--data-dir", str(data), "remember", "first fact", "--no-diff"]).returncode == 0
+    slow.clear()
+    proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "remember", text],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=_env(runtime, mode, MNEMON_EMBED_ENDPOINT=slow.url), preexec_fn=preexec)
+    assert _wait(lambda: slow.requests, 60), "the command never reached the embedder"
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    return proc.returncode, out, err
 
 
 def _sigint_default() -> None:
@@ -240,16 +249,8 @@ def test_an_inherited_ignored_sigint_is_ignored_both_ways(runtime: Path, tmp_pat
     with EmbedServer(delay=1.0) as slow:
         for mode in ("off", "require"):
             data = tmp_path / mode
-            assert _mnemon(runtime, mode, ["--data-dir", str(data), "remember", "first fact", "--no-diff"]).returncode == 0
-            slow.clear()
-            proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "remember",
-                                     "waits on the embedder"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                    env=_env(runtime, mode, MNEMON_EMBED_ENDPOINT=slow.url),
-                                    preexec_fn=_sigint_ignored)
-            assert _wait(lambda: slow.requests, 60), "the command never reached the embedder"
-            proc.send_signal(signal.SIGINT)
-            out, _err = proc.communicate(timeout=60)
-            outcomes[mode] = (proc.returncode, json.loads(out)["action"])
+            code, out, _err = _interrupted_remember(runtime, mode, data, slow, "waits on the embedder", _sigint_ignored)
+            outcomes[mode] = (code, json.loads(out)["action"])
             _sound(data)
             assert _count(data, "waits on the embedder") == 1
     assert outcomes["off"] == outcomes["require"] == (0, "added")

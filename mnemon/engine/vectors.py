@@ -90,17 +90,22 @@ def _code_dots_cached(index: VectorIndex, dots: Callable[..., NDArray[np.int32]]
     return out
 
 
-def _coded_kernels(rows: int) -> tuple[Callable[..., NDArray[np.int32]], Callable[..., NDArray[np.float64]]]:
-    """(code dots, exact row cosines) of one path: the exact values equal that path's full scan."""
+def _coded_kernels(
+    index: VectorIndex, query: NDArray[np.float64]
+) -> tuple[Callable[..., NDArray[np.int32]], Callable[[NDArray[np.integer]], NDArray[np.float64]]]:
+    """(code dots, exact cosines of given rows) of one path: the exact values equal that path's
+    full scan (numba's row kernel, or numpy's einsum)."""
     from kernels import quantized
 
-    if _use_numba(rows):
-        return quantized.code_dots, quantized.cosine_rows
+    numba = _use_numba(index.rows)
+    exact = quantized.exact_scorer(index.vectors, index.norms, query, numba=numba)
+    if numba:
+        return quantized.code_dots, exact
     import functools
     import os
 
     threads = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return functools.partial(quantized.code_dots_numpy, threads=threads), quantized.cosine_rows_numpy
+    return functools.partial(quantized.code_dots_numpy, threads=threads), exact
 
 
 class VectorMixin(EngineBase):
@@ -285,16 +290,16 @@ class VectorMixin(EngineBase):
         values = np.zeros(n, dtype=np.float64)
         slack = np.zeros(n, dtype=np.float64)
         vec_of_row = np.full(n, -1, dtype=np.int64)
-        dots, exact = _coded_kernels(index.rows)
+        dots, exact = _coded_kernels(index, query)
         if coded is None:  # a zero query: every cosine is exactly 0
-            return values, SimilarityBounds(index, query, vec_of_row, slack, exact)
+            return values, SimilarityBounds(exact, vec_of_row, slack)
         codes, scale, error = coded
         rows, vec_rows = _aligned_rows(index, row_ids, rows_of)
         approx = quantized.approx_cosines(_code_dots_cached(index, dots, codes), index.qmult, scale)
         values[rows] = approx[vec_rows]
         slack[rows] = quantized.slack(index.qresid[vec_rows], index.qmult[vec_rows], error)
         vec_of_row[rows] = vec_rows
-        return values, SimilarityBounds(index, query, vec_of_row, slack, exact)
+        return values, SimilarityBounds(exact, vec_of_row, slack)
 
     def vector_search(
         self, query: NDArray[np.float64], k: int, min_score: float = -math.inf, exclude: str | None = None
@@ -410,62 +415,28 @@ class SimilarityBounds:
 
     def __init__(
         self,
-        index: VectorIndex,
-        query: NDArray[np.float64],
+        exact: Callable[[NDArray[np.integer]], NDArray[np.float64]],
         vec_of_row: NDArray[np.int64],
         slack: NDArray[np.float64],
-        exact: Callable[..., NDArray[np.float64]],
     ) -> None:
-        import numpy as np
-
-        self._index = index
-        self._exact = exact
-        # plain views, not numpy.memmap: each memmap slice and gather goes through Python code
-        self._vectors = np.asarray(index.vectors)
-        self._norms = np.asarray(index.norms)
-        self._query = query
+        self._exact = exact  # exact cosines of vector rows (kernels.quantized.exact_scorer)
         self._vec_of_row = vec_of_row
         self.slack = slack
-        self._query_norm = math.sqrt(float(np.dot(query, query)))  # as kernels.cosine's wrappers compute it
-        self._checked = False
 
     def restrict(self, keep: NDArray[np.bool_]) -> None:
         """Rows outside ``keep`` were set to exactly 0 by the caller (out of scope): no slack there."""
         self.slack[~keep] = 0.0
 
     def refine(self, values: NDArray[np.float64], rows: NDArray[np.integer]) -> None:
-        """Write the exact cosines of ``rows`` into ``values`` (rows already exact are skipped)."""
+        """Write the exact cosines of ``rows`` into ``values`` (rows already exact are skipped;
+        a row listed twice only gets the same value twice)."""
         import numpy as np
 
         rows = np.asarray(rows)
         rows = rows[self.slack[rows] > 0.0]
-        if not rows.size:
-            return
-        # called once per node the numpy beam expands (thousands of times at 1M): the kernel's
-        # checks were done for the first call; duplicates only write the same value twice
-        if self._checked:
-            values[rows] = self._fast(self._vec_of_row[rows])
-        else:
-            values[rows] = self._exact(self._vectors, self._norms, self._query, self._vec_of_row[rows])
-            self._checked = True
-        self.slack[rows] = 0.0
-
-    def _fast(self, vec_rows: NDArray[np.int64]) -> NDArray[np.float64]:
-        """The exact path's own cosines of ``vec_rows`` without re-validating the same arrays."""
-        import numpy as np
-
-        from kernels import quantized
-        from kernels.cosine import _cosine_scores_numpy
-
-        if self._exact is quantized.cosine_rows:
-            from kernels.topk import readonly_view
-
-            # the same array types as the checked call (read-only views): the same compiled kernel
-            args = (readonly_view(self._vectors), readonly_view(self._norms), readonly_view(self._query))
-            return quantized._cosine_rows(*args, self._query_norm, readonly_view(np.ascontiguousarray(vec_rows, dtype=np.int64)))
-        return _cosine_scores_numpy(
-            np.ascontiguousarray(self._vectors[vec_rows]), self._norms[vec_rows], self._query, self._query_norm
-        )
+        if rows.size:
+            values[rows] = self._exact(self._vec_of_row[rows])
+            self.slack[rows] = 0.0
 
 
 # A hot-row hint is rewritten when a lookup missed at least this many rows (or a 64th of them):
@@ -573,17 +544,17 @@ def _search_coded(
     if coded is None:
         return None
     codes, scale, error = coded
-    dots, exact_rows = _coded_kernels(index.rows)
+    dots, exact_rows = _coded_kernels(index, query)
     approx = quantized.approx_cosines(_code_dots_cached(index, dots, codes), index.qmult, scale)
     # One bound for every row (the largest slack) instead of each row's: a few more contenders, one
     # pass fewer over a million rows.
-    widest = float(quantized.slack(np.array([float(index.qresid.max())]), np.ones(1), error)[0])
+    widest = float(quantized.slack_bound(float(index.qresid.max()), error))
     contenders = np.flatnonzero(mask & (approx >= min_score - widest))
     if contenders.size > k:
         near = approx[contenders]
         kth_lower = np.partition(near, contenders.size - k)[contenders.size - k] - widest
         contenders = contenders[near + widest >= kth_lower]
-    exact = exact_rows(index.vectors, index.norms, query, contenders.astype(np.int64))
+    exact = exact_rows(contenders)
     keep = exact >= min_score
     hits = [(index.id_at(int(r)), float(s)) for r, s in zip(contenders[keep], exact[keep])]
     hits.sort(key=lambda hit: (-hit[1], hit[0]))
