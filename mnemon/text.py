@@ -25,6 +25,7 @@ __all__ = [
     "derived_query_terms",
     "excerpt",
     "insight_tokens",
+    "insight_views",
     "jaccard",
     "keyword_score",
     "recall_insight_terms",
