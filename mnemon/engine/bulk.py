@@ -89,6 +89,7 @@ class _ChunkOut:
     added: list[str] = field(default_factory=list)
     sources: dict[str, None] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=lambda: {"imported": 0, "skipped": 0, "errors": 0})
+    keys: Any = None  # hashes of the edge keys the chunk wrote (_key_hashes)
 
 
 @dataclass(slots=True)
@@ -270,6 +271,7 @@ class ImportMixin(WriteMixin):
         added: list[str] = []
         touched_sources: dict[str, None] = {}
         counts = {"imported": 0, "skipped": 0, "errors": 0}
+        written: list[Any] = []  # per chunk: hashes of the edge keys it wrote
         stored = insights.active_count(store.conn)
         start = 0
         while start < total:
@@ -299,6 +301,7 @@ class ImportMixin(WriteMixin):
                 results.append(result)
             added.extend(out.added)
             touched_sources.update(out.sources)
+            written.append(out.keys)
             for key, value in out.counts.items():
                 counts[key] += value
             state.generation = store.generation()
@@ -308,7 +311,9 @@ class ImportMixin(WriteMixin):
             if progress is not None:
                 progress(start, total)
 
-        inserted, pruned = self._finalize_import(draft, ids, added, list(touched_sources), now)
+        inserted, pruned = self._finalize_import(
+            draft, ids, added, list(touched_sources), now, _Written(written, state.generation)
+        )
         return {
             "imported": counts["imported"], "updated": 0, "skipped": counts["skipped"], "errors": counts["errors"],
             "edges_inserted": inserted, "auto_pruned": len(pruned), "auto_pruned_ids": pruned, "results": results,
@@ -407,6 +412,7 @@ class ImportMixin(WriteMixin):
         for insight_id, vector in blobs:
             self._store_vector(conn, insight_id, vector)
         oplog.append_many(conn, log)
+        out.keys = _key_hashes(chunk_edges)
         rows_out = [v if type(v) is tuple else edges.edge_row(v) for v in chunk_edges.values()]
         present = insights.existing_ids(conn, [i for r in rows_out for i in (r[0], r[1])])
         # Every key names an insight of this chunk, new in this transaction: no row has it yet.
@@ -514,9 +520,14 @@ class ImportMixin(WriteMixin):
                 counts.deferred[(new.id, prev.id, "causal")] = (new.id, prev.id, "causal", overlap, meta, stamp)
 
     def _finalize_import(
-        self, draft: Draft, ids: list[str | None], added: list[str], sources: list[str], now: datetime
+        self, draft: Draft, ids: list[str | None], added: list[str], sources: list[str], now: datetime,
+        written: _Written,
     ) -> tuple[int, list[str]]:
-        """Explicit edges, backbone repair, EI of touched nodes, auto-prune: one transaction."""
+        """Explicit edges, backbone repair, EI of touched nodes, auto-prune: one transaction.
+
+        The explicit and backbone rows whose keys cannot exist yet (``_fresh``) are inserted, the
+        rest upserted (edges.upsert_rows_split): the same rows as one upsert of all of them.
+        """
         stamp = format_ts(now)
         # Edge rows as edges.upsert_row binds them; a dense draft has dozens per insight, so no
         # Edge records: the metadata text is encoded once per distinct reason.
@@ -541,9 +552,15 @@ class ImportMixin(WriteMixin):
         with self.store.foreign_keys_unchecked(), self.store.transaction("import") as conn:
             inserted = 0
             explicit = _checked(conn, explicit, self._notice)
+            added_set = set(added)
+            # Only while no other process wrote since our last commit: its rows are unknown to us.
+            own = self.store.generation() == written.generation
+            rows = sorted(explicit, key=_EDGE_KEY)  # key order keeps the edge b-trees' pages hot
+            fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
+            written.parts.append(hashes)
             try:
-                with conn:  # key order keeps the edge b-trees' pages hot (stable: a repeated key's last row wins)
-                    edges.upsert_rows(conn, sorted(explicit, key=_EDGE_KEY))
+                with conn:  # (stable sort: a repeated key's last row wins)
+                    edges.upsert_rows_split(conn, rows, fresh)
                 inserted = len(explicit)
             except StatementError:
                 for k, row in enumerate(explicit):  # find the failing ones, keep the rest
@@ -553,9 +570,9 @@ class ImportMixin(WriteMixin):
                         inserted += 1
                     except StatementError as exc:
                         self._notice(f"warning: explicit edge {k}: {exc}")
-            added_set = set(added)
+            known = written.sorted()  # the chunks' and the explicit edges' keys
             for source in sources:
-                touched.update(dict.fromkeys(_repair_backbone(conn, source, added_set, stamp)))
+                touched.update(dict.fromkeys(_repair_backbone(conn, source, added_set, stamp, known, own)))
             refresh_effective_importance(conn, touched, now)
             pruned = auto_prune(conn, self.settings, now, exclude=[], trigger=IMPORT_TRIGGER)
         self.after_write()
@@ -630,12 +647,16 @@ def _checked(
     return kept
 
 
-def _repair_backbone(conn: apsw.Connection, source: str, imported: set[str], stamp: str) -> list[str]:
+def _repair_backbone(
+    conn: apsw.Connection, source: str, imported: set[str], stamp: str, written: NDArray[np.int64], own: bool
+) -> list[str]:
     """§4.4 import repair for one source; return the ids whose backbone edges were (re)written.
 
     Timeline = the source's active insights by created_at, rowid. Wherever imported insights sit
     between two older neighbours, the old backbone pair between those neighbours goes; then every
     adjacent pair with at least one imported side gets the precedes/succeeds pair (weight 1.0).
+    ``written``, ``own``: as for ``_fresh`` (a pair's key is new unless the import wrote it: an
+    explicit temporal edge).
     """
     timeline = insights.source_timeline(conn, source)
     last_old: int | None = None
@@ -657,5 +678,56 @@ def _repair_backbone(conn: apsw.Connection, source: str, imported: set[str], sta
             rows.append((older, newer, "temporal", 1.0, precedes, stamp))
             rows.append((newer, older, "temporal", 1.0, succeeds, stamp))
             touched += [older, newer]
-    edges.upsert_rows_sorted(conn, rows)  # keys are distinct: adjacent pairs of distinct ids
+    rows.sort()  # keys are distinct (adjacent pairs of distinct ids): whole-tuple order is key order
+    edges.upsert_rows_split(conn, rows, _fresh(rows, imported, written, own)[0])
     return touched
+
+
+@dataclass(slots=True)
+class _Written:
+    """The edge keys this import wrote (hashes, per chunk) and the store generation after its last
+    commit: the proof ``_fresh`` needs that a key has no row yet."""
+
+    parts: list[NDArray[np.int64]]
+    generation: int
+
+    def sorted(self) -> NDArray[np.int64]:
+        import numpy as np
+
+        self.parts = [np.sort(np.concatenate(self.parts))] if self.parts else [np.zeros(0, dtype=np.int64)]
+        return self.parts[0]
+
+
+def _key_hashes(keyed: dict[tuple[str, str, str], Any]) -> NDArray[np.int64]:
+    """Hashes of edge keys (Python's own, of the key tuples: process-local, which is all they need)."""
+    import numpy as np
+
+    return np.fromiter(map(hash, keyed), dtype=np.int64, count=len(keyed))
+
+
+def _fresh(
+    rows: list[_EdgeRow], created: set[str], written: NDArray[np.int64], own: bool
+) -> tuple[list[bool], NDArray[np.int64]]:
+    """Which of ``rows`` (sorted by key) have a key no row can have yet; and the keys' hashes.
+
+    A key is fresh when an endpoint is an insight this import created (no row with its id
+    predates the import), the import wrote no edge with that key before (``written``: sorted
+    hashes of the keys it wrote; membership by bisection: millions of keys, no set of tuples),
+    and it appears once in ``rows``; and only while no other process wrote since our last commit
+    (``own``). A hash collision only makes a fresh key look written: it is then upserted, as
+    every row was before.
+    """
+    import numpy as np
+
+    n = len(rows)
+    hashes = np.fromiter(map(hash, map(_EDGE_KEY, rows)), dtype=np.int64, count=n)
+    if not own or not n:
+        return [False] * n, hashes
+    new_end = np.fromiter((r[0] in created or r[1] in created for r in rows), dtype=np.bool_, count=n)
+    if written.size:
+        pos = np.minimum(np.searchsorted(written, hashes), written.size - 1)
+        new_end &= written[pos] != hashes
+    repeated = hashes[1:] == hashes[:-1]  # sorted by key: a repeated key's rows are adjacent
+    new_end[1:] &= ~repeated
+    new_end[:-1] &= ~repeated
+    return new_end.tolist(), hashes
