@@ -347,3 +347,31 @@ def test_an_import_leaves_the_hot_index_current(tmp_path, monkeypatch):
     settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
     with Engine(settings, clock=lambda: NOW) as engine:
         assert engine.recall("Kafka retries", limit=5).hits
+
+
+def test_fresh_edge_keys_need_a_new_endpoint_an_unwritten_key_and_one_row():
+    """``bulk._fresh`` (which edge rows a PostgreSQL import may COPY): a key with an endpoint the
+    import created, not among the keys it wrote (sorted hashes), once in the rows; nothing while
+    another process wrote since the import's last commit. A hash that matches a written key
+    (a collision looks the same) only sends the row to the upsert."""
+    import numpy as np
+
+    new = {"n1", "n2"}
+    rows = sorted([
+        ("n1", "o1", "causal", 1.0, "{}", "t"),  # fresh
+        ("o1", "n2", "entity", 1.0, "{}", "t"),  # fresh (one new end is enough)
+        ("o1", "o2", "causal", 1.0, "{}", "t"),  # both ends old: may exist
+        ("n1", "n2", "entity", 1.0, "{}", "t"),  # written by a chunk
+        ("n2", "n1", "semantic", 0.5, "{}", "t"),  # repeated: upserted, the last wins
+        ("n2", "n1", "semantic", 0.7, "{}", "t"),
+    ], key=bulk._EDGE_KEY)
+    written = np.sort(np.array([hash(("n1", "n2", "entity")), hash(("x", "y", "z"))], dtype=np.int64))
+    fresh, hashes = bulk._fresh(rows, new, written, True)
+    got = {r[:3] + (r[3],): f for r, f in zip(rows, fresh)}
+    assert got == {
+        ("n1", "o1", "causal", 1.0): True, ("o1", "n2", "entity", 1.0): True, ("o1", "o2", "causal", 1.0): False,
+        ("n1", "n2", "entity", 1.0): False, ("n2", "n1", "semantic", 0.5): False, ("n2", "n1", "semantic", 0.7): False,
+    }
+    assert hashes.tolist() == [hash(bulk._EDGE_KEY(r)) for r in rows]
+    assert bulk._fresh(rows, new, written, False)[0] == [False] * len(rows)
+    assert bulk._fresh(rows, new, np.zeros(0, dtype=np.int64), True)[0].count(True) == 3

@@ -155,7 +155,8 @@ class PgConnection:
         """``executemany(statement, rows)`` for an INSERT OR REPLACE into a table with a ``rowid``
         serial (the edges), where ``fresh[k]`` says no row can have row k's key yet (the caller's
         proof: the key names an insight this transaction's import created, and nothing of the
-        import wrote it before). The rows' keys must be distinct.
+        import wrote it before). A fresh row's key appears once in ``rows``; among the others a
+        repeated key's last row wins, as in ``executemany``.
 
         The fresh rows go as one COPY into the table (no conflict clause to evaluate, about 11 µs
         a row on the server against 16 µs for the upsert), the rest through the upsert. Every
@@ -173,7 +174,7 @@ class PgConnection:
             with self.raw.cursor() as cur:
                 first = self._reserve_rowids(cur, multi.table, len(rows))
                 new = [(first + k, *row) for k, (row, f) in enumerate(zip(rows, fresh)) if f]
-                rest = [(first + k, *row) for k, (row, f) in enumerate(zip(rows, fresh)) if not f]
+                rest = upsert.last_per_key([(first + k, *row) for k, (row, f) in enumerate(zip(rows, fresh)) if not f])
                 copied = _copy_into(cur, plain, new)
                 self._changes = copied + (_multi_rows(cur, upsert, rest) if rest else 0)
         except psycopg.Error as exc:
