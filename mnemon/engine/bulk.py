@@ -20,9 +20,11 @@ insights in timeline order and every edge between them as an index pair.
 from __future__ import annotations
 
 import bisect
+import contextlib
+import gc
 import operator
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -212,6 +214,27 @@ class _Ids:
 
 
 _new_id = _Ids()
+
+
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off for a bulk import (draft parsing, import, index build).
+
+    An import holds millions of tracked objects (the draft's edges, the rows it writes, the edge
+    rows the hot-index build reads back), and every automatic collection of the older
+    generations walks them all again: 9 of the 24 s of the index build after a 100k import
+    (measured), most of it spent on objects that live to the end. The import makes no reference
+    cycles of its own, so reference counting frees its garbage as before; the collector runs
+    again, as it was, once the import is done.
+    """
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
 
 
 class ImportMixin(WriteMixin):
