@@ -24,6 +24,7 @@ import contextlib
 import gc
 import operator
 import os
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -111,6 +112,8 @@ class _ImportState:
     # up (one query for the chunk, ``prefetch``), and the entity set it was taken against.
     prefetched: dict[str, list[tuple[str, str]]] | None = None
     prefetch_known: frozenset[str] = frozenset()
+    # id → its content's token sequence (interned), for the hot index built at the end (_index_imported)
+    sequences: dict[str, list[str]] = field(default_factory=dict)
 
     def reset(self, conn: apsw.Connection) -> None:
         self.known = insights.known_entities(conn)
@@ -246,30 +249,34 @@ class ImportMixin(WriteMixin):
         """Import a validated draft; return the §3.15 output object."""
         self.require_writable("import")
         now = self.now()
+        state = _ImportState()
         with self.store.bulk_tuning():
-            report = self._import(draft, no_diff, progress, now)
-        self._index_imported()
+            report = self._import(draft, no_diff, progress, now, state)
+        self._index_imported(state.sequences)
         return report
 
-    def _index_imported(self) -> None:
+    def _index_imported(self, sequences: dict[str, list[str]]) -> None:
         """Bring the hot index up to the import now (build it, or catch it up by the new rows).
 
         Otherwise the first recall after a large import pays it: 15 s at 100k rows, minutes at 1M,
         inside a hook's timeout, which kills the build and leaves it for the next call to start over.
         The import has committed; a failure here loses nothing (the next reader builds the index).
+        ``sequences``: the imported contents' token sequences, so the index need not tokenise
+        them again (any other row it reads is tokenised as usual).
         """
         from mnemon.engine import hot
 
         store = self.store
         try:
-            hot.index_for(store.conn, store.path, readonly=False)
+            hot.index_for(store.conn, store.path, readonly=False, sequences=sequences)
         except OSError:
             pass  # an unwritable index folder: readers build it in memory, as before
 
-    def _import(self, draft: Draft, no_diff: bool, progress: Progress | None, now: datetime) -> dict[str, object]:
+    def _import(
+        self, draft: Draft, no_diff: bool, progress: Progress | None, now: datetime, state: _ImportState
+    ) -> dict[str, object]:
         stamp = format_ts(now)
         embedder = self.embedder()
-        state = _ImportState()
         prepared = prepare.Preparer([item.content for item in draft.insights])
         try:
             return self._import_all(draft, no_diff, progress, now, stamp, embedder, state, prepared)
@@ -496,7 +503,10 @@ class ImportMixin(WriteMixin):
         """
         # entities.resolve_entities(provided, content, "merge", state.known) from the prepared
         # extraction and candidate words (every list is free of empties and de-duplicated).
-        extracted, candidates, tokens, causal, flags = prep
+        extracted, candidates, sequence, causal, flags = prep
+        tokens = set(sequence)
+        # Interned: an import keeps every sequence to its end, and the words repeat across items.
+        state.sequences[new.id] = list(map(sys.intern, sequence))
         known = state.known
         new.entities = list(dict.fromkeys([*provided, *extracted, *[w for w in candidates if w in known]]))
         new.effective_importance = upkeep_ei(new.importance, 0, None, new.created_at, 0, now)
