@@ -380,11 +380,13 @@ class ImportMixin(WriteMixin):
         blobs: list[tuple[str, NDArray[np.float64]]] = []
         state.pending = {} if defer else None
         state.prefetched = None  # (a failed deferring attempt may have left its look-ups)
+        # Taken once for the chunk: the preparer keeps only its latest block of items, so a second
+        # pass over a chunk of many blocks would prepare the first ones again, in process.
+        preps = [prepared.get(start + offset) for offset in range(len(chunk))]
         if defer:
             names: set[str] = set()
-            for offset, item in enumerate(chunk):
-                extracted, candidates = prepared.get(start + offset)[:2]
-                names.update(item.entities, extracted, candidates)
+            for item, prep in zip(chunk, preps):
+                names.update(item.entities, prep[0], prep[1])  # extracted entities, candidate words
             state.prefetch(conn, names)
         for offset, item in enumerate(chunk):
             result: dict[str, object] = {"index": start + offset, "id": "", "content": item.content}
@@ -406,7 +408,7 @@ class ImportMixin(WriteMixin):
             )
             item_edges = graph.EdgeCounts(deferred={})
             vector = vectors[offset]
-            prep = prepared.get(start + offset)
+            prep = preps[offset]
             if defer:
                 self._import_one(
                     conn, state, new, item.entities, prep, vector, neighbours, offset, now, stamp, item_edges, write=False
