@@ -590,7 +590,7 @@ class ImportMixin(WriteMixin):
             added_set = set(added)
             # Only while no other process wrote since our last commit: its rows are unknown to us.
             own = self.store.generation() == written.generation
-            rows = sorted(explicit, key=_EDGE_KEY)  # key order keeps the edge b-trees' pages hot
+            rows = _sorted_by_key(explicit, touched)  # key order keeps the edge b-trees' pages hot
             fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
             written.parts.append(hashes)
             try:
@@ -718,6 +718,19 @@ def _repair_backbone(
     return touched
 
 
+def _sorted_by_key(rows: list[_EdgeRow], ends: dict[str, None]) -> list[_EdgeRow]:
+    """``sorted(rows, key=_EDGE_KEY)`` (stable), where ``ends`` holds every endpoint of ``rows``.
+
+    One string per key, the three fields joined by NUL, orders as the key tuple does while no id
+    holds a NUL (NUL sorts below every other character, so a shorter id that is a prefix of a
+    longer one still sorts first); it compares in one call instead of one per field: 1.3 s
+    instead of 3.3 s for 1.5M rows.
+    """
+    if any("\x00" in end for end in ends):
+        return sorted(rows, key=_EDGE_KEY)
+    return sorted(rows, key=lambda r: f"{r[0]}\x00{r[1]}\x00{r[2]}")
+
+
 @dataclass(slots=True)
 class _Written:
     """The edge keys this import wrote (hashes, per chunk) and the store generation after its last
@@ -758,7 +771,8 @@ def _fresh(
     hashes = np.fromiter(map(hash, map(_EDGE_KEY, rows)), dtype=np.int64, count=n)
     if not own or not n:
         return [False] * n, hashes
-    new_end = np.fromiter((r[0] in created or r[1] in created for r in rows), dtype=np.bool_, count=n)
+    new_end = np.fromiter(map(created.__contains__, map(operator.itemgetter(0), rows)), dtype=np.bool_, count=n)
+    new_end |= np.fromiter(map(created.__contains__, map(operator.itemgetter(1), rows)), dtype=np.bool_, count=n)
     if written.size:
         pos = np.minimum(np.searchsorted(written, hashes), written.size - 1)
         new_end &= written[pos] != hashes

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
+import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -173,8 +175,10 @@ class PgConnection:
         try:
             with self.raw.cursor() as cur:
                 first = self._reserve_rowids(cur, multi.table, len(rows))
-                new = [(first + k, *row) for k, (row, f) in enumerate(zip(rows, fresh)) if f]
-                rest = upsert.last_per_key([(first + k, *row) for k, (row, f) in enumerate(zip(rows, fresh)) if not f])
+                numbered = enumerate(rows, first)
+                new = [(k, *row) for k, row in itertools.compress(numbered, fresh)]
+                others = itertools.compress(enumerate(rows, first), map(operator.not_, fresh))
+                rest = upsert.last_per_key([(k, *row) for k, row in others])
                 copied = _copy_into(cur, plain, new)
                 self._changes = copied + (_multi_rows(cur, upsert, rest) if rest else 0)
         except psycopg.Error as exc:
