@@ -270,10 +270,14 @@ def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[s
     return terms
 
 
-def insight_views(content: str, tags: Iterable[str], entities: Iterable[str]) -> tuple[list[str], set[str], int]:
+def insight_views(
+    content: str, tags: Iterable[str], entities: Iterable[str], sequence: list[str] | None = None
+) -> tuple[list[str], set[str], int]:
     """``(recall_insight_terms(...), insight_tokens(...), len(recall_terms(content)))`` with each
-    field tokenised once: what the hot index stores per insight (a 1M-row build tokenises 1M texts)."""
-    sequence = token_sequence(content)
+    field tokenised once: what the hot index stores per insight (a 1M-row build tokenises 1M texts).
+    ``sequence``: ``token_sequence(content)`` when the caller has it already (an import's)."""
+    if sequence is None:
+        sequence = token_sequence(content)
     terms = [stem(token) for token in sequence]
     seen = set(terms)
     plain = set(sequence)

@@ -347,3 +347,89 @@ def test_an_import_leaves_the_hot_index_current(tmp_path, monkeypatch):
     settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
     with Engine(settings, clock=lambda: NOW) as engine:
         assert engine.recall("Kafka retries", limit=5).hits
+
+
+def test_fresh_edge_keys_need_a_new_endpoint_an_unwritten_key_and_one_row():
+    """``bulk._fresh`` (which edge rows a PostgreSQL import may COPY): a key with an endpoint the
+    import created, not among the keys it wrote (sorted hashes), once in the rows; nothing while
+    another process wrote since the import's last commit. A hash that matches a written key
+    (a collision looks the same) only sends the row to the upsert."""
+    import numpy as np
+
+    new = {"n1", "n2"}
+    rows = sorted([
+        ("n1", "o1", "causal", 1.0, "{}", "t"),  # fresh
+        ("o1", "n2", "entity", 1.0, "{}", "t"),  # fresh (one new end is enough)
+        ("o1", "o2", "causal", 1.0, "{}", "t"),  # both ends old: may exist
+        ("n1", "n2", "entity", 1.0, "{}", "t"),  # written by a chunk
+        ("n2", "n1", "semantic", 0.5, "{}", "t"),  # repeated: upserted, the last wins
+        ("n2", "n1", "semantic", 0.7, "{}", "t"),
+    ], key=bulk._EDGE_KEY)
+    written = np.sort(np.array([hash(("n1", "n2", "entity")), hash(("x", "y", "z"))], dtype=np.int64))
+    fresh, hashes = bulk._fresh(rows, new, written, True)
+    got = {r[:3] + (r[3],): f for r, f in zip(rows, fresh)}
+    assert got == {
+        ("n1", "o1", "causal", 1.0): True, ("o1", "n2", "entity", 1.0): True, ("o1", "o2", "causal", 1.0): False,
+        ("n1", "n2", "entity", 1.0): False, ("n2", "n1", "semantic", 0.5): False, ("n2", "n1", "semantic", 0.7): False,
+    }
+    assert hashes.tolist() == [hash(bulk._EDGE_KEY(r)) for r in rows]
+    assert bulk._fresh(rows, new, written, False)[0] == [False] * len(rows)
+    assert bulk._fresh(rows, new, np.zeros(0, dtype=np.int64), True)[0].count(True) == 3
+
+
+def _views(index: object) -> list[tuple[object, ...]]:
+    """Each row's id, recall terms with their counts, plain terms and lengths, by term text (term
+    ids differ between a build, whose vocabulary is sorted, and a catch-up, which appends)."""
+    vocab = index.vocab  # type: ignore[attr-defined]
+    r_ptr, r_term, r_tf = index.r_ptr, index.r_term, index.r_tf  # type: ignore[attr-defined]
+    p_ptr, p_term = index.p_ptr, index.p_term  # type: ignore[attr-defined]
+    out = []
+    for row, insight_id in enumerate(index.ids_list()):  # type: ignore[attr-defined]
+        terms = sorted((vocab[t], int(f)) for t, f in zip(r_term[r_ptr[row]:r_ptr[row + 1]], r_tf[r_ptr[row]:r_ptr[row + 1]]))
+        plain = sorted(vocab[t] for t in p_term[p_ptr[row]:p_ptr[row + 1]])
+        out.append((insight_id, terms, plain, int(index.doc_len[row]), int(index.n_plain[row])))  # type: ignore[attr-defined]
+    return out
+
+
+def test_the_index_an_import_leaves_uses_its_token_sequences_and_equals_a_rebuild(tmp_path, monkeypatch):
+    """The hot index an import builds, then one a second import catches up, take the imported
+    contents' token sequences from the import (no content is tokenised again) and describe every
+    row as a build from the store alone does."""
+    from mnemon import text
+    from mnemon.engine import hot
+    from mnemon.store import Store, hotindex
+
+    first, second = generate_draft(300, seed=31), generate_draft(200, seed=32)
+    contents = {item["content"] for item in first["insights"] + second["insights"]}
+    tokenised: list[str] = []  # contents the index tokenised itself
+    real = hot.insight_views
+
+    def views(content: str, tags: object, entities: object, sequence: list[str] | None = None) -> object:
+        if sequence is None:
+            tokenised.append(content)
+        else:
+            assert sequence == text.token_sequence(content)
+        return real(content, tags, entities, sequence)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(hot, "insight_views", views)
+    caught_up: list[int] = []
+    real_catch_up = hot.HotIndex.catch_up
+
+    def catch_up(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        caught_up.append(1)
+        return real_catch_up(self, *args, **kwargs)
+
+    monkeypatch.setattr(hot.HotIndex, "catch_up", catch_up)
+    for draft in (first, second):
+        _import(tmp_path, json.dumps(draft))
+        assert not contents.intersection(tokenised)
+    db = tmp_path / "data" / "default" / "mnemon.db"
+    left = hot._load(db)
+    assert left is not None and caught_up  # the second import caught the first's index up
+    store = Store.open(db, readonly=True, now="2026-09-02T12:00:00Z")
+    try:
+        with hotindex.read_snapshot(store.conn):
+            rebuilt = hot.HotIndex.build(store.conn, hotindex.fingerprint(store.conn))
+    finally:
+        store.close()
+    assert _views(left) == _views(rebuilt)

@@ -288,8 +288,9 @@ def test_an_import_writes_the_same_rows_on_postgres_as_on_sqlite(tmp_path, capsy
 
 
 def test_an_import_without_the_temporary_privilege_writes_the_same_rows(tmp_path, capsys, pg_db) -> None:
-    """A role that may not create temporary tables (no staging table for COPY) imports through the
-    multi-row statements instead: the same rows as the staged import of the same draft."""
+    """A role that may not create temporary tables (nor anything outside its store's schema)
+    imports the same rows as the owner of the database: no statement of an import needs the
+    TEMPORARY privilege (plain inserts are COPYs into the table, upserts multi-row statements)."""
     sys.path.insert(0, str(REPO))
     from bench.generate import generate_draft
 
@@ -325,6 +326,11 @@ def test_an_import_without_the_temporary_privilege_writes_the_same_rows(tmp_path
                     [("probe", None, str(k), "2026-01-01T00:00:00Z") for k in range(connection.COPY_MIN_ROWS)],
                 )
                 assert conn.changes() == connection.COPY_MIN_ROWS
+                conn.executemany(  # an upsert of as many rows
+                    "INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES (?, ?)",
+                    [(f"probe-{k}", str(k)) for k in range(connection.COPY_MIN_ROWS)],
+                )
+                assert conn.changes() == connection.COPY_MIN_ROWS
                 raise RuntimeError("rolled back on purpose")
         finally:
             store.close()
@@ -332,6 +338,157 @@ def test_an_import_without_the_temporary_privilege_writes_the_same_rows(tmp_path
         with psycopg.connect(pg_db, autocommit=True) as admin:
             admin.execute(sql.SQL("DROP OWNED BY {}").format(sql.Identifier(role)))
             admin.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+
+
+# --- fresh edge keys by COPY, the rest by upsert (issue 11) ---------------------------------------
+
+
+class _CountedIds:
+    """Deterministic insight ids for the import (``bulk._new_id``), restarted per store, so two
+    imports of the same drafts give the same ids and their edge rows the same key order."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def __call__(self) -> str:
+        self.next += 1
+        return str(uuid.UUID(int=self.next, version=4))
+
+
+def _split_spy(monkeypatch: pytest.MonkeyPatch, *, disabled: bool = False) -> list[tuple[int, int]]:
+    """Record (fresh, other) row counts of every ``upsert_split``; ``disabled``: run the one upsert of
+    every row instead (what main did), as the reference."""
+    from mnemon.store.postgres import connection
+
+    calls: list[tuple[int, int]] = []
+    real = connection.PgConnection.upsert_split
+
+    def spy(self, statement, rows, fresh):  # noqa: ANN001, ANN202
+        calls.append((fresh.count(True), fresh.count(False)))
+        if disabled:
+            return self.executemany(statement, rows)
+        return real(self, statement, rows, fresh)
+
+    monkeypatch.setattr(connection.PgConnection, "upsert_split", spy)
+    return calls
+
+
+def _by_rowid(data_dir: Path, store: str) -> list[tuple]:
+    from tests.test_cli_remember import query
+
+    return query(data_dir, "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges ORDER BY rowid",
+                 store=store)
+
+
+def _import_drafts(cli: Cli, monkeypatch: pytest.MonkeyPatch, store: str, paths: list[str], *, restart: bool = True) -> None:
+    from mnemon.engine import bulk
+
+    if restart:
+        monkeypatch.setattr(bulk, "_new_id", _CountedIds())
+    for path in paths:
+        cli.ok("--store", store, "import", path)
+
+
+def _write_drafts(tmp_path: Path, drafts: list[dict]) -> list[str]:
+    paths = []
+    for k, draft in enumerate(drafts):
+        path = tmp_path / f"draft{k}.json"
+        path.write_text(json.dumps(draft), encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+@pytest.mark.in_process
+def test_fresh_edge_keys_by_copy_give_the_rows_of_the_upsert_of_every_row(tmp_path, capsys, pg_db, monkeypatch) -> None:
+    """The explicit edges of a second import: to its new insights (keys that cannot exist: one
+    COPY), between insights of the first import (keys that exist: upserted), repeated keys, and
+    keys its chunks already wrote. The rows, their rowid order and every other table equal the
+    import that upserts every row, and the SQLite import of the same drafts."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+    from mnemon.engine import bulk, core
+    from mnemon.store.postgres import connection
+
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 150)
+    monkeypatch.setattr(connection, "COPY_MIN_ROWS", 50)  # the split runs on a small draft
+    fixed = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(core.EngineBase, "now", lambda self: fixed)
+    first = generate_draft(300, seed=61, edges_per_insight=12)
+    second = generate_draft(250, seed=62, edges_per_insight=12)
+    offset = len(second["insights"])
+    second["insights"] += [dict(item) for item in first["insights"][:120]]  # repeats: map to the first's ids
+    old = [e for e in first["edges"] if e["source_index"] < 120 and e["target_index"] < 120]
+    assert len(old) > 100
+    for e in old:  # existing keys, new weights
+        second["edges"].append({**e, "source_index": e["source_index"] + offset, "target_index": e["target_index"] + offset,
+                                "weight": 0.25})  # fmt: skip
+    for k in range(100):  # old ↔ new, one key twice (the last wins)
+        second["edges"].append({"source_index": offset + k, "target_index": k, "edge_type": "causal", "weight": 0.5})
+    second["edges"].append({"source_index": offset, "target_index": 0, "edge_type": "causal", "weight": 0.75})
+    paths = _write_drafts(tmp_path, [first, second])
+    cli = make_cli(tmp_path, "m", capsys)
+    for store in ("split", "upsert"):
+        assert cli("store", "create", store, "--postgres", pg_db if store == "split" else _other_db(pg_db)).code == 0
+    _import_drafts(cli, monkeypatch, "default", paths)
+    split = _split_spy(monkeypatch)
+    _import_drafts(cli, monkeypatch, "split", paths[:1])
+    explicit = len(split)  # the second import's first call: its explicit edges
+    _import_drafts(cli, monkeypatch, "split", paths[1:], restart=False)
+    reference = _split_spy(monkeypatch, disabled=True)
+    _import_drafts(cli, monkeypatch, "upsert", paths)
+    assert split == reference
+    assert split[explicit][0] > 1_000 and split[explicit][1] >= len(old) + 1, split
+    assert all(fresh for fresh, _ in split[explicit + 1 :]), split  # the backbone pairs with a new side
+    rows = {store: _imported(cli.data_dir, store) for store in ("default", "split", "upsert")}
+    for name in _IMPORTED:
+        assert rows["split"][name] == rows["upsert"][name] == rows["default"][name], name
+    assert _by_rowid(cli.data_dir, "split") == _by_rowid(cli.data_dir, "upsert") == _by_rowid(cli.data_dir, "default")
+    assert cli.ok("--store", "split", "doctor")["ok"] is True
+
+
+def _other_db(pg_db: str) -> str:
+    """A second fresh database beside ``pg_db`` (dropped with the cluster's test databases)."""
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_db, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return psycopg.conninfo.make_conninfo(pg_db, dbname=name)
+
+
+@pytest.mark.in_process
+def test_the_backbone_repair_upserts_the_pairs_an_explicit_temporal_edge_wrote(tmp_path, capsys, pg_db, monkeypatch) -> None:
+    """Explicit temporal edges on the very pairs the backbone repair then writes: those keys exist
+    when the repair runs (upserted: the backbone row replaces the explicit one), the other pairs are
+    fresh (COPY); a second, backdated import repairs between old neighbours. Equal to SQLite."""
+    from mnemon.engine import core
+    from mnemon.store.postgres import connection
+
+    monkeypatch.setattr(connection, "COPY_MIN_ROWS", 10)
+    fixed = datetime(2026, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
+    monkeypatch.setattr(core.EngineBase, "now", lambda self: fixed)
+
+    def items(n: int, day: int, tag: str, minute: int = 0) -> list[dict]:
+        return [{"content": f"{tag} note {k} about topic {k % 7}", "source": "notes",
+                 "created_at": f"2026-01-{day + k // 24:02d}T{k % 24:02d}:{minute:02d}:00Z"} for k in range(n)]  # fmt: skip
+
+    def chain(start: int, stop: int, step: int) -> list[dict]:  # explicit edges on backbone pairs (older → newer)
+        return [{"source_index": k, "target_index": k + 1, "edge_type": "temporal", "weight": 0.4} for k in range(start, stop, step)]
+
+    first = {"schema_version": "1", "insights": items(60, 1, "first"), "edges": chain(0, 59, 3)}
+    # 20 between the first's (old pairs replaced), then 20 after them with explicit edges on their pairs
+    second = {"schema_version": "1", "insights": items(20, 2, "between", 30) + items(20, 5, "after"), "edges": chain(20, 39, 2)}
+    paths = _write_drafts(tmp_path, [first, second])
+    cli = make_cli(tmp_path, "m", capsys)
+    assert cli("store", "create", "pg", "--postgres", pg_db).code == 0
+    _import_drafts(cli, monkeypatch, "default", paths)
+    calls = _split_spy(monkeypatch)
+    _import_drafts(cli, monkeypatch, "pg", paths)
+    backbone = [calls[1], calls[3]]  # each import: explicit, then its one source's backbone
+    assert all(fresh and other for fresh, other in backbone), calls
+    lite, pg = _imported(cli.data_dir, "default"), _imported(cli.data_dir, "pg")
+    for name in _IMPORTED:
+        assert pg[name] == lite[name], name
+    assert _by_rowid(cli.data_dir, "pg") == _by_rowid(cli.data_dir, "default")
+    assert cli.ok("--store", "pg", "doctor")["ok"] is True
 
 
 # --- catch-up after another machine's import ------------------------------------------------------

@@ -47,17 +47,19 @@ def import_(
 ) -> None:
     """Import memory drafts in bulk (validated first; explicit edges; backbone repair)."""
     from mnemon.drafts import load_draft
+    from mnemon.engine.bulk import collector_paused
 
     (path,) = exactly(words, 1)
-    draft = load_draft(path, _read_stdin_draft() if path == "-" else None)
-    if dry_run:
-        render.emit_text(
-            f"Dry run: {len(draft.insights)} insights, {len(draft.edges)} explicit edges — validation passed."
-        )
-        return
-    progress = _progress_bar if sys.stderr.isatty() else None
-    with open_engine(ctx.obj) as engine:
-        report = engine.import_draft(draft, no_diff=no_diff, progress=progress)
+    with collector_paused():
+        draft = load_draft(path, _read_stdin_draft() if path == "-" else None)
+        if dry_run:
+            render.emit_text(
+                f"Dry run: {len(draft.insights)} insights, {len(draft.edges)} explicit edges — validation passed."
+            )
+            return
+        progress = _progress_bar if sys.stderr.isatty() else None
+        with open_engine(ctx.obj) as engine:
+            report = engine.import_draft(draft, no_diff=no_diff, progress=progress)
     render.emit_json(report)
 
 

@@ -33,7 +33,7 @@ import secrets
 import weakref
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from itertools import islice, repeat
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -978,8 +978,9 @@ class HotIndex:
 
     # --- building and catching up ----------------------------------------------------------------
 
-    def _append_rows(self, rows: list[tuple[Any, ...]]) -> None:
-        """Tokenise new active rows and append them (the only place text is tokenised)."""
+    def _append_rows(self, rows: list[tuple[Any, ...]], sequences: Mapping[str, list[str]] | None = None) -> None:
+        """Tokenise new active rows and append them (the only place text is tokenised; a row
+        whose id is in ``sequences`` comes with its content's token sequence)."""
         import numpy as np
 
         if not rows:
@@ -1016,7 +1017,8 @@ class HotIndex:
             self.any_vector = self.any_vector or bool(has_vec)
             tags, ents = _loads(tags_raw), _loads(ents_raw)
             content = str(content)
-            terms, plain, content_len = insight_views(content, tags, ents)
+            sequence = sequences.get(ins_id) if sequences else None
+            terms, plain, content_len = insight_views(content, tags, ents, sequence)
             counts = Counter(terms)
             r_lists.append([tid(t) for t in counts])
             tf_lists.append(list(counts.values()))
@@ -1123,12 +1125,12 @@ class HotIndex:
         self.edges_verified = True
 
     @classmethod
-    def build(cls, conn: apsw.Connection, fp: Fingerprint) -> HotIndex:
-        """Build from scratch (inside the caller's read snapshot)."""
+    def build(cls, conn: apsw.Connection, fp: Fingerprint, sequences: Mapping[str, list[str]] | None = None) -> HotIndex:
+        """Build from scratch (inside the caller's read snapshot); ``sequences`` as in ``index_for``."""
         index = cls()
         it = hotindex.rows_since(conn, 0)
         while chunk := list(islice(it, _LOAD_CHUNK // 10)):  # rows carry their text: smaller slices
-            index._append_rows(chunk)
+            index._append_rows(chunk, sequences)
         index._sort_vocab()
         index._reload_edges(conn)
         index.fp = fp
@@ -1159,7 +1161,7 @@ class HotIndex:
         """Rows the delta holds beyond its base: new rows plus base rows deleted since."""
         return (self.n - self.base_n) + max(0, self.fp.deleted_count - self.base_fp.deleted_count)
 
-    def catch_up(self, conn: apsw.Connection, fp: Fingerprint) -> HotIndex:
+    def catch_up(self, conn: apsw.Connection, fp: Fingerprint, sequences: Mapping[str, list[str]] | None = None) -> HotIndex:
         """Apply what changed since ``self.fp``; rebuild what cannot be reconciled.
 
         New rows, deletions and new edge rows are applied by rowid/``deleted_at`` in O(delta).
@@ -1171,11 +1173,11 @@ class HotIndex:
         old = self.fp
         if (fp.max_rowid < old.max_rowid or fp.max_edge_rowid < old.max_edge_rowid or fp.deleted_count < old.deleted_count
                 or fp.edge_seq < old.edge_seq):
-            return HotIndex.build(conn, fp)  # rowids renumbered (VACUUM) or rows undeleted: start over
+            return HotIndex.build(conn, fp, sequences)  # rowids renumbered (VACUUM) or rows undeleted: start over
         if replace(fp, generation=old.generation) == old:
             self.fp = fp  # only access counts, EI or vectors changed: nothing this index holds
             return self
-        self._append_rows(list(hotindex.rows_since(conn, old.max_rowid)))
+        self._append_rows(list(hotindex.rows_since(conn, old.max_rowid)), sequences)
         # A store with an edge change log names every edge row deleted or replaced since old.fp:
         # drop those from the lists (before the new rows are appended, so only rows seen before
         # can match). Without one, a deleted row's edges are counted below and any other change
@@ -1201,7 +1203,7 @@ class HotIndex:
                         self.active[row] = False
                         gone_rows.append(row)
         if int(self.active.sum()) != hotindex.active_count(conn):
-            return HotIndex.build(conn, fp)
+            return HotIndex.build(conn, fp, sequences)
         removed = 0
         if gone_rows and not logged:  # forget/prune drop the edges of a deleted row: count those still listed live
             gone = np.zeros(self.n, dtype=np.bool_)
@@ -1487,15 +1489,20 @@ def cached(conn: apsw.Connection) -> HotIndex | None:
     return _OPEN.get(conn)
 
 
-def index_for(conn: apsw.Connection, db_path: Path, *, readonly: bool, edges: bool = True) -> HotIndex:
+def index_for(
+    conn: apsw.Connection, db_path: Path, *, readonly: bool, edges: bool = True,
+    sequences: Mapping[str, list[str]] | None = None,
+) -> HotIndex:
     """Return the index for ``conn``, current for the committed database state.
 
     ``edges=False`` (the write-path scans) skips the edge-count check; recall needs it.
+    ``sequences``: id → ``token_sequence`` of its content, for rows the caller has tokenised
+    already (an import's); the index then does not tokenise those contents again.
     """
     start = _OPEN.get(conn)
     if start is None:
         start = inherited(db_path)
-    index = open_index(conn, db_path, readonly=readonly, cached=start, edges=edges)
+    index = open_index(conn, db_path, readonly=readonly, cached=start, edges=edges, sequences=sequences)
     _OPEN[conn] = index
     return index
 
@@ -1511,7 +1518,8 @@ def _load(db_path: Path) -> HotIndex | None:
 
 
 def open_index(
-    conn: apsw.Connection, db_path: Path, *, readonly: bool, cached: HotIndex | None, edges: bool = True
+    conn: apsw.Connection, db_path: Path, *, readonly: bool, cached: HotIndex | None, edges: bool = True,
+    sequences: Mapping[str, list[str]] | None = None,
 ) -> HotIndex:
     """Return a hot index that describes the database now: loaded, caught up or rebuilt.
 
@@ -1526,7 +1534,7 @@ def open_index(
             return index
         state = index.state_id if index is not None else ""
         verified = index is not None and index.edges_verified
-        index = HotIndex.build(conn, live) if index is None else index.catch_up(conn, live)
+        index = HotIndex.build(conn, live, sequences) if index is None else index.catch_up(conn, live, sequences)
         merge = index.edges_reloaded or index.delta_rows() >= merge_threshold(index.n)
         if edges or (merge and not readonly):
             index.verify_edges(conn)

@@ -1,9 +1,10 @@
 """Per-item preparation of an import: the work that depends only on an item's text (§3.15).
 
 For each draft item: the extracted entities (§4.3 paths 1-6 and the dictionary), the words the
-index-aware path would admit if known, the §4.1 token set, whether the text has a causal keyword
-(§4.6) and which causal sub-type keywords it has. The import then only resolves the entities
-against its known set and compares token sets.
+index-aware path would admit if known, the §4.1 token sequence (its set for the causal overlap;
+the sequence itself for the hot index the import builds at its end, which then need not tokenise
+the text again), whether the text has a causal keyword (§4.6) and which causal sub-type keywords
+it has. The import then only resolves the entities against its known set and compares token sets.
 
 Large drafts (``PARALLEL_THRESHOLD`` items and more) are prepared ahead in a small pool of forked
 worker processes, chunk by chunk, while the import writes; smaller drafts (and any platform or
@@ -17,14 +18,14 @@ import os
 from typing import Any
 
 from mnemon import entities, linking
-from mnemon.text import tokenize
+from mnemon.text import token_sequence
 
 PARALLEL_THRESHOLD = 5_000  # drafts with fewer items never start a pool
 PARALLEL_WORKERS = 2
 PARALLEL_CHUNK = 2_000  # items per task
 
-# (extracted entities, index-aware candidate words, token set, causal keyword, sub-type flags)
-Prepared = tuple[list[str], list[str], set[str], bool, int]
+# (extracted entities, index-aware candidate words, token sequence, causal keyword, sub-type flags)
+Prepared = tuple[list[str], list[str], list[str], bool, int]
 
 _SUB_TYPE_NAMES = tuple(name for name, _ in linking._SUB_TYPES)
 _SUB_TYPE_PATTERNS = tuple(pattern for _, pattern in linking._SUB_TYPES)
@@ -56,7 +57,7 @@ def prepare_one(text: str) -> Prepared:
     return (
         entities.extract_entities(text),
         entities.entity_candidates(text),
-        tokenize(text),
+        token_sequence(text),
         linking.CAUSAL_PATTERN.search(text) is not None,
         sub_type_flags(text),
     )

@@ -161,6 +161,21 @@ def upsert_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, fl
     conn.executemany(_SQL_UPSERT, rows)
 
 
+def upsert_rows_split(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]], fresh: list[bool]) -> None:
+    """upsert_rows for rows with distinct keys, where ``fresh[k]`` says no row can have row k's
+    key yet (a false True would fail the write, a false False only costs time).
+
+    SQLite replaces a missing key as fast as it inserts one: one upsert of all. A PostgreSQL
+    store writes the fresh rows as a COPY and upserts only the rest, in the same rowid order
+    (``PgConnection.upsert_split``).
+    """
+    split = getattr(conn, "upsert_split", None)
+    if split is None or True not in fresh:
+        conn.executemany(_SQL_UPSERT, rows)
+    else:
+        split(_SQL_UPSERT, rows, fresh)
+
+
 def insert_new_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
     """upsert_rows_sorted for rows whose keys no row has yet (each names an insight written in
     this transaction): plain INSERTs, which a PostgreSQL store streams with one COPY."""

@@ -11,7 +11,8 @@ distinct statement (cached):
 - an upsert's bare column in ``DO UPDATE SET`` is qualified with its table;
 - ``INSERT OR IGNORE`` becomes ``ON CONFLICT DO NOTHING``, ``INSERT OR REPLACE`` an upsert on the
   table's key that also moves a replaced edge to a new ``rowid`` (SQLite's REPLACE deletes and
-  re-inserts, which the hot index's catch-up by ``rowid`` relies on);
+  re-inserts, which the hot index's catch-up by ``rowid`` relies on), or to the ``rowid`` the
+  statement gives (``PgConnection.upsert_split``: rowids reserved up front);
 - ``LIKE`` becomes ``ILIKE`` (SQLite's LIKE folds ASCII case; on ``COLLATE "C"`` columns ILIKE folds
   exactly ASCII), ``+col`` (a planner hint for SQLite) loses its ``+``, a FROM sub-query gets the
   alias PostgreSQL 15 requires;
@@ -82,7 +83,7 @@ def _insert_or(sql: str) -> str:
     keys = _KEYS[table]
     names = [c.strip() for c in columns.split(",")]
     sets = [f"{c} = EXCLUDED.{c}" for c in names if c not in keys]
-    if table in _REPLACED_ROW_MOVES:
+    if table in _REPLACED_ROW_MOVES and "rowid" not in names:  # (given rowids: the row moves to its own)
         sets.append(_REPLACED_ROW_MOVES[table])
     return body + f" ON CONFLICT ({', '.join(keys)}) DO UPDATE SET {', '.join(sets)}"
 
@@ -159,13 +160,6 @@ class MultiRow:
             cached = self._texts[n] = f"{self.head} VALUES {cached}{self.tail}"
         return cached
 
-    def staged_columns(self) -> tuple[list[str], str]:
-        """The bound columns (a staging table's, in bound-value order) and the SELECT list that
-        inserts from it: each column from the stage, each constant as it is."""
-        bound = [c for c, v in zip(self.columns, self.slots) if v == "?"]
-        select = ", ".join(c if v == "?" else v for c, v in zip(self.columns, self.slots))
-        return bound, select
-
     def last_per_key(self, rows: list[Any]) -> list[Any]:
         """The rows to write: each key's last row for an upsert (keys index the bound values)."""
         if self.key_positions is None:
@@ -207,6 +201,20 @@ def multi_row(sql: str) -> MultiRow | None:
             found = MultiRow(head, tail, slots, keys, table, columns)
     _MULTI_CACHE[sql] = found
     return found
+
+
+def given_rowids(sql: str) -> tuple[MultiRow, MultiRow]:
+    """For an ``INSERT OR REPLACE INTO t (cols) VALUES (...)``: the same upsert and the same plain
+    INSERT with the ``rowid`` as a first bound column (rows whose rowids the caller reserved)."""
+    match = _INSERT_OR.match(sql)
+    values = _VALUES.search(sql)
+    assert match is not None and match.group(1) == "REPLACE" and values is not None
+    table, columns = match.group(2), match.group(3).strip()
+    tail = f"{columns}) VALUES (?, {values.group(1).strip()})"
+    upsert = multi_row(f"INSERT OR REPLACE INTO {table} (rowid, {tail}")
+    plain = multi_row(f"INSERT INTO {table} (rowid, {tail}")
+    assert upsert is not None and plain is not None and plain.plain
+    return upsert, plain
 
 
 def pragma(sql: str) -> str | None:
