@@ -304,11 +304,11 @@ def test_remember_through_the_codes_equals_the_exact_scan(
         shutil.copytree(store_dir, data_dir)
         _paths(monkeypatch, coded, numba)
         counter = iter(range(10**6))
-        monkeypatch.setattr(write, "new_id", lambda: f"00000000-0000-4000-8000-{next(counter):012d}")
+        monkeypatch.setattr(write, "new_id", lambda _c=counter: f"00000000-0000-4000-8000-{next(_c):012d}")
         scanned: list[int] = []
         for name in ("code_dots", "code_dots_numpy"):
-            def counting(codes, q, *args, _f=getattr(quantized, name), **kw):  # type: ignore[no-untyped-def]
-                scanned.append(codes.shape[0])
+            def counting(codes, q, *args, _f=getattr(quantized, name), _s=scanned, **kw):  # type: ignore[no-untyped-def]
+                _s.append(codes.shape[0])
                 return _f(codes, q, *args, **kw)
 
             monkeypatch.setattr(quantized, name, counting)
