@@ -373,7 +373,7 @@ class ImportMixin(WriteMixin):
         neighbours = self._chunk_neighbours(conn, vectors)
         # Exact duplicates (Decision 5): one look-up for the chunk, then the chunk's own adds.
         seen = {} if no_diff else insights.exact_duplicates(conn, [item.content for item in chunk])
-        # Edge rows as edges.upsert_rows binds them (graph.semantic_edges' Edge records converted).
+        # Edge rows as edges.upsert_rows_split binds them (graph.semantic_edges' Edge records converted).
         chunk_edges: dict[tuple[str, str, str], Any] = {}
         log: list[tuple[str, str, str, str]] = []
         rows: list[tuple[object, ...]] = []

@@ -144,26 +144,15 @@ def upsert_row(conn: apsw.Connection, row: tuple[str, str, str, float, str, str]
     conn.execute(_SQL_UPSERT, row)
 
 
-def upsert_rows(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
-    """upsert_many for rows built as ``edge_row`` builds them, in their order (a repeated key's
-    last row wins)."""
-    conn.executemany(_SQL_UPSERT, rows)
-
-
 def edge_row(e: Edge) -> tuple[str, str, str, float, str, str]:
-    """The bound values of an upsert of ``e`` (for ``upsert_rows_sorted``)."""
+    """The bound values of an upsert of ``e`` (for ``upsert_rows_split``)."""
     return (e.source_id, e.target_id, e.edge_type, e.weight, dump_metadata(e.metadata), e.created_at)
 
 
-def upsert_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
-    """upsert_sorted for rows built by ``edge_row`` (metadata already encoded); distinct keys only."""
-    rows.sort()  # distinct keys: whole-tuple order is key order, without building key tuples
-    conn.executemany(_SQL_UPSERT, rows)
-
-
 def upsert_rows_split(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]], fresh: list[bool]) -> None:
-    """upsert_rows for rows with distinct keys, where ``fresh[k]`` says no row can have row k's
-    key yet (a false True would fail the write, a false False only costs time).
+    """upsert_many for rows built as ``edge_row`` builds them, in their order (a repeated key's
+    last row wins), where ``fresh[k]`` says no row can have row k's key yet and it appears once
+    in ``rows`` (a false True would fail the write, a false False only costs time).
 
     SQLite replaces a missing key as fast as it inserts one: one upsert of all. A PostgreSQL
     store writes the fresh rows as a COPY and upserts only the rest, in the same rowid order
@@ -177,7 +166,7 @@ def upsert_rows_split(conn: apsw.Connection, rows: list[tuple[str, str, str, flo
 
 
 def insert_new_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
-    """upsert_rows_sorted for rows whose keys no row has yet (each names an insight written in
+    """upsert_many, sorted, for rows whose keys no row has yet (each names an insight written in
     this transaction): plain INSERTs, which a PostgreSQL store streams with one COPY."""
     rows.sort()  # distinct keys: whole-tuple order is key order
     conn.executemany(_SQL_INSERT, rows)
