@@ -513,6 +513,33 @@ def test_server_start_stop_status(tmp_path: Path) -> None:
     assert off.returncode == 0 and list(runtime.glob("mnemon-*/server-*.pid")) == []  # off starts none
 
 
+def test_sigterm_the_moment_the_pid_file_appears_still_unlinks_the_socket(tmp_path: Path) -> None:
+    # `server stop` sends SIGTERM as soon as it reads the pid file, so the server's handlers must
+    # be in place before that file is written; under the default action it would die at once and
+    # leave its socket behind. The server here signals itself right after the pid file's rename.
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    script = textwrap.dedent("""
+        import os, signal, sys
+        real_replace = os.replace
+        def replace(src, dst, *args, **kwargs):
+            real_replace(src, dst, *args, **kwargs)
+            if os.fsencode(dst).endswith(b".pid"):
+                os.kill(os.getpid(), signal.SIGTERM)
+        os.replace = replace
+        from mnemon.server.daemon import main
+        sys.exit(main())
+    """)
+    try:
+        proc = subprocess.run([sys.executable, "-c", script], env=_env(runtime, "off"), cwd=REPO,
+                              capture_output=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert list(runtime.glob("mnemon-*/server-*.sock")) == []
+        assert list(runtime.glob("mnemon-*/server-*.pid")) == []
+    finally:
+        stop_servers(runtime)
+
+
 def test_stop_right_after_a_background_start_stops_the_starting_server(tmp_path: Path) -> None:
     # A first call under auto runs in-process and spawns the server, which preloads before it
     # listens; a stop in that window must wait for it and stop it, not report that none runs.

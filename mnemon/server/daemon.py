@@ -77,16 +77,22 @@ class Daemon:
         self.sel = selectors.DefaultSelector()  # the listener, the wake-up pipe, a rehearsing spare's channel
 
     # --- loop ---------------------------------------------------------------------------------
-    def run(self) -> None:
+    def install_signals(self) -> None:
+        """The server's signal handlers. Installed before the pid file says where the server is:
+        ``mnemon server stop`` sends SIGTERM as soon as it reads that file, and under the default
+        action the server would die without unlinking its socket."""
         signal.set_wakeup_fd(self.wake_w)
         signal.signal(signal.SIGCHLD, lambda *_: None)  # a handler (not SIG_IGN) so children stay reapable
         signal.signal(signal.SIGTERM, lambda *_: self.stop())
         signal.signal(signal.SIGINT, lambda *_: self.stop())
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    def run(self) -> None:
         sel = self.sel
         sel.register(self.listener, selectors.EVENT_READ)
         sel.register(self.wake_r, selectors.EVENT_READ)
-        self.fork_spare(prime=True)
+        if not self.stopping:  # (a stop may have come before the loop started)
+            self.fork_spare(prime=True)
         while True:
             self.reap()
             if self.stopping and not self.workers:
@@ -424,10 +430,11 @@ def main() -> int:
     gc.freeze()
     sock_path = paths.server_path(environ, "sock")
     listener = _listen(sock_path)
+    daemon = Daemon(listener, sock_path, idle, own, lock, scratch, watch)
+    daemon.install_signals()
     with open(pid_path + b".tmp", "w") as f:
         f.write(f"{os.getpid()}\n{own}\n{time.time():.3f}\n{idle}\n")
     os.replace(pid_path + b".tmp", pid_path)
-    daemon = Daemon(listener, sock_path, idle, own, lock, scratch, watch)
     try:
         daemon.run()
     finally:
