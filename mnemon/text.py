@@ -19,6 +19,7 @@ from functools import lru_cache
 import regex
 
 __all__ = [
+    "POSSESSIVE_TERM",
     "STOPWORDS",
     "byte_len",
     "content_similarity",
@@ -28,6 +29,7 @@ __all__ = [
     "insight_views",
     "jaccard",
     "keyword_score",
+    "possessor_query_terms",
     "recall_insight_terms",
     "recall_query_terms",
     "recall_terms",
@@ -222,6 +224,29 @@ def recall_query_terms(text: str) -> list[str]:
     """Return a recall query's BM25 terms: :func:`recall_terms` of ``text`` with its prepositional
     phrases ("with respect to", "in terms of", "according to", ...) left out."""
     return recall_terms(_FUNCTION_PHRASES.sub(" ", text))
+
+
+# Query side only: the "s" of a possessive ("Melanie's" tokenizes to "melanie", "s") is a term of
+# its own, and a rare-ish one, so "Melanie's plans" would match "Caroline's plans" on it. The
+# engine lets the query's "s" count only for memories that also have one of the words it is
+# attached to (engine.retrieve._bm25); these are those words' terms. Contractions of stopwords
+# ("it's", "what's", "she's") have no such word, so a query with only those keeps its "s" as before.
+POSSESSIVE_TERM = "s"
+_POSSESSIVE = regex.compile(r"([\p{L}\p{Nd}]+)['\u2019]s(?![\p{L}\p{Nd}])", regex.IGNORECASE)
+
+
+def possessor_query_terms(text: str) -> list[str]:
+    """Return the terms of the words that carry a possessive "'s" in ``text``, each once, in order.
+
+    "What are Melanie's plans?" → ["melani"]; "Jon’s and Gina's" → ["jon", "gina"]; "it's" → []
+    (a stopword has no term). Read on the same text as :func:`recall_query_terms`.
+    """
+    out: list[str] = []
+    for match in _POSSESSIVE.finditer(_FUNCTION_PHRASES.sub(" ", text)):
+        for term in recall_terms(match.group(1)):
+            if term not in out:
+                out.append(term)
+    return out
 
 
 # Query side only: a noun made from a verb or adjective ("adoption", "mentorship", "happiness")

@@ -221,6 +221,30 @@ def test_a_prepositional_phrase_is_no_query_term(engine) -> None:
     assert "Jon respects the rules" not in [h.insight.content for h in top]
 
 
+def test_a_possessive_s_counts_only_with_its_owner(engine) -> None:
+    # "Melanie's plans" asks for Melanie's plans: the "s" of "Caroline's plans" is no match, the
+    # one of a memory that also says "Melanie" is. Without a content word before it ("it's") the
+    # query's "s" counts as any term.
+    for text in ("Caroline's plans for summer", "Melanie's plans for summer", "plans for summer",
+                 "it's a sunny day", "Melanie's dog"):
+        engine.remember(text, no_diff=True)
+    index = engine.hot_index()
+    scope = np.array(index.active)
+    ids = _ids(engine)
+    row = {text: index.row_of(i) for text, i in ids.items()}
+    scores = engine._bm25(index, "What are Melanie's plans for summer?", scope, False)
+    without_s = engine._bm25(index, "What are Melanie plans for summer?", scope, False)
+    assert scores[row["Caroline's plans for summer"]] == without_s[row["Caroline's plans for summer"]]
+    assert scores[row["Melanie's plans for summer"]] > without_s[row["Melanie's plans for summer"]]
+    assert scores[row["it's a sunny day"]] == 0.0
+    assert scores[row["Melanie's dog"]] > without_s[row["Melanie's dog"]] > 0
+    assert engine._bm25(index, "it's sunny", scope, False)[row["it's a sunny day"]] > \
+        engine._bm25(index, "sunny", scope, False)[row["it's a sunny day"]]  # no owner: "s" unbound
+    assert np.array_equal(engine._bm25(index, "What are Melanie's plans for summer?", scope, True), scores)
+    top = engine.recall("What are Melanie's plans for summer?", limit=1).hits
+    assert top[0].insight.content == "Melanie's plans for summer"
+
+
 def test_a_neighbour_lends_its_match_not_its_reach() -> None:
     # Rows 0 and 2 have the same keyword score; only row 0 is linked to the top anchor (row 4), so it
     # gets the higher graph signal and the higher rerank score. The rows after them (1 and 3) match

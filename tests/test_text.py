@@ -271,6 +271,29 @@ def test_recall_query_terms_leave_out_prepositional_phrases(query: str, expected
     assert recall_query_terms(query) == expected
 
 
+# --- possessors (query side of BM25) --------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What are Melanie's plans?", ["melani"]),
+        ("Jon\u2019s studio and Gina's store", ["jon", "gina"]),  # either apostrophe, in order
+        ("Melanie's kids and Melanie's dog", ["melani"]),  # each once
+        ("What's it like? It's fine", []),  # contractions of stopwords carry no owner
+        ("the kids' toys", []),  # a plural's possessive leaves no "s" term
+        ("Melanie'sx", []),  # whole words only
+        ("What are Melanie's plans with respect to adoption?", ["melani"]),
+    ],
+)
+def test_possessor_query_terms(query: str, expected: list[str]) -> None:
+    from mnemon.text import POSSESSIVE_TERM, possessor_query_terms, recall_query_terms
+
+    assert possessor_query_terms(query) == expected
+    if expected:  # the tokenizer leaves the possessive's "s" as a term of its own
+        assert POSSESSIVE_TERM in recall_query_terms(query)
+
+
 # --- derived query nouns (query side of BM25) -------------------------------------------------
 
 
