@@ -290,6 +290,115 @@ def test_the_hot_row_hint_saves_lookups_and_is_never_trusted(store_dir: Path, tm
     assert scores(writable=False) == want
 
 
+class _CountingIds:
+    """The hot index's ids as the alignment reads them, counting the rows it gathers to compare."""
+
+    def __init__(self, ids: np.ndarray) -> None:
+        self.ids, self.gathered = ids, 0
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __getitem__(self, rows: np.ndarray) -> np.ndarray:
+        self.gathered += len(rows)
+        return self.ids[rows]
+
+
+def test_a_certified_hint_skips_the_id_comparison_only_for_the_builds_it_names(
+    store_dir: Path, tmp_path: Path, monkeypatch
+) -> None:
+    """A hint written after every row was checked carries a certificate of the vector index's and the
+    hot base's build ids: the next process compares no id of the rows it covers, and compares them all
+    again when either build is another one, when the file is damaged, or for rows written since."""
+    import shutil
+
+    data_dir = tmp_path / "cert"
+    shutil.copytree(store_dir, data_dir)
+    folder = data_dir / "data" / "default" / "mnemon.db.index"
+    (folder / "vec.hotrows").unlink(missing_ok=True)
+    with _engine(data_dir) as engine:  # re-embedded rows: the two row orders drift apart
+        hot = engine.hot_index()
+        for r in range(100, 140):
+            engine.embed_one(hot.id_at(r))
+    monkeypatch.setattr(engine_vectors, "CERTIFY_MIN_CHECKED", 8)
+    query = HashEmbedder(dim=DIM).embed("w1 w2 w3")
+
+    def scores(hot_base: object = "own", writable: bool = True) -> tuple[list[float], int]:
+        """The cosines by hot row, and how many ids were compared beyond the hot delta's rows
+        (a row of the delta is always compared: its position is not fixed by the base's build)."""
+        with _engine(data_dir, readonly=not writable) as engine:
+            hot = engine.hot_index()
+            ids = _CountingIds(hot.id_blob[: hot.n])
+            base = (hot.build_id, hot.base_n) if hot_base == "own" else hot_base
+            out = engine.vector_scores_aligned(query, ids, hot.rows_of, hot_base=base)  # type: ignore[arg-type]
+            return out.tolist(), ids.gathered - (hot.n - hot.base_n)
+
+    def reference() -> list[float]:
+        with _engine(data_dir) as engine:
+            hot = engine.hot_index()
+            by_id = dict(zip(*(a.tolist() for a in engine.vector_scores(query))))
+            return [by_id.get(hot.id_at(r), 0.0) for r in range(hot.n)]
+
+    want = reference()
+    got, gathered = scores()  # checks every row, finds the moved ones, writes a certified hint
+    assert got == want and gathered > 0
+    with _engine(data_dir) as engine:
+        index = engine.vector_index()
+        hot = engine.hot_index()
+        cert = vector_store.read_hint_certificate(index)
+        assert cert == vector_store.HintCertificate(hot.build_id, hot.base_n, index.header.build_id, index.rows)
+        assert (folder / "vec.hotrows").stat().st_size == 8 * (index.rows + 6)
+    assert scores() == (want, 0)  # every row vouched for: not one id gathered
+    got, gathered = scores(("0123456789abcdef", 1 << 20))  # another hot base: every row checked again
+    assert got == want and gathered > 100
+    assert scores()[1] > 100  # (that call certified its own base) and back: checked, certified again
+    assert scores()[1] == 0
+    with _engine(data_dir) as engine:  # a row written since: only it is compared
+        engine.remember("w5 w6 w7 written after the certificate", no_diff=True)
+    want = reference()
+    got, gathered = scores(writable=False)
+    assert got == want and gathered <= 1  # the new row sits in the delta; nothing else compared
+    raw = bytearray((folder / "vec.hotrows").read_bytes())
+    raw[8] ^= 0x01  # one bit of a hot row flipped: the CRC no longer holds, nothing is vouched for
+    (folder / "vec.hotrows").write_bytes(bytes(raw))
+    got, gathered = scores(writable=False)
+    assert got == want and gathered > 100
+    # a rebuilt vector index is another build: the old certificate names rows it no longer holds
+    scores()  # certify again first
+    assert scores(writable=False)[1] == 0
+    header = json.loads((folder / "vec.json").read_text())
+    for suffix in ("", ".json", ".ids", ".norms", ".rowids", ".active", ".q8", ".qmult", ".qresid"):
+        (folder / f"vec{suffix}").unlink()
+    got, gathered = scores(writable=True)
+    assert got == want and gathered > 100
+    with _engine(data_dir) as engine:
+        assert engine.vector_index().header.build_id not in ("", header["build_id"])
+
+
+def test_a_vector_header_field_from_a_later_version_is_ignored_not_a_rebuild(store_dir: Path, tmp_path: Path) -> None:
+    """An index written before ``build_id`` existed gets one (no rebuild); an unknown field is ignored."""
+    import shutil
+
+    data_dir = tmp_path / "fields"
+    shutil.copytree(store_dir, data_dir)
+    path = data_dir / "data" / "default" / "mnemon.db.index" / "vec.json"
+    with _engine(data_dir) as engine:
+        engine.vector_index()
+    header = json.loads(path.read_text())
+    inode = path.with_name("vec.ids").stat().st_ino
+    header.pop("build_id")
+    header["a_later_field"] = [1, 2]
+    path.write_text(json.dumps(header))
+    with _engine(data_dir) as engine:
+        index = engine.vector_index()
+        assert index.rows == header["rows"] and len(index.header.build_id) == 16
+    assert path.with_name("vec.ids").stat().st_ino == inode
+    after = json.loads(path.read_text())
+    assert after["build_id"] == index.header.build_id and "a_later_field" not in after
+    with _engine(data_dir, readonly=True) as engine:  # --readonly names nothing and writes nothing
+        assert engine.vector_index().header.build_id == after["build_id"]
+
+
 @pytest.mark.parametrize("numba", [True, False], ids=["numba", "numpy"])
 def test_remember_through_the_codes_equals_the_exact_scan(
     store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, numba: bool

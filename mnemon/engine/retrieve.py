@@ -126,14 +126,15 @@ class RetrieveMixin(EngineBase):
         if embedded is None:
             return None, None
         qvec = np.asarray(embedded, dtype=np.float64)
+        hot_base = (index.build_id, index.base_n)  # what a certified hot-row hint names (engine.vectors)
         bounded_of = getattr(self, "vector_similarity_bounded", None)
         if bounded_of is not None:  # a large coded VectorIndex: the int8 pass, exact on demand
-            bounded = bounded_of(qvec, _HotIds(index), index.rows_of)
+            bounded = bounded_of(qvec, _HotIds(index), index.rows_of, hot_base=hot_base)
             if bounded is not None:
                 return bounded
         aligned_of = getattr(self, "vector_scores_aligned", None)
         if aligned_of is not None:  # the VectorIndex (engine/vectors.py): one scan, rows aligned by id
-            aligned: np.ndarray = aligned_of(qvec, index.id_blob[: index.n], index.rows_of)
+            aligned: np.ndarray = aligned_of(qvec, index.id_blob[: index.n], index.rows_of, hot_base=hot_base)
             return aligned, None
         sims = np.zeros(index.n, dtype=np.float64)
         scores_of = getattr(self, "vector_scores", None)
