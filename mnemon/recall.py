@@ -381,11 +381,8 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
 
     code_names = {code: name for name, code in _EDGE_TYPE_CODE.items()}
     hits = []
-    signal_rows = ordered.astype(np.int64)
-    keyword_of, entity_of, similarity_of, graph_of = (
-        dict(zip(ordered.tolist(), f(signal_rows).tolist())) for f in (keyword, entity, similarity, graph)
-    )
-    for r in ordered.tolist():
+    signals = zip(*(f(ordered).tolist() for f in (keyword, entity, similarity, graph)))
+    for r, (keyword_r, entity_r, similarity_r, graph_r) in zip(ordered.tolist(), signals):
         if r in anchor_via:
             via = anchor_via[r]
         elif not is_cand[r]:
@@ -393,8 +390,7 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         else:
             via = code_names.get(int(via_codes[r]), "")
         hits.append(Hit(
-            int(r), float(final[r]), via, keyword_of[r], entity_of[r], similarity_of[r],
-            graph_of[r], bool(a.superseded[r]),
+            int(r), float(final[r]), via, keyword_r, entity_r, similarity_r, graph_r, bool(a.superseded[r]),
         ))  # fmt: skip
     hint = "sparse_results" if len(hits) < limit // 2 or not hits else None
     return RecallOutcome(hits, int(anchor_rows.size), traversed, hint)

@@ -865,7 +865,7 @@ def _read_hint(index: VectorIndex) -> tuple[NDArray[np.int64] | None, HintCertif
     if raw.shape[0] >= _CERT_WORDS and int(raw[-1]) == HINT_MAGIC:
         words = raw[-_CERT_WORDS:].view("<u8")
         body = raw[:-_CERT_WORDS]
-        crc = zlib.crc32(raw[:-2].tobytes())
+        crc = zlib.crc32(raw[:-2])  # the buffer itself: no 8 MB copy at 1M rows
         if int(words[4]) == crc and int(words[2]) == body.shape[0]:
             cert = HintCertificate(f"{int(words[0]):016x}", int(words[3]), f"{int(words[1]):016x}", int(words[2]))
         raw = body
@@ -902,7 +902,7 @@ def write_hot_rows_hint(
     data = hint.tobytes()
     if certificate is not None:
         head = np.array([hot_word, vec_word, certificate.vec_rows, certificate.hot_base_n], dtype="<u8").tobytes()
-        crc = zlib.crc32(data + head)
+        crc = zlib.crc32(head, zlib.crc32(data))  # = crc32(data + head), without joining them
         data += head + np.array([crc, HINT_MAGIC], dtype="<u8").tobytes()
     path = index._path(HINT_SUFFIX)
     tmp = Path(f"{path}.{os.getpid()}.tmp")
