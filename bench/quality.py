@@ -17,6 +17,8 @@ evidence recall@k is the share of its evidence turns covered by the top k result
 MRR is 1 / rank of the first result covering any evidence turn (0 when none does). Figures are
 averaged per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 adversarial) and
 over categories 1-4 (the headline, question-weighted). Latency is the wall time of each recall.
+A second table gives R@10 over categories 1-4 per conversation and the mean of the conversations
+(each weighed once), the figures a ranking change is judged on (bench/quality-ablations.md).
 
 ``--mode cli`` (the default, and the only mode whose figures are reported) runs every command as a
 whole process, as an agent would. ``--mode inprocess`` calls ``mnemon.cli.main`` in this process
@@ -232,7 +234,8 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
         results = json.loads(out)["results"]
         ranked = [covers.get((r["insight"]["content"], r["insight"]["created_at"]), frozenset()) for r in results]
         by_category[category].add(ranked, evidence)
-        per_question.append({"q": qa["question"], "cat": category, "evidence": sorted(evidence),
+        per_question.append({"conv": str(sample.get("sample_id", "conv")), "q": qa["question"], "cat": category,
+                             "evidence": sorted(evidence),
                              "ranked": [sorted(c) for c in ranked], "r10": by_category[category].recall[10][-1]})  # fmt: skip
     return by_category, latencies, per_question
 
@@ -284,6 +287,39 @@ def table(result: RunResult) -> str:
     return "\n".join(head + rows + tail)
 
 
+def per_conversation(result: RunResult) -> dict[str, dict[int, list[float]]]:
+    """conversation -> category -> the R@10 of each of its questions (in order)."""
+    out: dict[str, dict[int, list[float]]] = {}
+    for pq in result.per_question:
+        out.setdefault(pq["conv"], {c: [] for c in CATEGORIES})[pq["cat"]].append(pq["r10"])
+    return out
+
+
+def conversation_table(result: RunResult) -> str:
+    """R@10 over categories 1-4 per conversation, their mean, and the question-weighted figure.
+
+    A ranking change is judged on this table (bench/quality-ablations.md): it must raise the mean of
+    the conversations and lower none by more than a point. The mean weighs each conversation once,
+    so one long conversation cannot carry a change that the others do not share.
+    """
+    head = [f"#### per conversation, R@10 categories 1-4 (units={result.units}, embeddings={result.embed})", "",
+            "| conversation | n | 1-4 | " + " | ".join(f"{c} {CATEGORIES[c]}" for c in HEADLINE) + " |",
+            "|---|---|---|" + "---|" * len(HEADLINE)]  # fmt: skip
+    rows, headlines = [], []
+    for conv, cats in per_conversation(result).items():
+        values = [v for c in HEADLINE for v in cats[c]]
+        headline = 100 * statistics.fmean(values) if values else 0.0
+        headlines.append(headline)
+        per_cat = [f"{100 * statistics.fmean(cats[c]):.1f}" if cats[c] else "-" for c in HEADLINE]
+        rows.append(f"| {conv} | {len(values)} | {headline:.1f} | " + " | ".join(per_cat) + " |")
+    n = sum(len(result.by_category[c].mrr) for c in HEADLINE)
+    mean = statistics.fmean(headlines) if headlines else 0.0
+    blanks = " | ".join("" for _ in HEADLINE)
+    rows.append(f"| **mean of {len(headlines)}** | {n} | **{mean:.1f}** | {blanks} |")
+    rows.append(f"| all questions | {n} | {result.headline():.1f} | {blanks} |")
+    return "\n".join(head + rows + [""])
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("data", help="LoCoMo-format JSON (a list of conversations)")
@@ -307,9 +343,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for embed in embeds:
             result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server)
-            parts.append(table(result))
+            report = table(result) + "\n" + conversation_table(result)
+            parts.append(report)
             dumps[embed] = result.per_question
-            print(table(result), flush=True)
+            print(report, flush=True)
     finally:
         if args.server == "require":  # leave no server behind (it would otherwise idle for 30 minutes)
             subprocess.run([sys.executable, "-m", "mnemon", "server", "stop"], capture_output=True, check=False)
