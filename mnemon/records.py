@@ -89,7 +89,7 @@ BM25_B = 0.75
 # (dev set: 0.25 helps turns and facts; 0.6 costs turns/none open-domain a question).
 QUERY_DERIVED_WEIGHT = 0.25
 # Decision 1: one rerank table for every intent: (keyword, entity, similarity, graph). Re-tuned on
-# the LoCoMo development set (bench/quality.py; every tried setting in bench/README.md): the graph
+# the LoCoMo development set (bench/quality.py; ARCHITECTURE.md sums up what was tried): the graph
 # signal is mostly a normalised hop score, so it gets less weight; with embeddings the cosine gets
 # more. Each tuple sums to 1 so the confidence bands keep their meaning.
 RERANK_WEIGHTS_EMBEDDED: tuple[float, float, float, float] = (0.31, 0.08, 0.53, 0.08)
@@ -98,7 +98,7 @@ RERANK_WEIGHTS_TOKENS: tuple[float, float, float, float] = (0.66, 0.17, 0.0, 0.1
 # A row written right after a strong match (the reply to a question, the next step) is lifted more
 # than the one before it. (after, before); the Go-era value was 0.3 both ways. Tokens (0.55, 0.25)
 # with the token lift table (0.70, 0.15, 0, 0.05), rather than (0.6, 0.3) with (0.66, 0.17, 0, 0.05):
-# the setting of the third-round grid in bench/README.md that keeps every headline category of both
+# the setting of issue 14's third-round grid (git history of bench/README.md) that keeps every headline category of both
 # token views at or above its figure before issue 14 (turns multi-hop 40.1 -> 40.7, turns headline
 # 72.8 -> 72.9, facts unchanged at 62.0).
 NEIGHBOUR_EXPANSION_EMBEDDED: tuple[float, float] = (0.4, 0.3)

@@ -42,8 +42,8 @@ ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let 
 # Quiet time before a primed spare rehearses the rest. Back-to-back calls arrive 12-30 ms apart
 # (the next client's interpreter start, more on a loaded machine) and must find the spare primed,
 # not rehearsing; the rest (about 25 ms on a memory scratch) started this soon is still done within
-# the 75-100 ms of a call spaced like an in-process run. Measured: bench/README.md (issue 10,
-# fourth pass).
+# the 75-100 ms of a call spaced like an in-process run. Measured: issue 10's fourth pass (git history
+# of bench/README.md).
 REHEARSE_AFTER = 0.04
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
