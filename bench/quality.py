@@ -265,6 +265,74 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, 
     return RunResult(units_kind, embed, by_category, latencies, per_question)
 
 
+# --- the plain baseline: BM25 over Han characters, Han bigrams and words ---------------------
+
+_PLAIN_HAN = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # CJK unified ideographs, extension A, compatibility
+_PLAIN_RUN = re.compile(rf"([{_PLAIN_HAN}]+)|([^\W_{_PLAIN_HAN}]+)")
+_PLAIN_K1, _PLAIN_B = 1.2, 0.75
+
+
+def plain_terms(text: str) -> list[str]:
+    """Lower-cased words, and each Han run's characters and character bigrams: no stemming, no
+    stopwords, nothing of mnemon's (its own tokenizer would make the baseline no baseline)."""
+    out: list[str] = []
+    for han, word in _PLAIN_RUN.findall(text.lower()):
+        if han:
+            out.extend(han)
+            out.extend(han[i : i + 2] for i in range(len(han) - 1))
+        else:
+            out.append(word)
+    return out
+
+
+def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int) -> tuple[dict[int, Scores], list[dict[str, Any]]]:
+    """The baseline the Chinese targets are set against, on the same units and questions; equal
+    scores keep the units' order (the conversation's)."""
+    import math
+    from collections import Counter
+
+    units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
+    docs = [Counter(plain_terms(u.content)) for u in units]
+    lengths = [sum(d.values()) for d in docs]
+    avgdl = statistics.fmean(lengths) if lengths else 0.0
+    df: Counter[str] = Counter()
+    for d in docs:
+        df.update(d.keys())
+    n = len(docs)
+    by_category = {c: Scores() for c in CATEGORIES}
+    per_question: list[dict[str, Any]] = []
+    for qa in sample["qa"]:
+        evidence = evidence_ids(qa.get("evidence", []))
+        category = int(qa["category"])
+        if not evidence or category not in CATEGORIES:
+            continue
+        query = set(plain_terms(str(qa["question"])))
+        scores = []
+        for i, d in enumerate(docs):
+            total = 0.0
+            for t in query & d.keys():
+                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                tf = d[t]
+                total += idf * tf * (_PLAIN_K1 + 1) / (tf + _PLAIN_K1 * (1 - _PLAIN_B + _PLAIN_B * lengths[i] / avgdl))
+            scores.append((-total, i))
+        top = [i for s, i in sorted(scores)[:limit] if s < 0]
+        by_category[category].add([units[i].covers for i in top], evidence)
+        per_question.append({"conv": str(sample.get("sample_id", "conv")), "cat": category,
+                             "r10": by_category[category].recall[10][-1]})  # fmt: skip
+    return by_category, per_question
+
+
+def plain_bm25(data: list[dict[str, Any]], units_kind: str, limit: int) -> RunResult:
+    by_category = {c: Scores() for c in CATEGORIES}
+    per_question: list[dict[str, Any]] = []
+    for sample in data:
+        cats, pq = plain_bm25_conversation(sample, units_kind, limit)
+        for c, scores in cats.items():
+            by_category[c].extend(scores)
+        per_question.extend(pq)
+    return RunResult(units_kind, "plain BM25 over Han characters + bigrams (baseline)", by_category, [], per_question)
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     if not ordered:
@@ -331,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="model directory for --embed local (default: $MNEMON_EMBED_MODEL_PATH)")  # fmt: skip
     parser.add_argument("--server", choices=("off", "require"), default="off",
                         help="--mode cli: every recall one-shot (off, the default) or through the warm server")  # fmt: skip
+    parser.add_argument("--baseline", action="store_true",
+                        help="also score a plain BM25 over Han characters, Han bigrams and words on the same units")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
     args = parser.parse_args(argv)
@@ -340,6 +410,11 @@ def main(argv: list[str] | None = None) -> int:
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, server {args.server}, "
              f"recall --limit {args.limit}", ""]
     dumps = {}
+    if args.baseline:
+        plain = plain_bm25(data, args.units, args.limit)
+        baseline = table(plain).split("\n\nrecall latency")[0] + "\n\n" + conversation_table(plain)
+        parts.append(baseline)
+        print(baseline, flush=True)
     try:
         for embed in embeds:
             result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server)
