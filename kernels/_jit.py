@@ -48,8 +48,9 @@ def numba_module() -> ModuleType:
     if _numba is None:
         import numba
 
-        if numba.config.THREADING_LAYER == "default":
-            numba.config.THREADING_LAYER = "workqueue"
+        # numba.config sets its options from the environment at import time: its stubs cannot list them
+        if numba.config.THREADING_LAYER == "default":  # type: ignore[attr-defined]
+            numba.config.THREADING_LAYER = "workqueue"  # type: ignore[attr-defined]
         _numba = numba
     return _numba
 

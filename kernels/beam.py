@@ -177,7 +177,8 @@ def _check_beam(
     indptr: object, nbr_rows: object, weights: object, etype: object, type_weight: object,
     anchor_rows: object, anchor_scores: object, width: int, depth: int, max_visited: int,
     similarity: object, id_rank: object, row_mask: object, delta: EdgeArrays | None,
-) -> tuple[np.ndarray, ...]:  # fmt: skip
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+           np.ndarray, EdgeArrays]:  # fmt: skip
     type_weight = check_array(type_weight, "type_weight", np.float64)
     indptr, nbr_rows, weights, etype = _check_csr(indptr, nbr_rows, weights, etype, type_weight, "")
     n = indptr.shape[0] - 1
@@ -373,11 +374,11 @@ def beam_search_numpy(
                     wts = np.concatenate([wts, d_weights[dlo:dhi]])
                 keep = mask[nbrs]
                 nbrs, codes = nbrs[keep], codes[keep]
-                delta = lam_s * type_weight[codes] * wts[keep]
+                gain = lam_s * type_weight[codes] * wts[keep]
                 if similarity.shape[0]:
-                    delta = delta + lam_v * np.maximum(0.0, similarity[nbrs])
-                order = np.lexsort((codes, id_rank[nbrs], -delta))
-                for v, d, code in zip(nbrs[order].tolist(), delta[order].tolist(), codes[order].tolist()):
+                    gain = gain + lam_v * np.maximum(0.0, similarity[nbrs])
+                order = np.lexsort((codes, id_rank[nbrs], -gain))
+                for v, d, code in zip(nbrs[order].tolist(), gain[order].tolist(), codes[order].tolist()):
                     if len(visited) >= max_visited:
                         spent = True
                         break

@@ -221,8 +221,9 @@ EXACT_MARGIN = 2e-4
 
 
 def cosine_block(
-    vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64], units: npt.NDArray[np.float32]
-) -> npt.NDArray[np.float32]:
+    vectors: npt.NDArray[np.float64] | npt.NDArray[np.float32], norms: npt.NDArray[np.float64],
+    units: npt.NDArray[np.float32],
+) -> npt.NDArray[np.float32]:  # fmt: skip
     """Approximate cosines (rows, queries) of raw ``vectors`` (norms given) with unit ``units``.
 
     One float32 BLAS product of a (rows, d) block with a (queries, d) block; rows of norm 0 score

@@ -208,7 +208,7 @@ def bm25_scores_numpy(
 ) -> npt.NDArray[np.float64]:
     """Same contract as :func:`bm25_scores`, with numpy only (same operation order, same floats)."""
     post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
-    n_docs, avgdl, k1, b = float(n_docs), float(avgdl), float(k1), float(b)
+    docs, avgdl, k1, b = float(n_docs), float(avgdl), float(k1), float(b)
     scores = np.zeros(doc_len.shape[0], dtype=np.float64)
     n_tokens = post_indptr.shape[0] - 1
     for t in _check_query(query_ids):
@@ -222,7 +222,7 @@ def bm25_scores_numpy(
         df = rows.shape[0]
         if df == 0:
             continue
-        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        idf = math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
         ratio = doc_len[rows] / avgdl if avgdl > 0.0 else 1.0
         scores[rows] += idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
     return scores

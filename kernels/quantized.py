@@ -128,11 +128,11 @@ def code_dots_numpy(codes: npt.NDArray[np.int8], q: npt.NDArray[np.int16], threa
         lo, hi = bounds[k], bounds[k + 1]
         np.einsum("ij,j->i", codes[lo:hi], q, dtype=np.int32, casting="unsafe", out=out[lo:hi])
 
-    threads = [threading.Thread(target=scan, args=(k,)) for k in range(1, parts)]
-    for t in threads:
+    workers = [threading.Thread(target=scan, args=(k,)) for k in range(1, parts)]
+    for t in workers:
         t.start()
     scan(0)
-    for t in threads:
+    for t in workers:
         t.join()
     return out
 

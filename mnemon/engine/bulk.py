@@ -517,6 +517,7 @@ class ImportMixin(WriteMixin):
             insights.insert(conn, new, stamp)
             if vector is not None:
                 self._store_vector(conn, new.id, vector)
+        assert counts.deferred is not None  # an import's counts always defer
         _entity_edges(state, conn, new, stamp, counts.deferred)
         self._causal_from_recent(new, tokens, causal, flags, recent, stamp, counts)
         if neighbours is not None and neighbours.has_vector(offset):

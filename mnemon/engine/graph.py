@@ -42,8 +42,9 @@ class EdgeCounts:
     semantic: int = 0
     written: list[Edge] = field(default_factory=list)
     # Bulk import: edges collect here by key (a later write of a key replaces the earlier one, as
-    # INSERT OR REPLACE would) and the caller writes them in one sorted pass.
-    deferred: dict[tuple[str, str, str], Edge] | None = None
+    # INSERT OR REPLACE would) and the caller writes them in one sorted pass; import's own edges come
+    # in already as the bound row (edges.edge_row's shape).
+    deferred: dict[tuple[str, str, str], Edge | tuple[str, str, str, float, str, str]] | None = None
 
     def to_json(self) -> dict[str, int]:
         return {"temporal": self.temporal, "entity": self.entity, "causal": self.causal, "semantic": self.semantic}

@@ -1255,9 +1255,9 @@ class HotIndex:
             k = int(src_part.shape[0])
             hits = np.flatnonzero(marked[src_part])  # rows from a listed source: few
             if hits.size:
-                dst = self._slice("edge_dst", lo, lo + k)[hits].astype(np.int64)
+                dst_rows = self._slice("edge_dst", lo, lo + k)[hits].astype(np.int64)
                 typ = self._slice("edge_type", lo, lo + k)[hits].astype(np.int64)
-                keys_at = (src_part[hits].astype(np.int64) * n + dst) * 8 + typ
+                keys_at = (src_part[hits].astype(np.int64) * n + dst_rows) * 8 + typ
                 found.append(hits[np.isin(keys_at, wanted_keys)] + lo)
             lo += k
         gone = np.concatenate(found) if found else np.zeros(0, dtype=np.int64)

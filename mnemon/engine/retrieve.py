@@ -251,6 +251,7 @@ class RetrieveMixin(EngineBase):
             return np.zeros(index.n, dtype=np.float64)
         n_docs, avgdl, doc_len = stats
         post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
+        assert post.tf is not None  # plain=False: the postings carry their term frequencies
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         return score(  # type: ignore[no-any-return]
             post.ptr, post.rows, post.tf, doc_len, np.array(local, dtype=np.int32),

@@ -372,6 +372,7 @@ def _search(
     numba = _use_numba(n)
     topk = kernels.cosine_topk if numba else kernels.cosine_topk_numpy
     # The kernel breaks ties by row; ask for one extra row to see whether a tie straddles the cut.
+    rows: NDArray[np.integer]  # the kernel's int32 rows, or flatnonzero's intp ones below
     rows, scores = topk(index.vectors, index.norms, query, k + 1, np.zeros(n, dtype=np.int32), min_score, mask)
     if len(rows) > k and scores[k] == scores[k - 1]:
         # Take every row tied with the k-th, so ids decide who is in.

@@ -59,6 +59,10 @@ def new_id() -> str:
 class WriteMixin(VectorMixin):
     """remember / link / forget."""
 
+    if TYPE_CHECKING:  # ReadMixin's, beside this one in the composed Engine
+
+        def neighbours(self, node: str) -> list[tuple[str, str]]: ...
+
     def remember(
         self,
         content: str,

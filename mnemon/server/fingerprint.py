@@ -12,6 +12,7 @@ this module; ``FileWatch`` and ``fingerprint`` run in the server and in ``mnemon
 """
 
 import os
+from collections.abc import Callable
 
 from mnemon import __version__
 
@@ -74,7 +75,7 @@ class FileWatch:
     def __init__(self, root: str = _ROOT, *, inotify: bool = True) -> None:
         self.root = root
         self.fd: int | None = None
-        self._add = None
+        self._add: Callable[[int, bytes, int], int] | None = None  # libc's inotify_add_watch
         if inotify:
             self._open()
 
@@ -97,7 +98,10 @@ class FileWatch:
         dirs: list[str] = []
         for top in _tops(self.root):
             _walk(top, [], dirs)
-        return all(self._add(self.fd, os.fsencode(d), _IN_EVENTS) >= 0 for d in dirs)  # type: ignore[misc]
+        add, fd = self._add, self.fd
+        if add is None or fd is None:
+            return False
+        return all(add(fd, os.fsencode(d), _IN_EVENTS) >= 0 for d in dirs)
 
     def _changed(self) -> bool:
         """Drain the queue: True if any event came."""

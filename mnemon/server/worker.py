@@ -72,7 +72,7 @@ def _stream(fd: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
     """A text stream on ``fd`` built the way CPython builds sys.std* at start-up (create_stdio)."""
     raw = io.FileIO(fd, mode, closefd=False)
     interactive = raw.isatty()
-    buffered: io.BufferedIOBase = io.BufferedReader(raw) if mode == "rb" else io.BufferedWriter(raw)
+    buffered: io.BufferedReader | io.BufferedWriter = io.BufferedReader(raw) if mode == "rb" else io.BufferedWriter(raw)
     stream = io.TextIOWrapper(buffered, encoding=encoding, errors=errors, newline="\n",
                               line_buffering=interactive or fd == 2, write_through=False)
     stream.mode = mode[0]  # type: ignore[misc]  # as CPython sets it ("r" / "w")

@@ -155,12 +155,16 @@ def write_skill(placement: Placement, created: list[str], text: str | None = Non
 
 def _registrar(target: Target) -> ModuleType:
     if target.registration == "kimi":
-        from mnemon.setup import kimi_toml as registrar
-    elif target.registration == "hermes":
-        from mnemon.setup import hermes_yaml as registrar
-    else:
-        from mnemon.setup import settings as registrar
-    return registrar
+        from mnemon.setup import kimi_toml
+
+        return kimi_toml
+    if target.registration == "hermes":
+        from mnemon.setup import hermes_yaml
+
+        return hermes_yaml
+    from mnemon.setup import settings
+
+    return settings
 
 
 def _host_module(target: Target) -> ModuleType:

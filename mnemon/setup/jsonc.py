@@ -130,9 +130,9 @@ class _Parser:
         if c == '"' or (c == "'" and self.json5):
             end, value = self.string(i)
             return Node("scalar", i, end, value)
-        for word, value in (("true", True), ("false", False), ("null", None)):
+        for word, literal in (("true", True), ("false", False), ("null", None)):
             if self.text.startswith(word, i):
-                return Node("scalar", i, i + len(word), value)
+                return Node("scalar", i, i + len(word), literal)
         return self.number(i)
 
     def number(self, i: int) -> Node:
@@ -364,7 +364,7 @@ class Document:
         trailing = last.comma is not None
         if _own_line(text, last.start):
             item = text[_line_start(text, last.start):last.start]
-            after = last.comma + 1 if trailing else last.end
+            after = last.comma + 1 if last.comma is not None else last.end
             eol = text.find("\n", after)
             rest = text[after:eol if eol >= 0 else len(text)]
             if eol >= 0 and eol < close and self._only_comments(rest):
@@ -376,7 +376,7 @@ class Document:
                 return
         # One-line container (or the closing bracket shares the last member's line).
         compact = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
-        if trailing:
+        if last.comma is not None:
             self._splice([(last.comma + 1, last.comma + 1, f" {label}{compact},")])
         else:
             self._splice([(last.end, last.end, f", {label}{compact}")])

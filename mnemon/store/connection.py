@@ -14,6 +14,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import apsw
@@ -25,6 +26,19 @@ DIR_MODE = 0o700
 FILE_MODE = 0o600
 # Test-only hook: the reliability suite sets this to a registered fault-injecting apsw VFS name.
 VFS_NAME: str | None = None
+
+
+def one_row(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> Any:
+    """The one row of an aggregate query (COUNT, MAX, ... without GROUP BY: always exactly one row)."""
+    row = conn.execute(sql, params).fetchone()
+    if row is None:
+        raise StoreError(f"no row from an aggregate query: {sql}")
+    return row
+
+
+def scalar(conn: apsw.Connection, sql: str, params: tuple[object, ...] = ()) -> Any:
+    """The one value of an aggregate query."""
+    return one_row(conn, sql, params)[0]
 
 
 def _pragma(conn: apsw.Connection, statement: str) -> object:

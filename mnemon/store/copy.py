@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from mnemon.errors import InputError
 from mnemon.store import hotindex
 from mnemon.store.tx import write_tx
+from mnemon.store.connection import scalar
 
 if TYPE_CHECKING:
     from mnemon.store import Store
@@ -62,7 +63,7 @@ def copy_store(source: Store, target: Store) -> Copied:
     insights = [(*r[:12], None if r[12] is None else bytes(r[12]), *r[13:]) for r in insights]
     conn = target.conn
     with write_tx(conn):
-        if int(conn.execute(_SQL_OCCUPIED).fetchone()[0]):
+        if int(scalar(conn, _SQL_OCCUPIED)):
             raise InputError("store copy: the destination store is not empty (copy into a new store)")
         conn.execute(_SQL_PUT_META, ("embedding_format", source.embedding_format))
         for key, value in meta:

@@ -22,6 +22,7 @@ them (:func:`rebuild`).
 from __future__ import annotations
 
 import apsw
+from mnemon.store.connection import scalar
 
 CATEGORY_PREFIX = "category:"
 
@@ -101,7 +102,7 @@ def rebuild(conn: apsw.Connection) -> None:
 
 def available(conn: apsw.Connection) -> bool:
     """Whether this database keeps counters (schema 6 or later; not an old store opened read-only)."""
-    return int(conn.execute(_SQL_HAS).fetchone()[0]) == 2
+    return int(scalar(conn, _SQL_HAS)) == 2
 
 
 def edge_count(conn: apsw.Connection) -> int:

@@ -13,6 +13,7 @@ import apsw
 
 from mnemon.records import Edge
 from mnemon.store import counts
+from mnemon.store.connection import scalar
 
 _SQL_UPSERT = (
     "INSERT OR REPLACE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
@@ -98,11 +99,11 @@ def delete_pair(conn: apsw.Connection, source_id: str, target_id: str, edge_type
 
 def count_touching(conn: apsw.Connection, insight_id: str) -> int:
     """Edge rows as source plus rows as target (a bidirectional link counts 2, §4.8)."""
-    return int(conn.execute(_SQL_COUNT_TOUCHING, (insight_id, insight_id)).fetchone()[0])
+    return int(scalar(conn, _SQL_COUNT_TOUCHING, (insight_id, insight_id)))
 
 
 def count_all(conn: apsw.Connection) -> int:
-    return int(conn.execute(_SQL_COUNT).fetchone()[0])
+    return int(scalar(conn, _SQL_COUNT))
 
 
 def counts_by_node(conn: apsw.Connection) -> dict[str, int]:

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import apsw
 
 from mnemon.store import derived
-from mnemon.store.connection import FILE_MODE, ensure_private_dir
+from mnemon.store.connection import FILE_MODE, ensure_private_dir, one_row, scalar
 
 if TYPE_CHECKING:
     import numpy as np
@@ -120,14 +120,14 @@ def fingerprint(conn: apsw.Connection) -> Fingerprint:
         gen = int(row[0]) if row and row[0] is not None else 0
     except (TypeError, ValueError):
         gen = -1  # a damaged counter: the other markers still tell a change (doctor reports it)
-    deleted, last = conn.execute(_SQL_DELETED).fetchone()
+    deleted, last = one_row(conn, _SQL_DELETED)
     return Fingerprint(
         gen,
-        int(conn.execute(_SQL_MAX_ROWID).fetchone()[0]),
-        int(conn.execute(_SQL_MAX_EDGE_ROWID).fetchone()[0]),
+        int(scalar(conn, _SQL_MAX_ROWID)),
+        int(scalar(conn, _SQL_MAX_EDGE_ROWID)),
         int(deleted),
         str(last),
-        int(conn.execute(_SQL_EDGE_SEQ).fetchone()[0]) if has_edge_log(conn) else 0,
+        int(scalar(conn, _SQL_EDGE_SEQ)) if has_edge_log(conn) else 0,
     )
 
 
@@ -156,7 +156,7 @@ def active_count(conn: apsw.Connection) -> int:
 
     if counts.available(conn):
         return counts.active_count(conn)
-    return int(conn.execute(_SQL_ACTIVE).fetchone()[0])
+    return int(scalar(conn, _SQL_ACTIVE))
 
 
 def edge_count(conn: apsw.Connection) -> int:
@@ -165,7 +165,7 @@ def edge_count(conn: apsw.Connection) -> int:
 
     if counts.available(conn):
         return counts.edge_count(conn)
-    return int(conn.execute(_SQL_EDGE_COUNT).fetchone()[0])
+    return int(scalar(conn, _SQL_EDGE_COUNT))
 
 
 def rows_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
@@ -249,7 +249,7 @@ def write_index(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
     for off, arr in blobs:
         if off > pos:
             chunks.append(b"\0" * (off - pos))
-        chunks.append(memoryview(arr).cast("B") if arr.nbytes else b"")
+        chunks.append(memoryview(arr).cast("B") if arr.nbytes else b"")  # type: ignore[arg-type]  # ndarray has the buffer protocol; numpy's stubs declare it for Python 3.12+ only
         pos = off + arr.nbytes
     try:
         _write_atomic(path or index_path(db_path), chunks)

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator, Sequence
+from typing import Any
 
 import apsw
 
 from mnemon.records import Insight
+from mnemon.store.connection import scalar
 
 INSIGHT_COLUMNS = (
     "id, content, category, importance, tags, entities, source, access_count, "
@@ -92,22 +94,22 @@ def _load_list(raw: object) -> list[str]:
     return [str(v) for v in value] if isinstance(value, list) else []
 
 
-def row_to_insight(row: Sequence[object]) -> Insight:
+def row_to_insight(row: Sequence[Any]) -> Insight:
     """Build an Insight from a row selected with INSIGHT_COLUMNS."""
     return Insight(
         id=str(row[0]),
         content=str(row[1]),
         category=str(row[2]),
-        importance=int(row[3]),  # type: ignore[arg-type]
+        importance=int(row[3]),
         tags=_load_list(row[4]),
         entities=_load_list(row[5]),
         source=str(row[6]),
-        access_count=int(row[7] or 0),  # type: ignore[arg-type]
+        access_count=int(row[7] or 0),
         created_at=str(row[8]),
         updated_at=str(row[9]),
         deleted_at=None if row[10] is None else str(row[10]),
         last_accessed_at=None if row[11] is None else str(row[11]),
-        effective_importance=float(row[12]) if row[12] is not None else 0.5,  # type: ignore[arg-type]
+        effective_importance=float(row[12]) if row[12] is not None else 0.5,
     )
 
 
@@ -226,11 +228,11 @@ def known_among(conn: apsw.Connection, candidates: list[str]) -> set[str]:
 
 
 def active_count(conn: apsw.Connection) -> int:
-    return int(conn.execute(_SQL_ACTIVE_COUNT).fetchone()[0])
+    return int(scalar(conn, _SQL_ACTIVE_COUNT))
 
 
 def deleted_count(conn: apsw.Connection) -> int:
-    return int(conn.execute(_SQL_DELETED_COUNT).fetchone()[0])
+    return int(scalar(conn, _SQL_DELETED_COUNT))
 
 
 def count_by_category(conn: apsw.Connection) -> dict[str, int]:

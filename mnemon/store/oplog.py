@@ -5,6 +5,7 @@ from __future__ import annotations
 import apsw
 
 from mnemon.records import OPLOG_KEEP, OplogEntry
+from mnemon.store.connection import scalar
 
 _SQL_INSERT = "INSERT INTO oplog (operation, insight_id, detail, created_at) VALUES (?, ?, ?, ?)"
 _SQL_TRIM = "DELETE FROM oplog WHERE id <= (SELECT MAX(id) FROM oplog) - ?"
@@ -38,4 +39,4 @@ def recent(conn: apsw.Connection, limit: int) -> list[OplogEntry]:
 
 
 def count(conn: apsw.Connection) -> int:
-    return int(conn.execute(_SQL_COUNT).fetchone()[0])
+    return int(scalar(conn, _SQL_COUNT))

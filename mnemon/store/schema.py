@@ -13,6 +13,7 @@ import apsw
 
 from mnemon.store import counts
 from mnemon.store.tx import write_tx
+from mnemon.store.connection import scalar
 
 SCHEMA_VERSION = 7  # 6: exact counters (mnemon.store.counts); 7: insight_entities by insight_id
 
@@ -168,7 +169,7 @@ def embedding_format(conn: apsw.Connection) -> str:
         value = _meta_get(conn, "embedding_format")
         if value in ("float32", "float64"):
             return value
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    version = scalar(conn, "PRAGMA user_version")
     return "float32" if version == 1 else "float64"
 
 

@@ -63,17 +63,17 @@ import json
 import os
 import secrets
 import zlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import apsw
 
 from mnemon.store import blob, derived
 from mnemon.errors import StoreError
-from mnemon.store.connection import FILE_MODE, ensure_private_dir
+from mnemon.store.connection import FILE_MODE, ensure_private_dir, scalar
 from mnemon.store.schema import generation
 
 if TYPE_CHECKING:
@@ -184,7 +184,7 @@ def lacking_embedding(conn: apsw.Connection) -> list[tuple[str, str]]:
 
 def embedded_count(conn: apsw.Connection) -> int:
     """Active insights that hold a vector blob (a full scan: for ``embed --status`` only)."""
-    return int(conn.execute(_SQL_EMBEDDED_COUNT).fetchone()[0])
+    return int(scalar(conn, _SQL_EMBEDDED_COUNT))
 
 
 def active_ids(conn: apsw.Connection, ids: Iterable[str]) -> set[str]:
@@ -261,7 +261,7 @@ def _active_count(conn: apsw.Connection) -> int:
 
     if counts.available(conn):
         return counts.active_count(conn)  # O(1): the trigger-kept counters
-    return int(conn.execute(_SQL_ACTIVE_COUNT).fetchone()[0])
+    return int(scalar(conn, _SQL_ACTIVE_COUNT))
 
 
 def fingerprint(conn: apsw.Connection) -> Fingerprint:
@@ -319,6 +319,18 @@ class VectorIndex:
     Searching lives in ``mnemon.engine.vectors`` (``vector_search`` / ``vector_scores``), which
     passes these arrays to the ``kernels`` cosine scan.
     """
+
+    # The backing arrays, assigned by name from _ARRAYS (_alloc, _set_arrays): memory maps of the files or
+    # in-memory arrays. The three code arrays are None for a version-1 index opened --readonly; every
+    # reader of them checks ``coded`` (or ``_codes is None``) first.
+    _vectors: NDArray[np.float64]
+    _norms: NDArray[np.float64]
+    _ids: NDArray[np.bytes_]
+    _rowids: NDArray[np.int64]
+    _active: NDArray[np.uint8]
+    _codes: NDArray[np.int8]
+    _qmult: NDArray[np.float64]
+    _qresid: NDArray[np.float64]
 
     def __init__(self, base: Path, *, readonly: bool, dim: int, model: str, fmt: str) -> None:
         self.base = base  # <db path>.index/vec
@@ -508,7 +520,7 @@ class VectorIndex:
     def _arrays(self) -> list[NDArray[np.generic] | None]:
         return [getattr(self, name) for name in _ARRAYS]
 
-    def _set_arrays(self, arrays: list[NDArray[np.generic] | None]) -> None:
+    def _set_arrays(self, arrays: Sequence[NDArray[np.generic] | None]) -> None:
         for name, array in zip(_ARRAYS, arrays, strict=True):
             setattr(self, name, array)
 
@@ -543,7 +555,7 @@ class VectorIndex:
         ):  # fmt: skip
             return False
         maps: list[NDArray[np.generic] | None] = []
-        mode = "r" if self.readonly else "r+"
+        mode: Literal["r", "r+"] = "r" if self.readonly else "r+"
         shapes = self._shapes(header.capacity, header.id_width)
         if header.version == 1:
             shapes = shapes[:_CODED]  # no codes yet: coded below when writable
@@ -790,7 +802,7 @@ class VectorIndex:
         # Rows leave only by deletion (nothing is undeleted), so when the active count grew by
         # exactly the active rows inserted since, no indexed row was deleted: skip the O(n) pass
         # over every active rowid that masking needs (it made each write O(store) at 1M rows).
-        inserted = int(conn.execute(_SQL_ACTIVE_COUNT_AFTER, (known.max_rowid,)).fetchone()[0])
+        inserted = int(scalar(conn, _SQL_ACTIVE_COUNT_AFTER, (known.max_rowid,)))
         if fp.active_count != known.active_count + inserted:
             self._mask_deleted(conn)
         self._commit(fp)
@@ -865,7 +877,8 @@ def _read_hint(index: VectorIndex) -> tuple[NDArray[np.int64] | None, HintCertif
     if raw.shape[0] >= _CERT_WORDS and int(raw[-1]) == HINT_MAGIC:
         words = raw[-_CERT_WORDS:].view("<u8")
         body = raw[:-_CERT_WORDS]
-        crc = zlib.crc32(raw[:-2])  # the buffer itself: no 8 MB copy at 1M rows
+        # the buffer itself: no 8 MB copy at 1M rows
+        crc = zlib.crc32(raw[:-2])  # type: ignore[arg-type]  # ndarray has the buffer protocol; numpy's stubs declare it for Python 3.12+ only
         if int(words[4]) == crc and int(words[2]) == body.shape[0]:
             cert = HintCertificate(f"{int(words[0]):016x}", int(words[3]), f"{int(words[1]):016x}", int(words[2]))
         raw = body

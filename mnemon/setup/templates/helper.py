@@ -4,7 +4,12 @@
 #   mentions FIELD...                    exit 0 when a field (dotted path) mentions memory, else 1
 # Never raises: any failure means no output (and, for mentions, "not mentioned").
 # NOTE: this text goes into a single-quoted shell string, so it must not contain a single quote.
-import json, os, select, subprocess, sys, time
+import json
+import os
+import select
+import subprocess
+import sys
+import time
 
 START = time.monotonic()
 PROMPT_CHARS = 500
