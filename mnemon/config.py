@@ -248,3 +248,9 @@ def process_environment() -> dict[bytes, bytes]:
 def server_idle_text() -> str:
     """``MNEMON_SERVER_IDLE`` as given (parsed by ``mnemon.server.daemon.idle_seconds``)."""
     return os.environ.get("MNEMON_SERVER_IDLE", "")
+
+
+def gateway_token(variable: str, environ: dict[str, str] | None = None) -> str:
+    """The bearer token of a remote store, read from its variable at each call (never stored)."""
+    env = os.environ if environ is None else environ
+    return env.get(variable, "").strip()

@@ -89,6 +89,15 @@ TOOLS: dict[str, dict[str, Any]] = {
     },
     "forget": {"description": "Retire a wrong insight (soft delete).", "inputSchema": _schema({"id": _ID}, ("id",))},
     "status": {"description": "Counts, categories, top entities and the database path.", "inputSchema": _schema({})},
+    "import": {
+        "description": "Import a memory draft in bulk (schema_version \"1\": insights and explicit edges), validated "
+        "first; dry_run validates only.",
+        "inputSchema": _schema({
+            "draft": {"type": ["object", "string"], "description": "the draft (an object, or its JSON text)"},
+            "dry_run": {"type": "boolean"}, "no_diff": {"type": "boolean"},
+        }, ("draft",)),
+    },
+    "export": {"description": "Export the store as an import draft (insights and edges).", "inputSchema": _schema({})},
 }
 
 
@@ -121,9 +130,22 @@ def _flag(argv: list[str], args: dict[str, Any], name: str, flag: str, kind: typ
     argv.append(flag if value is True else f"{flag}={value}")
 
 
+def _draft_text(args: dict[str, Any]) -> str:
+    draft = args.get("draft")
+    if isinstance(draft, str):
+        return draft
+    if isinstance(draft, dict):
+        return json.dumps(draft, ensure_ascii=False)
+    raise ToolInputError('argument "draft" must be an object or a JSON string')
+
+
 def _argv(tool: str, args: dict[str, Any]) -> list[str]:
     """The shell command line for a tool call; user text only after ``--`` or inside ``--flag=value``."""
     argv = [tool]
+    if tool == "import":
+        _flag(argv, args, "dry_run", "--dry-run", bool)
+        _flag(argv, args, "no_diff", "--no-diff", bool)
+        return [*argv, "-"]
     if tool in ("recall", "search"):
         query = _required(args, "query")
         _flag(argv, args, "limit", "--limit", int)
@@ -147,7 +169,7 @@ def _argv(tool: str, args: dict[str, Any]) -> list[str]:
         if meta:
             argv.append("--meta=" + json.dumps(meta, ensure_ascii=False))
         return [*argv, "--", _required(args, "source_id"), _required(args, "target_id")]
-    return argv  # status
+    return argv  # status, export
 
 
 def _remember(options: GlobalOptions, args: dict[str, Any]) -> str:
@@ -202,21 +224,7 @@ class Server:
 
     def run_command(self, tool: str, args: dict[str, Any]) -> tuple[str, bool]:
         """Run one tool; return (text, is_error)."""
-        from mnemon.errors import MnemonError
-
-        if tool == "remember":
-            try:
-                return _remember(dataclasses.replace(self.options), args), False
-            except MnemonError as exc:
-                return f"Error: {exc}", True
-        argv = _argv(tool, args)
-        out, err = io.StringIO(), io.StringIO()
-        no_input = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # never the protocol stream
-        code = self.run(argv, stdin=no_input, stdout=out, stderr=err, options=dataclasses.replace(self.options))
-        if code != 0:
-            lines = [ln for ln in err.getvalue().splitlines() if ln.startswith("Error: ")]
-            return (lines[-1] if lines else f"Error: {tool} failed"), True
-        return out.getvalue(), False
+        return run_tool(self.run, self.options, tool, args)
 
     def call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
@@ -225,13 +233,7 @@ class Server:
             raise RpcError(INVALID_PARAMS, f"unknown tool: {name}")
         if not isinstance(args, dict):
             raise RpcError(INVALID_PARAMS, "arguments must be an object")
-        unknown = sorted(set(args) - set(TOOLS[name]["inputSchema"]["properties"]))
-        try:
-            if unknown:
-                raise ToolInputError(f"unknown argument(s): {', '.join(unknown)}")
-            text, is_error = self.run_command(name, args)
-        except ToolInputError as exc:
-            text, is_error = f"Error: {exc}", True
+        text, is_error = self.run_command(name, args)
         return {"content": [{"type": "text", "text": text}], "isError": is_error}
 
     def handle(self, message: Any) -> dict[str, Any] | None:
@@ -283,6 +285,46 @@ class Server:
     def send(self, payload: object) -> None:
         self.out.write(json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n")
         self.out.flush()
+
+
+def run_tool(run: Runner, options: GlobalOptions, tool: str, args: dict[str, Any]) -> tuple[str, bool]:
+    """Run one tool of :data:`TOOLS` the way its command runs in the shell; return (text, is_error).
+
+    Shared by the stdio server and the HTTP gateway (``mnemon.gateway``): the text is the command's
+    stdout, or its ``Error:`` line. Arguments outside the tool's schema are a tool error, not a crash."""
+    from mnemon.errors import MnemonError
+
+    try:
+        unknown = sorted(set(args) - set(TOOLS[tool]["inputSchema"]["properties"]))
+        if unknown:
+            raise ToolInputError(f"unknown argument(s): {', '.join(unknown)}")
+        if tool == "remember":
+            try:
+                return _remember(dataclasses.replace(options), args), False
+            except MnemonError as exc:
+                return f"Error: {exc}", True
+        argv = _argv(tool, args)
+        code, out, err = run_argv(run, options, argv, _draft_text(args) if tool == "import" else "")
+    except ToolInputError as exc:
+        return f"Error: {exc}", True
+    if code != 0:
+        return error_line(err, tool), True
+    return out, False
+
+
+def run_argv(run: Runner, options: GlobalOptions, argv: list[str], stdin: str = "") -> tuple[int, str, str]:
+    """Run one command line in-process with ``stdin`` as its input; return (status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    # never the protocol stream: the command reads only what the request carried
+    given = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass")), encoding="utf-8")
+    code = run(argv, stdin=given, stdout=out, stderr=err, options=dataclasses.replace(options))
+    return code, out.getvalue(), err.getvalue()
+
+
+def error_line(stderr: str, tool: str) -> str:
+    """The command's ``Error:`` line (the last one), as the tool's error text."""
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("Error: ")]
+    return lines[-1] if lines else f"Error: {tool} failed"
 
 
 class RpcError(Exception):

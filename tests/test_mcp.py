@@ -62,7 +62,7 @@ def test_mcp_session_over_stdio(data_dir):
     assert s.request("ping")["result"] == {}
 
     tools = {t["name"]: t for t in s.request("tools/list")["result"]["tools"]}
-    assert set(tools) == {"remember", "recall", "search", "show", "link", "related", "forget", "status"}
+    assert set(tools) == {"remember", "recall", "search", "show", "link", "related", "forget", "status", "import", "export"}
     assert tools["remember"]["inputSchema"]["required"] == ["content"]
 
     first = s.call("remember", content="Chose Qdrant because Rust performance is critical", category="decision",

@@ -25,6 +25,7 @@ from mnemon import __version__, config
 from mnemon.cli import agent, bulk, doctor, embed, graph, maint, memory, retrieve, server, stores
 from mnemon.cli.state import GlobalOptions, split_global
 from mnemon.errors import MnemonError
+from mnemon.gateway import access
 
 HELP = """mnemon: persistent memory for AI agents.
 
@@ -94,6 +95,10 @@ def _one_line(message: str) -> str:
 _OTHER_BREAKS = str.maketrans({c: f"\\u{ord(c):04x}" for c in "\v\f\x1c\x1d\x1e\x85\u2028\u2029"})
 
 
+# Commands that act on a store, checked by name so that other commands never import the remote client.
+_STORE_COMMANDS = access.REMOTE_COMMANDS | access.LOCAL_ONLY_COMMANDS
+
+
 def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None) -> int:
     """Run the CLI and return the exit status (0 ok, 1 any error)."""
     args = list(sys.argv[1:] if argv is None else argv)
@@ -104,6 +109,12 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
         if opts.version:
             print(f"mnemon version {__version__}")
             return 0
+        if rest and rest[0] in _STORE_COMMANDS:
+            from mnemon.gateway import remote
+
+            remote_status = remote.dispatch(rest, opts)  # a store behind a gateway: the command runs there
+            if remote_status is not None:
+                return remote_status
         result = _command()(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
         return result if isinstance(result, int) else 0
     except click_exceptions.UsageError as exc:

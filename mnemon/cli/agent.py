@@ -133,7 +133,7 @@ def _mcp_app(run: Runner) -> typer.Typer:
     """The ``mcp`` group; ``run`` is the CLI's in-process runner (``mnemon.cli.run``), handed down
     at registration so that neither this module nor ``mnemon.mcp`` imports the CLI package."""
     mcp_app = typer.Typer(
-        help="Model Context Protocol server over stdio.", add_completion=False, rich_markup_mode=None,
+        help="Model Context Protocol server (stdio, or HTTP with --http) and its tokens.", add_completion=False, rich_markup_mode=None,
         invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]},
     )
 
@@ -141,15 +141,37 @@ def _mcp_app(run: Runner) -> typer.Typer:
     def mcp(ctx: typer.Context) -> None:
         """Serve MCP over stdio (bare `mnemon mcp` is the same as `mnemon mcp serve`)."""
         if ctx.invoked_subcommand is None:
-            serve(ctx)
+            serve(ctx, http=False)
 
     @mcp_app.command("serve")
-    def serve(ctx: typer.Context) -> None:
-        """Serve the memory tools to an MCP host over stdin/stdout (newline-delimited JSON-RPC)."""
-        from mnemon import mcp as server
+    def serve(
+        ctx: typer.Context,
+        http: bool = typer.Option(False, "--http", help="serve MCP over Streamable HTTP at /mcp (needs mnemon[gateway])"),
+        host: str = typer.Option("127.0.0.1", "--host", help="address to bind (--http; loopback by default)"),
+        port: int = typer.Option(7411, "--port", help="port to bind (--http)"),
+        tls_cert: str = typer.Option("", "--tls-cert", help="TLS certificate file (--http)"),
+        tls_key: str = typer.Option("", "--tls-key", help="TLS private key file (--http)"),
+        behind_proxy: bool = typer.Option(
+            False, "--behind-tls-proxy", help="a TLS proxy stands in front: allow a non-loopback bind without TLS"),
+        allow_origin: list[str] = typer.Option([], "--allow-origin", help="browser Origin to accept (repeatable)"),
+        max_body: int = typer.Option(8 * 1024 * 1024, "--max-body", help="largest request body in bytes (413 above)"),
+        rate: float = typer.Option(50.0, "--rate-limit", help="requests per second per token (0: no limit)"),
+        burst: int = typer.Option(200, "--burst", help="requests a token may send at once before --rate-limit applies"),
+    ) -> None:
+        """Serve the memory tools to an MCP host: over stdin/stdout, or over HTTP with --http (bearer tokens)."""
+        if not http:
+            from mnemon import mcp as server
 
-        server.serve(ctx.obj, run)
+            server.serve(ctx.obj, run)
+            return
+        from mnemon.cli.gateway import serve_http
 
+        serve_http(ctx.obj, run, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, behind_proxy=behind_proxy,
+                   allow_origin=allow_origin, max_body=max_body, rate=rate, burst=burst)
+
+    from mnemon.cli.gateway import token_app
+
+    mcp_app.add_typer(token_app, name="token")
     return mcp_app
 
 

@@ -168,6 +168,11 @@ def emit_json(value: object, *, pretty: bool = True, html_escape: bool = True) -
     sys.stdout.write(to_json(value, pretty=pretty, html_escape=html_escape) + "\n")
 
 
+def emit_raw(text: str) -> None:
+    """Write text exactly as given (a remote store's command output, already rendered by the gateway)."""
+    sys.stdout.write(text)
+
+
 def emit_text(text: str) -> None:
     sys.stdout.write(text if text.endswith("\n") else text + "\n")
 

@@ -38,10 +38,10 @@ def store_list(ctx: typer.Context) -> None:
     from mnemon.store import registration
     from mnemon.store.layout import stores_dir
 
-    # SQLite is the default backend and keeps the Go layout's line; a PostgreSQL store says so.
+    # SQLite is the default backend and keeps the Go layout's line; a PostgreSQL or remote store says so.
+    kinds = {n: registration.kind(stores_dir(settings.data_dir) / n) for n in names}
     lines = [
-        ("* " if n == settings.store else "  ") + n
-        + ("  (postgres)" if registration.is_postgres(stores_dir(settings.data_dir) / n) else "")
+        ("* " if n == settings.store else "  ") + n + (f"  ({kinds[n]})" if kinds[n] != "sqlite" else "")
         for n in names
     ]
     render.emit_text("\n".join(lines) if lines else "")
@@ -54,8 +54,14 @@ def store_create(
     postgres: Optional[str] = typer.Option(
         None, "--postgres", help="keep the store in PostgreSQL: a libpq URL or 'service=NAME' (no password)"
     ),
+    remote: Optional[str] = typer.Option(
+        None, "--remote", help="a store behind a mnemon gateway: its MCP URL, e.g. https://memory.example/mcp/team"
+    ),
+    token_env: str = typer.Option(
+        "MNEMON_TOKEN", "--token-env", help="--remote: the environment variable holding the gateway token"
+    ),
 ) -> None:
-    """Create a new store (SQLite, or a PostgreSQL schema with --postgres)."""
+    """Create a new store (SQLite, a PostgreSQL schema with --postgres, or a gateway's store with --remote)."""
     from mnemon.engine.core import format_ts, utc_now
     from mnemon.store import Store
     from mnemon.store.layout import store_db_path, store_exists
@@ -68,8 +74,12 @@ def store_create(
         from mnemon.errors import ReadonlyModeError
 
         raise ReadonlyModeError("store create")
+    if postgres is not None and remote is not None:
+        raise InputError("--postgres and --remote cannot be used together")
     if postgres is not None:
         _create_postgres(settings.data_dir, name, postgres)
+    elif remote is not None:
+        _create_remote(settings.data_dir, name, remote, token_env)
     else:
         Store.open(store_db_path(settings.data_dir, name), readonly=False, now=format_ts(utc_now())).close()
     render.emit_text(f'Created store "{name}"')
@@ -96,6 +106,18 @@ def _create_postgres(data_dir: Path, name: str, conninfo: str) -> None:
     postgres.PostgresStore.open_with(reg, store_dir, readonly=False).close()
     ensure_private_dir(store_dir)
     registration.write(store_dir, reg)
+
+
+def _create_remote(data_dir: Path, name: str, url: str, token_env: str) -> None:
+    """Write the 0600 remote registration: the URL and the token's variable, never the token."""
+    from mnemon.store import registration
+    from mnemon.store.connection import ensure_private_dir
+    from mnemon.store.layout import stores_dir
+
+    registration.check_remote(url, token_env)
+    store_dir = stores_dir(data_dir) / name
+    ensure_private_dir(store_dir)
+    registration.write_remote(store_dir, registration.RemoteRegistration(name, url, token_env))
 
 
 @store_app.command("set")
@@ -172,6 +194,13 @@ def store_copy(
     settings = ctx.obj.settings()
     if not store_exists(settings.data_dir, src):
         raise NotFoundError(f'store "{src}" does not exist')
+    from mnemon.store import registration
+    from mnemon.store.layout import stores_dir
+
+    for name in (src, dst):
+        if registration.is_remote(stores_dir(settings.data_dir) / name):
+            raise InputError(f'store copy has no remote form: store "{name}" lives behind a mnemon gateway '
+                             "(export and import through it instead)")
     if settings.readonly:
         from mnemon.errors import ReadonlyModeError
 

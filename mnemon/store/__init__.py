@@ -41,6 +41,9 @@ class Store:
     @classmethod
     def open(cls, path: Path, *, readonly: bool, now: str) -> Store:
         """Open ``path``; a writable open creates and migrates it, a read-only open never writes."""
+        if registration.is_remote(path.parent):  # only the memory commands travel to a gateway (gateway/remote)
+            raise StoreError(f'store "{path.parent.name}" lives behind a mnemon gateway: this command has no remote '
+                             "form; run it on the gateway's machine")
         if registration.is_postgres(path.parent):
             from mnemon.store.postgres import PostgresStore
 

@@ -1,10 +1,12 @@
-"""Which backend a store lives on: a PostgreSQL store is a small registration file in its directory.
+"""Which backend a store lives on: a PostgreSQL or remote store is a small registration file in its directory.
 
 ``<data-dir>/data/NAME/postgres.json`` (mode 0600) names the libpq connection string and the
 schema that holds the store; a store directory without it is a SQLite store (``mnemon.db``).
 No password is ever written here: a connection string that carries one is refused before
 anything is written (passwords come from libpq's own ``~/.pgpass``, ``PGPASSFILE``,
-``PGSERVICEFILE`` or ``PGPASSWORD``). stdlib only, so ``store list`` stays light.
+``PGSERVICEFILE`` or ``PGPASSWORD``). ``<data-dir>/data/NAME/remote.json`` (0600) makes NAME a store
+that lives behind a mnemon gateway: its URL and the name of the environment variable that holds
+the bearer token (the token itself is never written). stdlib only, so ``store list`` stays light.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from pathlib import Path
 from mnemon.errors import InputError, StoreError
 
 FILE_NAME = "postgres.json"
+REMOTE_FILE_NAME = "remote.json"
+DEFAULT_TOKEN_ENV = "MNEMON_TOKEN"
 SCHEMA_PREFIX = "mnemon_"
 
 
@@ -76,3 +80,67 @@ def refuse_password(params: dict[str, str]) -> None:
             "refusing a PostgreSQL URL that contains a password: it would be stored in plain text; "
             "use ~/.pgpass, PGPASSFILE, a service file (PGSERVICEFILE) or PGPASSWORD instead"
         )
+
+
+@dataclass(frozen=True, slots=True)
+class RemoteRegistration:
+    """A store behind a mnemon gateway: its MCP endpoint and where the token is read from."""
+
+    name: str
+    url: str
+    token_env: str
+
+
+def is_remote(store_dir: Path) -> bool:
+    try:
+        return (store_dir / REMOTE_FILE_NAME).is_file()
+    except OSError:
+        return False
+
+
+def kind(store_dir: Path) -> str:
+    """``sqlite``, ``postgres`` or ``remote``."""
+    return "remote" if is_remote(store_dir) else "postgres" if is_postgres(store_dir) else "sqlite"
+
+
+def check_remote(url: str, token_env: str) -> None:
+    """Refuse a URL that is not http(s)://host[:port]/path, carries credentials, or a bad variable name."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as exc:
+        raise InputError(f"invalid gateway URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise InputError(f'invalid gateway URL "{url}": use http(s)://HOST[:PORT]/mcp')
+    if parts.username or parts.password:
+        raise InputError("refusing a gateway URL with credentials in it: give the token through --token-env")
+    if port == 0:
+        raise InputError(f'invalid gateway URL "{url}": port 0')
+    if not token_env or not (token_env[0].isalpha() or token_env[0] == "_") or not all(
+        c.isalnum() or c == "_" for c in token_env
+    ):
+        raise InputError(f'invalid environment variable name "{token_env}"')
+
+
+def read_remote(store_dir: Path) -> RemoteRegistration:
+    try:
+        raw = json.loads((store_dir / REMOTE_FILE_NAME).read_text(encoding="utf-8"))
+        return RemoteRegistration(store_dir.name, str(raw["url"]), str(raw.get("token_env") or DEFAULT_TOKEN_ENV))
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise StoreError(f"cannot read the remote registration of store \"{store_dir.name}\": {exc}") from exc
+
+
+def write_remote(store_dir: Path, registration: RemoteRegistration) -> None:
+    """Write the remote registration atomically, 0600 (the directory must exist). Never a token."""
+    body = json.dumps({"backend": "remote", "url": registration.url, "token_env": registration.token_env}, indent=2)
+    tmp = store_dir / f".{REMOTE_FILE_NAME}.tmp"
+    try:
+        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(body + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, store_dir / REMOTE_FILE_NAME)
+    except OSError as exc:
+        raise StoreError(f"cannot write the remote registration: {exc.strerror}") from exc

@@ -1,0 +1,328 @@
+"""``mnemon mcp serve --http``: the memory tools over MCP's Streamable HTTP, behind bearer tokens.
+
+Built on the official MCP SDK (its low-level ``Server`` and ``StreamableHTTPSessionManager`` in
+stateless JSON mode: each POST is one self-contained exchange, so any number of gateway processes
+can serve one PostgreSQL store behind a load balancer), Starlette routing and uvicorn. In front of
+the SDK, one guard per request, in this order:
+
+1. Origin (DNS rebinding, per the MCP spec): a browser Origin outside the allowed list is 403; the
+   SDK also checks Host on a loopback bind.
+2. ``Authorization: Bearer``: unknown, revoked or expired is 401 (``tokens.TokenTable``).
+3. ``/mcp/STORE`` naming another store than the token's is 403.
+4. The token's rate limit: 429 with Retry-After.
+5. The body: more than ``max_body`` bytes is 413, read before anything runs.
+6. A ``tools/call`` that writes (``access.call_writes``) with a read-only token is 403.
+
+Only then does the SDK parse the JSON-RPC (malformed input: its JSON-RPC error, 400) and call a
+tool. A tool runs the very command the shell runs (``mnemon.mcp.run_tool``, or the ``cli`` tool of
+the remote CLI) against the token's store, with ``--readonly`` for a read-only token, in a worker
+thread under one lock: ``cli.run`` binds the process's ``sys.std*`` for the command's duration, so
+one gateway process runs one command at a time (SQLite serialises writers anyway; for more
+throughput run more gateway processes on a PostgreSQL store). Refused requests run nothing, so they
+store nothing. The log names the token's name, never the token.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp.types as types
+from mcp.server.lowlevel.server import Server
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.routing import Route
+
+from mnemon import __version__
+from mnemon import mcp as tools
+from mnemon.gateway import access, limits
+from mnemon.gateway.tokens import Token, TokenTable
+
+if TYPE_CHECKING:
+    from mnemon.cli.state import GlobalOptions
+
+Scope = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
+Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+TOKEN_SCOPE_KEY = "mnemon.token"
+
+CLI_TOOL: dict[str, Any] = {
+    "description": "Run one mnemon memory command line on this store (the remote CLI's transport): argv without "
+    "the program name or global flags; stdin is what the command reads for '-'. Returns its stdout as text and "
+    "exit_code, stdout and stderr as structured content.",
+    "inputSchema": {
+        "type": "object", "additionalProperties": False, "required": ["argv"],
+        "properties": {
+            "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
+            "stdin": {"type": "string"},
+            "readonly": {"type": "boolean", "description": "run as with --readonly"},
+        },
+    },
+}
+
+
+@dataclass
+class GatewayConfig:
+    host: str = "127.0.0.1"
+    port: int = 7411
+    max_body: int = 8 * 1024 * 1024
+    rate: float = 50.0  # requests per second per token
+    burst: int = 200
+    allowed_origins: list[str] = field(default_factory=list)
+    tls_cert: str | None = None
+    tls_key: str | None = None
+    behind_proxy: bool = False
+    timeout: float = 60.0  # seconds a call may wait for the command lock
+
+    @property
+    def loopback(self) -> bool:
+        return self.host in LOOPBACK_HOSTS
+
+
+def _origins(config: GatewayConfig) -> list[str]:
+    return [f"{scheme}://{host}:*" for scheme in ("http", "https") for host in ("127.0.0.1", "localhost", "[::1]")] + [
+        *(f"{scheme}://{host}" for scheme in ("http", "https") for host in ("127.0.0.1", "localhost", "[::1]")),
+        *config.allowed_origins,
+    ]
+
+
+def origin_allowed(origin: str, allowed: list[str]) -> bool:
+    for pattern in allowed:
+        if origin == pattern or (pattern.endswith(":*") and origin.startswith(pattern[:-1])
+                                 and origin[len(pattern) - 1:].isdigit()):
+            return True
+    return False
+
+
+def _log(message: str) -> None:
+    print(f"mnemon gateway: {message}", file=sys.stderr, flush=True)
+
+
+class Gateway:
+    """The ASGI application: guard, then the SDK's stateless Streamable HTTP transport."""
+
+    def __init__(self, options: GlobalOptions, run: tools.Runner, config: GatewayConfig) -> None:
+        self.options = options
+        self.run = run
+        self.config = config
+        self.data_dir: Path = options.settings().data_dir
+        self.tokens = TokenTable(self.data_dir)
+        self.limiter = limits.RateLimiter(config.rate, config.burst)
+        self.origins = _origins(config)
+        self.command_lock = threading.Lock()
+        self.server: Server[Any] = Server(
+            "mnemon", version=__version__, instructions=tools.INSTRUCTIONS,
+            on_list_tools=self._list_tools, on_call_tool=self._call_tool,
+        )
+        security = None
+        if config.loopback:  # the SDK's Host check: a rebinding page's Host is its own name
+            security = TransportSecuritySettings(
+                enable_dns_rebinding_protection=True,
+                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
+                allowed_origins=self.origins,
+            )
+        self.manager = StreamableHTTPSessionManager(
+            app=self.server, json_response=True, stateless=True, security_settings=security,
+            max_request_body_size=config.max_body,
+        )
+        endpoint = _Endpoint(self)
+        self.app = Starlette(
+            routes=[Route("/mcp", endpoint=endpoint, methods=["GET", "POST", "DELETE"]),
+                    Route("/mcp/{store}", endpoint=endpoint, methods=["GET", "POST", "DELETE"])],
+            lifespan=self._lifespan,
+        )
+
+    @asynccontextmanager
+    async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
+        async with self.manager.run():
+            yield
+
+    # -- the guard -------------------------------------------------------------------------------
+
+    async def guard(self, scope: Scope, receive: Receive) -> tuple[Token, bytes]:
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        origin = headers.get("origin")
+        if origin is not None and not origin_allowed(origin, self.origins):
+            raise access.Refused(403, "origin not allowed")
+        scheme, _, presented = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not presented.strip():
+            raise access.Refused(401, "a bearer token is required")
+        token, reason = self.tokens.authenticate(presented.strip())
+        if token is None:
+            raise access.Refused(401, reason)
+        named = scope.get("path_params", {}).get("store")
+        if named is not None and named != token.store:
+            raise access.Refused(403, f'token "{token.name}" does not open store "{named}"')
+        wait = self.limiter.admit(token.name)
+        if wait:
+            raise _Limited(wait)
+        body = await self._body(scope, headers, receive)
+        if token.read_only and _writes(body):
+            raise access.Refused(403, f'token "{token.name}" is read-only')
+        return token, body
+
+    async def _body(self, scope: Scope, headers: dict[str, str], receive: Receive) -> bytes:
+        if scope.get("method") != "POST":
+            return b""
+        try:
+            declared = int(headers.get("content-length", "0") or 0)
+        except ValueError:
+            raise access.Refused(400, "bad Content-Length") from None
+        if declared > self.config.max_body:
+            raise access.Refused(413, f"request body over {self.config.max_body} bytes")
+        chunks, size = [], 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise access.Refused(400, "client went away")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.config.max_body:
+                raise access.Refused(413, f"request body over {self.config.max_body} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    # -- the tools -------------------------------------------------------------------------------
+
+    def tool_table(self) -> dict[str, dict[str, Any]]:
+        return {**tools.TOOLS, "cli": CLI_TOOL}
+
+    async def _list_tools(self, _ctx: Any, _params: Any) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[
+            types.Tool(name=name, description=spec["description"], input_schema=spec["inputSchema"])
+            for name, spec in self.tool_table().items()
+        ])
+
+    async def _call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        token: Token = ctx.request.scope[TOKEN_SCOPE_KEY]
+        name, args = params.name, params.arguments or {}
+        if name not in self.tool_table():
+            return _result(f"Error: unknown tool: {name}", True)
+        started = time.perf_counter()
+        text, is_error, structured = await anyio.to_thread.run_sync(self._run_locked, token, name, args)
+        _log(f'token={token.name} store={token.store} tool={name} {"error" if is_error else "ok"} '
+             f"{(time.perf_counter() - started) * 1000:.1f}ms")
+        return _result(text, is_error, structured)
+
+    def _run_locked(self, token: Token, name: str, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
+        if not self.command_lock.acquire(timeout=self.config.timeout):
+            return f"Error: the gateway is busy (no command slot within {self.config.timeout:g} s)", True, None
+        try:
+            options = replace(self.options, store=token.store, readonly=self.options.readonly or token.read_only,
+                              environ=None, data_dir=str(self.data_dir))
+            if name != "cli":
+                text, is_error = tools.run_tool(self.run, options, name, args)
+                return text, is_error, None
+            return self._run_cli(options, args)
+        finally:
+            self.command_lock.release()
+
+    def _run_cli(self, options: GlobalOptions, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
+        unknown = sorted(set(args) - set(CLI_TOOL["inputSchema"]["properties"]))
+        stdin, readonly = args.get("stdin", ""), args.get("readonly", False)
+        try:
+            if unknown:
+                raise access.Refused(400, f"unknown argument(s): {', '.join(unknown)}")
+            if not isinstance(stdin, str) or not isinstance(readonly, bool):
+                raise access.Refused(400, 'arguments "stdin" (a string) and "readonly" (a boolean) have the wrong type')
+            argv = access.check_argv(args.get("argv"))
+        except access.Refused as exc:
+            text = f"Error: {exc}"
+            return text, True, {"exit_code": 1, "stdout": "", "stderr": text + "\n"}
+        if readonly:
+            options.readonly = True
+        code, out, err = tools.run_argv(self.run, options, argv, stdin)
+        return out if code == 0 else tools.error_line(err, argv[0]), code != 0, \
+            {"exit_code": code, "stdout": out, "stderr": err}
+
+
+class _Limited(access.Refused):
+    def __init__(self, wait: float) -> None:
+        super().__init__(429, "rate limit exceeded")
+        self.wait = wait
+
+
+class _Endpoint:
+    """The ``/mcp`` route as an ASGI app: the guard, then the SDK with the body replayed."""
+
+    def __init__(self, gateway: Gateway) -> None:
+        self.gateway = gateway
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            token, body = await self.gateway.guard(scope, receive)
+        except access.Refused as exc:
+            await _refuse(send, exc)
+            return
+        scope[TOKEN_SCOPE_KEY] = token
+        replayed = False
+
+        async def replay() -> MutableMapping[str, Any]:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.gateway.manager.handle_request(scope, replay, send)
+
+
+async def _refuse(send: Send, exc: access.Refused) -> None:
+    headers = [(b"content-type", b"application/json")]
+    if exc.status == 401:
+        headers.append((b"www-authenticate", b'Bearer realm="mnemon"'))
+    if isinstance(exc, _Limited):
+        headers.append((b"retry-after", limits.retry_after(exc.wait).encode()))
+    body = json.dumps({"error": str(exc)}).encode()
+    headers.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": exc.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _writes(body: bytes) -> bool:
+    """Whether a JSON-RPC body holds a tools/call that writes (malformed bodies are left to the SDK)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return False
+    for message in payload if isinstance(payload, list) else [payload]:
+        if not isinstance(message, dict) or message.get("method") != "tools/call":
+            continue
+        params = message.get("params")
+        if not isinstance(params, dict):
+            continue
+        if access.call_writes(str(params.get("name")), params.get("arguments") or {}):
+            return True
+    return False
+
+
+def _result(text: str, is_error: bool, structured: dict[str, Any] | None = None) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error,
+                                structured_content=structured)
+
+
+def serve(options: GlobalOptions, run: tools.Runner, config: GatewayConfig) -> None:
+    """Run the gateway until SIGINT/SIGTERM (uvicorn's handlers)."""
+    import uvicorn
+
+    gateway = Gateway(options, run, config)
+    _log(f"serving MCP on {'https' if config.tls_cert else 'http'}://{config.host}:{config.port}/mcp "
+         f"(store per token; data dir {gateway.data_dir})")
+    server = uvicorn.Server(uvicorn.Config(
+        gateway.app, host=config.host, port=config.port, ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key,
+        log_level="warning", access_log=False, timeout_keep_alive=30, timeout_graceful_shutdown=5,
+        lifespan="on", proxy_headers=config.behind_proxy,
+    ))
+    server.run()

@@ -1,0 +1,259 @@
+"""The CLI on a remote store: a memory command sent to a mnemon gateway (stdlib only).
+
+``cli.main`` asks :func:`dispatch` first: when the resolved store's directory holds
+``remote.json`` and the command is a memory command, its argv goes to the gateway's ``cli`` tool
+as one MCP ``tools/call`` over Streamable HTTP (stateless: no initialize round trip) and the
+command's stdout, stderr and exit status come back as the gateway ran them, so a hook sees the
+same bytes as on a local store. Paths stay on this machine: ``import FILE`` sends the file's
+contents, ``export --output FILE`` writes the returned draft here. Commands with no remote form
+say so. Plain ``http.client`` rather than the SDK's client: a hook pays this on every prompt, and
+the SDK (pydantic, anyio, httpx) costs hundreds of milliseconds to import; the exchange is one
+JSON POST of the protocol the SDK's server answers (the tests drive the same gateway with the SDK).
+An unreachable gateway is an error within :data:`CONNECT_TIMEOUT` seconds.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
+
+from mnemon import config
+from mnemon.errors import InputError, StoreError
+from mnemon.gateway import access
+from mnemon.store import registration
+
+if TYPE_CHECKING:
+    from mnemon.cli.state import GlobalOptions
+
+CONNECT_TIMEOUT = 2.0
+ANSWER_TIMEOUT = 600.0  # an import of a large draft runs this long on the gateway at most
+PROTOCOL_VERSION = "2025-06-18"
+# Flags that take a value, per command: the words after them are not positional arguments.
+_VALUE_FLAGS = {
+    "remember": ("--cat", "--imp", "--tags", "--entities", "--entity-mode", "--source"),
+    "export": ("--output", "-o"),
+}
+
+
+class GatewayUnreachable(StoreError):
+    """The gateway did not accept a connection (or answer) in time."""
+
+
+def remote_store(argv: list[str], options: GlobalOptions) -> registration.RemoteRegistration | None:
+    """The remote registration when ``argv`` is a store command on a remote store, else None."""
+    if not argv or argv[0] not in access.REMOTE_COMMANDS | access.LOCAL_ONLY_COMMANDS:
+        return None
+    if any(a in ("-h", "--help") for a in _before_dashes(argv)):
+        return None  # help is local
+    settings = config.resolve(data_dir=options.data_dir, store=options.store, readonly=options.readonly,
+                              embed_model=options.embed_model, environ=options.environ)
+    if not config.valid_store_name(settings.store):
+        return None  # the local path words the error
+    store_dir = settings.data_dir / "data" / settings.store
+    if not registration.is_remote(store_dir):
+        return None
+    for warning in settings.warnings:
+        print(warning, file=sys.stderr)
+    return registration.read_remote(store_dir)
+
+
+def dispatch(argv: list[str], options: GlobalOptions) -> int | None:
+    """Run ``argv`` on its remote store and return the exit status; None when the store is local."""
+    remote = remote_store(argv, options)
+    if remote is None:
+        return None
+    command = argv[0]
+    if command in access.LOCAL_ONLY_COMMANDS or (command == "gc" and "--compact" in _before_dashes(argv)):
+        shown = "gc --compact" if command == "gc" else command
+        raise InputError(f'{shown} has no remote form: store "{remote.name}" lives behind a mnemon gateway '
+                         f"({remote.url}); run it on the gateway's machine")
+    sent, stdin, output = _prepare(argv)
+    arguments: dict[str, Any] = {"argv": sent, "stdin": stdin}
+    if options.readonly:
+        arguments["readonly"] = True
+    result = call(remote, "cli", arguments, options)
+    structured = result.get("structuredContent")
+    if not isinstance(structured, dict) or not isinstance(structured.get("exit_code"), int):
+        texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)]
+        raise StoreError(f'the mnemon gateway for store "{remote.name}" answered without a command status: '
+                         + " ".join(texts)[:200])
+    code, out, err = structured["exit_code"], str(structured.get("stdout", "")), str(structured.get("stderr", ""))
+    if code == 0 and output is not None:
+        _write_local(output, out)
+        out = ""
+    from mnemon.cli import render
+
+    render.emit_raw(out)
+    if err:
+        sys.stderr.write(err)
+    return int(code)
+
+
+def _before_dashes(argv: list[str]) -> list[str]:
+    return argv[: argv.index("--")] if "--" in argv else argv
+
+
+def _positionals(argv: list[str]) -> tuple[list[int], list[str]]:
+    """Indexes and values of the positional words of ``argv[1:]`` (after ``--`` everything is one)."""
+    flags = _VALUE_FLAGS.get(argv[0], ())
+    found: list[int] = []
+    i = 1
+    while i < len(argv):
+        word = argv[i]
+        if word == "--":
+            found.extend(range(i + 1, len(argv)))
+            break
+        if word in flags:
+            i += 2
+            continue
+        if not (word.startswith("-") and word != "-"):
+            found.append(i)
+        i += 1
+    return found, [argv[i] for i in found]
+
+
+def _prepare(argv: list[str]) -> tuple[list[str], str, str | None]:
+    """(argv to send, stdin to send, local --output file or None)."""
+    command = argv[0]
+    index, words = _positionals(argv)
+    if command == "remember" and words == ["-"]:
+        return argv, _read_stdin(), None
+    if command == "import":
+        if len(words) != 1:
+            raise InputError(f"accepts 1 arg(s), received {len(words)}")
+        argv = list(argv)
+        argv[index[0]] = "-"
+        return argv, _read_stdin() if words[0] == "-" else _read_file(words[0]), None
+    if command == "export":
+        sent = [command]
+        output: str | None = None
+        words_left = iter(argv[1:])
+        for word in words_left:
+            name, eq, value = word.partition("=")
+            if name not in ("--output", "-o"):
+                sent.append(word)
+            elif eq:
+                output = value
+            else:
+                output = next(words_left, None)
+                if output is None:
+                    raise InputError(f"flag needs an argument: {name}")
+        return sent, "", (output if output and output != "-" else None)
+    return argv, "", None
+
+
+def _read_stdin() -> str:
+    try:
+        data = sys.stdin.buffer.read()
+    except (OSError, ValueError) as exc:
+        raise InputError(f"read file: {exc}: -") from None
+    # Undecodable bytes travel as lone surrogates and fail the gateway's strict decode, which then
+    # words the error exactly as a local run does.
+    return data.decode("utf-8", "surrogateescape")
+
+
+def _read_file(path: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"read file: {exc.strerror or exc}: {path}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"parse JSON: invalid UTF-8 at byte {exc.start}") from None
+
+
+def _write_local(output: str, text: str) -> None:
+    try:
+        with open(output, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise InputError(f"write file: {exc.strerror or exc}: {output}") from None
+    print(f"written to {output}", file=sys.stderr)
+
+
+def call(remote: registration.RemoteRegistration, tool: str, arguments: dict[str, Any],
+         options: GlobalOptions) -> dict[str, Any]:
+    """One ``tools/call`` on the gateway; the JSON-RPC result, or a one-line error."""
+    token = config.gateway_token(remote.token_env, options.environ)
+    if not token:
+        raise InputError(f'store "{remote.name}" lives behind a mnemon gateway: set {remote.token_env} to its token')
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                       "params": {"name": tool, "arguments": arguments}}, ensure_ascii=False)
+    status, reply = post(remote, body.encode("utf-8", "surrogatepass"), token)
+    if status != 200:
+        raise StoreError(f'the mnemon gateway for store "{remote.name}" refused the request ({status}): '
+                         f"{_reason(reply)}")
+    try:
+        message = json.loads(reply)
+    except ValueError:
+        raise StoreError(f'the mnemon gateway for store "{remote.name}" answered with something other than JSON') \
+            from None
+    if isinstance(message, dict) and isinstance(message.get("error"), dict):
+        raise StoreError(f'the mnemon gateway for store "{remote.name}": {message["error"].get("message")}')
+    result = message.get("result") if isinstance(message, dict) else None
+    if not isinstance(result, dict):
+        raise StoreError(f'the mnemon gateway for store "{remote.name}" answered without a result')
+    return result
+
+
+def _reason(reply: bytes) -> str:
+    try:
+        payload = json.loads(reply)
+        if isinstance(payload, dict):
+            if isinstance(payload.get("error"), str):
+                return payload["error"]
+            if isinstance(payload.get("error"), dict):
+                return str(payload["error"].get("message"))
+    except ValueError:
+        pass
+    return reply[:200].decode("utf-8", "replace").strip() or "no reason given"
+
+
+def post(remote: registration.RemoteRegistration, body: bytes, token: str) -> tuple[int, bytes]:
+    """POST one JSON-RPC message; (status, body). Connecting is bounded by CONNECT_TIMEOUT."""
+    parts = urlsplit(remote.url)
+    https = parts.scheme == "https"
+    host, port = parts.hostname or "", parts.port or (443 if https else 80)
+    target = (parts.path or "/mcp") + (f"?{parts.query}" if parts.query else "")
+    conn: http.client.HTTPConnection
+    if https:
+        import ssl
+
+        conn = http.client.HTTPSConnection(host, port, timeout=CONNECT_TIMEOUT, context=ssl.create_default_context())
+    else:
+        conn = http.client.HTTPConnection(host, port, timeout=CONNECT_TIMEOUT)
+    try:
+        try:
+            conn.connect()
+        except (OSError, http.client.HTTPException) as exc:
+            raise GatewayUnreachable(f'cannot reach the mnemon gateway for store "{remote.name}": '
+                                     f"{_why(exc)} ({remote.url})") from None
+        if conn.sock is not None:
+            conn.sock.settimeout(ANSWER_TIMEOUT)
+        try:
+            conn.request("POST", target, body=body, headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "Authorization": f"Bearer {token}", "MCP-Protocol-Version": PROTOCOL_VERSION,
+            })
+            response = conn.getresponse()
+            return response.status, response.read()
+        except (OSError, http.client.HTTPException) as exc:
+            # Sent but not answered: the command may or may not have run on the gateway.
+            raise GatewayUnreachable(f'the mnemon gateway for store "{remote.name}" did not answer: {_why(exc)} '
+                                     "(the command may or may not have run)") from None
+    finally:
+        conn.close()
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, socket.timeout):
+        return "timed out"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

@@ -1,0 +1,116 @@
+"""A real gateway for the tests: ``mnemon mcp serve --http`` as its own process on a free loopback
+port, its stderr kept in a file (the tests read the log for tokens), tokens made by the CLI."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.conftest import REPO
+
+HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+           "MCP-Protocol-Version": "2025-06-18"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "MNEMON_TOKEN"}
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env["MNEMON_SERVER"] = "off"
+    env.update(extra or {})
+    return env
+
+
+def mnemon(data_dir: Path, *args: str, stdin: bytes | None = None, env: dict[str, str] | None = None,
+           check: bool = True) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run([sys.executable, "-m", "mnemon", "--data-dir", str(data_dir), *args], input=stdin,
+                          capture_output=True, env=environment(env), timeout=300)
+    if check:
+        assert proc.returncode == 0, proc.stderr.decode()
+    return proc
+
+
+def create_token(data_dir: Path, name: str, store: str, *flags: str) -> str:
+    out = mnemon(data_dir, "mcp", "token", "create", name, "--store", store, *flags).stdout
+    return str(json.loads(out)["token"])
+
+
+class Gateway:
+    """One gateway process; ``stop()`` ends it (SIGTERM), ``kill()`` is kill -9."""
+
+    def __init__(self, data_dir: Path, log: Path, *flags: str, port: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.port = port or free_port()
+        self.log = log
+        self.flags = flags
+        self.start()
+
+    def start(self) -> None:
+        self.log_fh = open(self.log, "ab")  # noqa: SIM115 (kept open for the process's life)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "mnemon", "--data-dir", str(self.data_dir), "mcp", "serve", "--http",
+             "--port", str(self.port), *self.flags],
+            stdout=self.log_fh, stderr=self.log_fh, env=environment(), start_new_session=True,
+        )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"gateway exited: {self.log.read_text()}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("gateway did not start")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def post(self, body: bytes | dict[str, Any] | list[Any], token: str | None = None, path: str = "/mcp",
+             headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+        raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+        all_headers = dict(HEADERS)
+        if token is not None:
+            all_headers["Authorization"] = f"Bearer {token}"
+        all_headers.update(headers or {})
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=60)
+        try:
+            conn.request("POST", path, body=raw, headers=all_headers)
+            response = conn.getresponse()
+            return response.status, response.read()
+        finally:
+            conn.close()
+
+    def call(self, token: str, tool: str, arguments: dict[str, Any], path: str = "/mcp") -> tuple[int, Any]:
+        status, body = self.post({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                                  "params": {"name": tool, "arguments": arguments}}, token, path)
+        return status, json.loads(body) if body else None
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(self.proc.pid, signal.SIGKILL)
+                self.proc.wait(timeout=20)
+        self.log_fh.close()
+
+    def kill(self) -> None:
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=20)
+        self.log_fh.close()

@@ -1,0 +1,189 @@
+"""Remote stores (issue 25): ``store create NAME --remote URL``, the CLI through a live gateway as a
+hook runs it (whole processes), the same bytes and exit codes as the store's own machine, commands
+without a remote form, and an unreachable gateway within 2 seconds."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import stat
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the gateway tests need mnemon[gateway] (the MCP SDK)")
+
+from tests.gateway_server import Gateway, create_token, mnemon  # noqa: E402
+
+
+class Pair:
+    """A gateway's data dir (store ``team``) and a client data dir whose ``team`` is that store, remote."""
+
+    def __init__(self, root: Path) -> None:
+        self.server, self.client = root / "server", root / "client"
+        mnemon(self.server, "store", "create", "team")
+        self.token = create_token(self.server, "laptop", "team")
+        self.reader = create_token(self.server, "hook", "team", "--read-only")
+        self.gateway = Gateway(self.server, root / "gw.log", "--rate-limit", "0")
+        mnemon(self.client, "store", "create", "team", "--remote", f"{self.gateway.url}/team")
+        mnemon(self.client, "store", "set", "team")
+
+    def remote(self, *args: str, stdin: bytes | None = None, token: str | None = None):
+        return mnemon(self.client, *args, stdin=stdin, env={"MNEMON_TOKEN": token or self.token}, check=False)
+
+    def local(self, *args: str, stdin: bytes | None = None):
+        return mnemon(self.server, "--store", "team", *args, stdin=stdin, check=False)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
+    p = Pair(tmp_path_factory.mktemp("remote"))
+    try:
+        yield p
+    finally:
+        p.gateway.stop()
+        log = (p.gateway.log).read_text()
+        assert p.token not in log and p.reader not in log and "Traceback" not in log
+
+
+def test_registration_is_0600_holds_no_token_and_store_list_shows_the_kind(pair: Pair) -> None:
+    path = pair.client / "data" / "team" / "remote.json"
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert json.loads(path.read_text()) == {"backend": "remote", "url": f"{pair.gateway.url}/team",
+                                            "token_env": "MNEMON_TOKEN"}
+    mnemon(pair.client, "store", "create", "mine")
+    listed = mnemon(pair.client, "store", "list").stdout.decode()
+    assert listed == "  mine\n* team  (remote)\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--remote", "ftp://x/mcp"], "invalid gateway URL"),
+    (["--remote", "http://user:pw@host/mcp"], "credentials"),
+    (["--remote", "http://h/mcp", "--token-env", "1BAD"], "invalid environment variable name"),
+    (["--remote", "http://h/mcp", "--postgres", "service=x"], "cannot be used together"),
+])
+def test_store_create_remote_refuses_bad_input(tmp_path: Path, args: list[str], message: str) -> None:
+    proc = mnemon(tmp_path / "d", "store", "create", "r", *args, check=False)
+    assert proc.returncode == 1 and proc.stderr.decode().startswith("Error: ") and message in proc.stderr.decode()
+    assert not (tmp_path / "d" / "data" / "r").exists()
+
+
+def test_memory_commands_print_what_the_store_prints_locally(pair: Pair, tmp_path: Path) -> None:
+    draft = {"schema_version": "1", "insights": [
+        {"content": "We moved the build to GitHub Actions because Jenkins kept failing", "category": "decision",
+         "entities": ["GitHub Actions", "Jenkins"]},
+        {"content": "Noor prefers squash merges", "category": "preference"}]}
+    draft_file = tmp_path / "draft.json"
+    draft_file.write_text(json.dumps(draft))
+    imported = pair.remote("import", str(draft_file))
+    assert imported.returncode == 0, imported.stderr
+    assert json.loads(imported.stdout)["imported"] == 2
+    added = pair.remote("remember", "-", "--cat", "fact", stdin="Releases ship on Thursdays".encode())
+    assert added.returncode == 0, added.stderr
+    new_id = json.loads(added.stdout)["id"]
+    for args in (["show", new_id], ["search", "merges"], ["status"], ["related", new_id], ["gc"],
+                 ["log", "--limit", "5"], ["export"], ["recall", "CI"], ["recall", "--verbose", "why CI"],
+                 ["import", "--dry-run", "-"]):
+        stdin = json.dumps(draft).encode() if args[0] == "import" else None
+        # --readonly: a read counts an access otherwise, and the second run would print that count
+        local = pair.local("--readonly", *args, stdin=stdin)
+        remote = pair.remote("--readonly", *args, stdin=stdin)
+        assert (remote.returncode, remote.stdout, remote.stderr) == (local.returncode, local.stdout, local.stderr), args
+    receipt = pair.remote("receipt", "--limit", "3")  # its generated_at is the second it ran
+    assert receipt.returncode == 0 and json.loads(receipt.stdout)["schema"] == "mnemon.memory.receipt.v1"
+    # export -o writes on this machine
+    out = tmp_path / "export.json"
+    exported = pair.remote("export", "-o", str(out))
+    assert exported.returncode == 0 and exported.stdout == b"" and exported.stderr == f"written to {out}\n".encode()
+    assert json.loads(out.read_text())["schema_version"] == "1"
+    # writes: link, gc --keep, forget
+    other = json.loads(pair.remote("search", "Noor").stdout)[0]["id"]
+    linked = pair.remote("link", new_id, other, "--type", "causal", "--weight", "0.7")
+    assert linked.returncode == 0 and json.loads(linked.stdout)["edge_type"] == "causal"
+    assert pair.remote("gc", "--keep", other).returncode == 0
+    forgot = pair.remote("forget", new_id)
+    assert forgot.returncode == 0 and json.loads(forgot.stdout)["id"] == new_id
+
+
+@pytest.mark.parametrize("args", [
+    ["show", "no-such-id"], ["remember", "--imp", "9", "x"], ["recall", "--limit", "0", "q"], ["link", "a"],
+    ["remember"], ["import", "/no/such/draft.json"], ["recall", "--brief", "--verbose", "q"], ["forget", "nope"],
+    ["search", "--nope", "x"], ["--readonly", "remember", "read only refuses writes"],
+])
+def test_errors_are_the_local_errors(pair: Pair, args: list[str]) -> None:
+    local, remote = pair.local(*args), pair.remote(*args)
+    assert remote.returncode == local.returncode == 1
+    assert remote.stderr == local.stderr and remote.stdout == local.stdout == b""
+
+
+@pytest.mark.parametrize("args, shown", [
+    (["doctor"], "doctor"), (["doctor", "--repair"], "doctor"), (["viz"], "viz"), (["gc", "--compact"], "gc --compact"),
+    (["embed", "--status"], "embed"),
+])
+def test_commands_without_a_remote_form_say_so(pair: Pair, args: list[str], shown: str) -> None:
+    proc = pair.remote(*args)
+    assert proc.returncode == 1 and proc.stdout == b""
+    assert proc.stderr.decode().startswith(f'Error: {shown} has no remote form: store "team" lives behind a mnemon '
+                                           "gateway")
+    assert not (pair.client / "data" / "team" / "mnemon.db").exists()
+
+
+def test_setup_style_store_open_and_store_copy_refuse_a_remote_store(pair: Pair) -> None:
+    proc = mnemon(pair.client, "store", "copy", "team", "other", check=False)
+    assert proc.returncode == 1 and b"store copy has no remote form" in proc.stderr
+
+
+def test_token_problems_are_one_error_line(pair: Pair) -> None:
+    proc = mnemon(pair.client, "status", check=False)  # no MNEMON_TOKEN at all
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == 'Error: store "team" lives behind a mnemon gateway: set MNEMON_TOKEN to its token\n'
+    proc = pair.remote("status", token="mnemon_wrong")
+    assert proc.returncode == 1
+    assert proc.stderr.decode() == ('Error: the mnemon gateway for store "team" refused the request (401): '
+                                    "unknown token\n")
+    proc = pair.remote("remember", "x", token=pair.reader)
+    assert proc.returncode == 1 and b"(403): token \"hook\" is read-only" in proc.stderr
+
+
+def test_an_unreachable_gateway_is_an_error_within_two_seconds(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = tmp_path / "c"
+    mnemon(client, "store", "create", "far", "--remote", f"http://127.0.0.1:{port}/mcp")
+    started = time.monotonic()
+    proc = mnemon(client, "--store", "far", "recall", "anything", env={"MNEMON_TOKEN": "t"}, check=False)
+    assert time.monotonic() - started < 2.0 + 1.5  # the 2 s connect budget plus the interpreter's start-up
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith('Error: cannot reach the mnemon gateway for store "far": ')
+    assert proc.stderr.decode().count("\n") == 1
+
+
+def test_a_silent_gateway_is_cut_off_at_two_seconds(tmp_path: Path) -> None:
+    """A port that accepts nothing (a full backlog stands in for a black-holed address): connect times out."""
+    from mnemon.errors import StoreError
+    from mnemon.gateway import remote
+    from mnemon.store.registration import RemoteRegistration
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen(0)
+        port = sock.getsockname()[1]
+        fillers = []
+        for _ in range(8):  # fill the accept queue so the next SYN is dropped
+            f = socket.socket()
+            f.setblocking(False)
+            f.connect_ex(("127.0.0.1", port))
+            fillers.append(f)
+        started = time.monotonic()
+        with pytest.raises(StoreError) as raised:
+            remote.post(RemoteRegistration("far", f"http://127.0.0.1:{port}/mcp", "T"), b"{}", "t")
+        elapsed = time.monotonic() - started
+        for f in fillers:
+            f.close()
+    assert elapsed < 2.5
+    assert str(raised.value).startswith('cannot reach the mnemon gateway for store "far"') or \
+        "did not answer" in str(raised.value)
