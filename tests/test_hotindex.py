@@ -260,7 +260,7 @@ def test_terms_are_found_in_the_mapped_vocabulary_bytes_as_in_a_list() -> None:
 def test_rows_of_many_ids_by_hash_equals_the_id_lookup(cli, data_dir: Path, monkeypatch, collide: bool) -> None:
     # rows_of hashes every row's id once for large batches (a vector index in another row order);
     # the answer must be the plain id -> row mapping, -1 for unknown ids, whatever the hashes do.
-    import mnemon.engine.hot as hot
+    import mnemon.engine.hot.rowids as hot  # where rows_of reads its threshold and hash
 
     for i in range(40):
         cli.ok("remember", f"rows_of probe number {i} about topic {i % 7}", "--no-diff")

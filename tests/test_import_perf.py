@@ -397,12 +397,13 @@ def test_the_index_an_import_leaves_uses_its_token_sequences_and_equals_a_rebuil
     row as a build from the store alone does."""
     from mnemon import text
     from mnemon.engine import hot
+    from mnemon.engine.hot import catchup  # the index tokenises rows there
     from mnemon.store import Store, hotindex
 
     first, second = generate_draft(300, seed=31), generate_draft(200, seed=32)
     contents = {item["content"] for item in first["insights"] + second["insights"]}
     tokenised: list[str] = []  # contents the index tokenised itself
-    real = hot.insight_views
+    real = catchup.insight_views
 
     def views(content: str, tags: object, entities: object, sequence: list[str] | None = None) -> object:
         if sequence is None:
@@ -411,7 +412,7 @@ def test_the_index_an_import_leaves_uses_its_token_sequences_and_equals_a_rebuil
             assert sequence == text.token_sequence(content)
         return real(content, tags, entities, sequence)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(hot, "insight_views", views)
+    monkeypatch.setattr(catchup, "insight_views", views)
     caught_up: list[int] = []
     real_catch_up = hot.HotIndex.catch_up
 

@@ -1,0 +1,224 @@
+"""Building the hot index and keeping it current with the store (the only place text is tokenised).
+
+Owns the index's currency: a build from SQL (rows in slices, then the vocabulary sorted, then the
+edge list), making the result a base, the catch-up from what changed since the fingerprint the index
+describes (new rows by rowid, deletions by ``deleted_at``, edge rows the change log names, new edge
+rows by rowid: O(delta); whatever does not add up is rebuilt), and folding a delta into a new base.
+A crash between a commit and the index write can only make the index stale, never wrong.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import replace
+from itertools import islice
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mnemon.engine.hot.arrays import _csr_from_lists, _headroom
+from mnemon.engine.hot.derived import Derived
+from mnemon.engine.hot.edges import _LOAD_CHUNK, EdgeList
+from mnemon.records import CATEGORIES
+from mnemon.store import hotindex
+from mnemon.store.hotindex import Fingerprint
+from mnemon.text import insight_views
+
+if TYPE_CHECKING:
+    import apsw
+
+_Index = TypeVar("_Index", bound="Currency")
+
+
+def _loads(raw: object) -> list[str]:
+    try:
+        value = json.loads(str(raw)) if raw else []
+    except ValueError:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else []
+
+
+class Currency(Derived, EdgeList):
+    """Build, catch up, merge: the index describes the store's committed state."""
+
+    def _append_rows(self, rows: list[tuple[Any, ...]], sequences: Mapping[str, list[str]] | None = None) -> None:
+        """Tokenise new active rows and append them (the only place text is tokenised; a row
+        whose id is in ``sequences`` comes with its content's token sequence)."""
+        import numpy as np
+
+        if not rows:
+            return
+        tail, tail_vocab, sorted_id = self._tail_terms, self._tail_vocab, self._sorted_id
+        n_sorted = self.n_sorted
+
+        def tid(term: str) -> int:
+            got = tail.get(term)
+            if got is None:
+                got = sorted_id(term)
+                if got is not None:
+                    return got
+                got = tail[term] = n_sorted + len(tail_vocab)
+                tail_vocab.append(term)
+            return got
+
+        ent_index, entities = self._entity_index(), self.entities
+
+        def eid(entity: str) -> int:
+            got = ent_index.get(entity)
+            if got is None:  # a new entity: the name list and its index grow together
+                got = ent_index[entity] = len(entities)
+                entities.append(entity)
+            return got
+
+        src_index = {s: i for i, s in enumerate(self.sources)}
+        r_lists: list[list[int]] = []
+        tf_lists: list[list[int]] = []
+        p_lists: list[list[int]] = []
+        e_lists: list[list[int]] = []
+        ids, created, imp, cat, srcs, doc_len, n_plain = [], [], [], [], [], [], []
+        for _rowid, ins_id, content, tags_raw, ents_raw, category, source, importance, created_at, has_vec in rows:
+            self.any_vector = self.any_vector or bool(has_vec)
+            tags, ents = _loads(tags_raw), _loads(ents_raw)
+            content = str(content)
+            sequence = sequences.get(ins_id) if sequences else None
+            terms, plain, content_len = insight_views(content, tags, ents, sequence)
+            counts = Counter(terms)
+            r_lists.append([tid(t) for t in counts])
+            tf_lists.append(list(counts.values()))
+            p_lists.append([tid(t) for t in plain])
+            e_lists.append([eid(e) for e in dict.fromkeys(ents)])
+            ids.append(str(ins_id))
+            created.append(str(created_at).encode("utf-8"))
+            imp.append(int(importance))
+            cat.append(CATEGORIES.index(category) if category in CATEGORIES else -1)
+            srcs.append(src_index.setdefault(str(source), len(src_index)))
+            doc_len.append(content_len)
+            n_plain.append(len(plain))
+        self.sources = list(src_index)
+        r_ptr, r_term = _csr_from_lists(r_lists, np.int32)
+        _, r_tf = _csr_from_lists(tf_lists, np.int32)
+        p_ptr, p_term = _csr_from_lists(p_lists, np.int32)
+        e_ptr, e_ent = _csr_from_lists(e_lists, np.int32)
+        self._extend("r_ptr", r_ptr[1:] + self.r_ptr[-1])
+        self._extend("p_ptr", p_ptr[1:] + self.p_ptr[-1])
+        self._extend("e_ptr", e_ptr[1:] + self.e_ptr[-1])
+        self._append_part("r_term", r_term)
+        self._append_part("r_tf", r_tf)
+        self._append_part("p_term", p_term)
+        self._append_part("e_ent", e_ent)
+        # new parts (joining promotes to the widest part's width)
+        self._append_part("id_blob", np.array(ids, dtype=f"S{max([len(i) for i in ids] + [1])}"))
+        self._append_part("created", np.array(created, dtype=f"S{max([len(c) for c in created] + [1])}"))
+        self._extend("importance", np.array(imp, dtype=np.int8))
+        self._extend("category", np.array(cat, dtype=np.int8))
+        self._extend("source", np.array(srcs, dtype=np.int32))
+        self._extend("active", np.ones(len(ids), dtype=np.bool_))
+        self._extend("doc_len", np.array(doc_len, dtype=np.int32))
+        self._extend("n_plain", np.array(n_plain, dtype=np.int32))
+        self.ids = []
+        if self._row_of is not None:
+            self._row_of.update((i, self.n - len(ids) + k) for k, i in enumerate(ids))
+
+    @classmethod
+    def build(
+        cls: type[_Index], conn: apsw.Connection, fp: Fingerprint, sequences: Mapping[str, list[str]] | None = None
+    ) -> _Index:
+        """Build from scratch (inside the caller's read snapshot); ``sequences`` as in ``index_for``."""
+        index = cls()
+        it = hotindex.rows_since(conn, 0)
+        while chunk := list(islice(it, _LOAD_CHUNK // 10)):  # rows carry their text: smaller slices
+            index._append_rows(chunk, sequences)
+        index._sort_vocab()
+        index._reload_edges(conn)
+        index.fp = fp
+        index._make_base()
+        return index
+
+    def _make_base(self) -> None:
+        """This index becomes a base: everything it holds is covered by sorted vocab, postings, CSR."""
+        self.base_n, self.base_v, self.base_m, self.base_ent = self.n, self.n_terms, self.m, len(self.entities)
+        self.base_fp = self.fp
+        self.base_active = self.active
+        self.build_id = secrets.token_hex(8)
+        self.delta_id = ""
+        self.edges_reloaded = False
+        for name in ("post_r_ptr", "post_r_rows", "post_r_tf", "post_p_ptr", "post_p_rows", "entity_live",
+                     "post_e_ptr", "post_e_rows"):
+            self._derived.pop(name, None)
+        self._base_sorted = None
+
+    def merge(self) -> None:
+        """Fold the delta into a new base (sorted vocabulary, fresh postings); O(store), rare."""
+        if self._tail_vocab:
+            self._sort_vocab()
+        self._make_base()
+        self._derive()
+
+    def delta_rows(self) -> int:
+        """Rows the delta holds beyond its base: new rows plus base rows deleted since."""
+        return (self.n - self.base_n) + max(0, self.fp.deleted_count - self.base_fp.deleted_count)
+
+    def catch_up(
+        self: _Index, conn: apsw.Connection, fp: Fingerprint, sequences: Mapping[str, list[str]] | None = None
+    ) -> _Index:
+        """Apply what changed since ``self.fp``; rebuild what cannot be reconciled.
+
+        New rows, deletions and new edge rows are applied by rowid/``deleted_at`` in O(delta).
+        The edge-count check that catches an edge row deleted or replaced out of sight is left
+        to :meth:`verify_edges`, which edge readers (recall) call.
+        """
+        import numpy as np
+
+        old = self.fp
+        if (fp.max_rowid < old.max_rowid or fp.max_edge_rowid < old.max_edge_rowid or fp.deleted_count < old.deleted_count
+                or fp.edge_seq < old.edge_seq):
+            return type(self).build(conn, fp, sequences)  # rowids renumbered (VACUUM) or rows undeleted: start over
+        if replace(fp, generation=old.generation) == old:
+            self.fp = fp  # only access counts, EI or vectors changed: nothing this index holds
+            return self
+        self._append_rows(list(hotindex.rows_since(conn, old.max_rowid)), sequences)
+        # A store with an edge change log names every edge row deleted or replaced since old.fp:
+        # drop those from the lists (before the new rows are appended, so only rows seen before
+        # can match). Without one, a deleted row's edges are counted below and any other change
+        # is caught by verify_edges' count, which then reloads the whole list.
+        logged = hotindex.has_edge_log(conn)
+        dropped = 0
+        if logged and fp.edge_seq != old.edge_seq:
+            keys = hotindex.edge_changes_since(conn, old.edge_seq, fp.edge_seq)
+            if keys is None:
+                self.edge_count_db = -1  # the log was pruned past us: verify_edges reloads
+            else:
+                dropped = self._drop_edges(keys)
+        gone_rows: list[int] = []
+        if fp.deleted_count != old.deleted_count:
+            found = [row for row in self._lookup(hotindex.deleted_since(conn, old.last_deleted_at))
+                     if row is not None and self.active[row]]  # fmt: skip
+            if found:
+                # A private copy before clearing flags: the array may be the mapped base file's, or
+                # shared with base_active or with a view a caller still holds.
+                self._rebuffer("active", _headroom(self.n))
+                for row in found:
+                    if self.active[row]:
+                        self.active[row] = False
+                        gone_rows.append(row)
+        if int(self.active.sum()) != hotindex.active_count(conn):
+            return type(self).build(conn, fp, sequences)
+        removed = 0
+        if gone_rows and not logged:  # forget/prune drop the edges of a deleted row: count those still listed live
+            gone = np.zeros(self.n, dtype=np.bool_)
+            gone[np.array(gone_rows, dtype=np.int64)] = True
+            live = self.active.copy()  # the flags before this catch-up's deletions (new rows: live)
+            live[gone] = True
+            lo = 0
+            for src in list(self._parts["edge_src"]):  # part by part: the base's are never joined
+                dst = self._slice("edge_dst", lo, lo + int(src.shape[0]))
+                removed += int(((gone[src] | gone[dst]) & live[src] & live[dst]).sum())
+                lo += int(src.shape[0])
+        appended = self._append_edges_from(hotindex.edges_since(conn, old.max_edge_rowid))
+        if self.edge_count_db >= 0:
+            self.edge_count_db += appended - removed - dropped
+        self.edges_verified = False
+        self.fp = fp
+        self.delta_id = secrets.token_hex(8)
+        return self
