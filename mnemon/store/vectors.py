@@ -1,4 +1,4 @@
-"""VectorIndex: the derived float64 vector matrix of a store, and the embedding SQL.
+"""VectorIndex: the derived float64 vector matrix of a store (the embedding SQL is ``store.embeddings``).
 
 Contract §2.5 and Decision 3; architecture "the hot index" and §6. SQLite is the truth: every
 vector lives in ``insights.embedding`` (float64 blobs in our stores, float32 in Go stores, read via
@@ -54,6 +54,11 @@ bump the epoch, so a Go ``embed`` of an already-indexed row is not seen until th
 Under ``--readonly`` no file is created or changed: a missing or stale index is built in memory.
 Files are created 0600. Only numpy and apsw are used; no kernels (architecture §3): searching the
 matrix is the engine's job (``mnemon.engine.vectors``).
+
+This module owns the index files, the fingerprint, the catch-up and the rebuild; beside it,
+``store.embeddings`` (the embedding SQL and the store's vector meta), ``store.vectorcodes`` (the int8
+coding) and ``store.vectorhint`` (the hot-row hint and its certificate). Callers import those names
+from here too.
 """
 
 from __future__ import annotations
@@ -62,7 +67,6 @@ import fcntl
 import json
 import os
 import secrets
-import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
@@ -71,18 +75,24 @@ from typing import TYPE_CHECKING, Literal
 
 import apsw
 
-from mnemon.store import blob, derived
 from mnemon.errors import StoreError
+from mnemon.store import blob, derived
 from mnemon.store.connection import FILE_MODE, ensure_private_dir, scalar
 from mnemon.store.schema import generation
+from mnemon.store.embeddings import (
+    VectorMeta, active_ids, bump_epoch, clear_embeddings, embedded_count, has_embedding, lacking_embedding, rowid_of,
+    set_embedding, set_vector_meta, vector_meta,
+)  # fmt: skip
+from mnemon.store.vectorcodes import CODE_MAX, QUANTIZE_BLOCK, quantize
+from mnemon.store.vectorhint import (
+    HINT_MAGIC, HINT_SUFFIX, HintCertificate, read_hint_certificate, read_hot_rows_hint, write_hot_rows_hint,
+)  # fmt: skip
 
 if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
 INDEX_VERSION = 2  # 2: the int8 codes (vec.q8, vec.qmult, vec.qresid); 1 is upgraded in place
-CODE_MAX = 127  # int8 codes in [-127, 127]: symmetric, so negating a row negates its codes exactly
-QUANTIZE_BLOCK = 16_384  # rows coded at once: bounds the float64 temporaries (~100 MB at d = 768)
 MIN_CAPACITY = 256  # rows preallocated on first build; capacity doubles when full
 MIN_ID_WIDTH = 36  # a UUID; longer ids widen the id table on rebuild
 _SUFFIXES = ("", ".norms", ".ids", ".rowids", ".active", ".q8", ".qmult", ".qresid")
@@ -90,12 +100,15 @@ _SUFFIXES = ("", ".norms", ".ids", ".rowids", ".active", ".q8", ".qmult", ".qres
 _ARRAYS = ("_vectors", "_norms", "_ids", "_rowids", "_active", "_codes", "_qmult", "_qresid")
 _CODED = 5  # _ARRAYS[:_CODED] exist in every version; _ARRAYS[_CODED:] from version 2
 
-_SQL_META_GET = "SELECT value FROM mnemon_meta WHERE key = ?"
-_SQL_META_SET = "INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES (?, ?)"
-_SQL_BUMP_EPOCH = (
-    "INSERT INTO mnemon_meta (key, value) VALUES ('embedding_epoch', '1') "
-    "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1"
-)
+# Re-exported: callers import the embedding SQL, the coding and the hint from here.
+__all__ = [
+    "CODE_MAX", "HINT_MAGIC", "HINT_SUFFIX", "INDEX_VERSION", "MIN_CAPACITY", "MIN_ID_WIDTH", "QUANTIZE_BLOCK",
+    "Fingerprint", "Header", "HintCertificate", "VectorIndex", "VectorMeta", "active_ids", "bump_epoch",
+    "clear_embeddings", "embedded_count", "fingerprint", "has_embedding", "lacking_embedding", "quantize",
+    "read_hint_certificate", "read_hot_rows_hint", "remove_files", "rowid_of", "set_embedding", "set_vector_meta",
+    "vector_meta", "write_hot_rows_hint",
+]  # fmt: skip
+
 _SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_MAX_ROWID = "SELECT rowid, id FROM insights ORDER BY rowid DESC LIMIT 1"
 _SQL_ID_AT = "SELECT id FROM insights WHERE rowid = ?"
@@ -107,138 +120,6 @@ _SQL_ACTIVE_VECTORS_AFTER = (
     "SELECT rowid, id, embedding FROM insights WHERE rowid > ? AND +deleted_at IS NULL AND embedding IS NOT NULL "
     "ORDER BY rowid"
 )
-_SQL_SET_EMBEDDING = "UPDATE insights SET embedding = ? WHERE id = ?"
-_SQL_CLEAR_EMBEDDINGS = "UPDATE insights SET embedding = NULL WHERE embedding IS NOT NULL"
-_SQL_LACKING = (
-    "SELECT id, content FROM insights WHERE deleted_at IS NULL AND embedding IS NULL "
-    "ORDER BY importance DESC, created_at DESC, id ASC"
-)
-_SQL_HAS_EMBEDDING = "SELECT 1 FROM insights WHERE id = ? AND embedding IS NOT NULL"
-_SQL_EMBEDDED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
-_SQL_IS_ACTIVE = "SELECT 1 FROM insights WHERE id = ? AND deleted_at IS NULL"
-_SQL_ROWID_OF = "SELECT rowid FROM insights WHERE id = ?"
-
-
-# --- embedding SQL (the store's dimension, model and epoch live in mnemon_meta) ---------------
-
-
-@dataclass(frozen=True, slots=True)
-class VectorMeta:
-    """What the store's vectors are: fixed by the first vector written (model may be unknown)."""
-
-    model: str | None
-    dim: int | None
-    epoch: int
-
-
-def _has_meta(conn: apsw.Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mnemon_meta'").fetchone()
-    return row is not None
-
-
-def _meta(conn: apsw.Connection, key: str) -> str | None:
-    if not _has_meta(conn):
-        return None
-    row = conn.execute(_SQL_META_GET, (key,)).fetchone()
-    return None if row is None else str(row[0])
-
-
-def vector_meta(conn: apsw.Connection) -> VectorMeta:
-    """Return the recorded model, dimension and epoch (dim None: no vector was ever recorded)."""
-    dim = _meta(conn, "embedding_dim")
-    epoch = _meta(conn, "embedding_epoch")
-    return VectorMeta(
-        model=_meta(conn, "embedding_model") or None,
-        dim=int(dim) if dim and dim.isdigit() and int(dim) > 0 else None,
-        epoch=int(epoch) if epoch and epoch.isdigit() else 0,
-    )
-
-
-def set_vector_meta(conn: apsw.Connection, model: str, dim: int) -> None:
-    """Fix the store's embedding model and dimension (inside the caller's transaction)."""
-    conn.execute(_SQL_META_SET, ("embedding_model", model))
-    conn.execute(_SQL_META_SET, ("embedding_dim", str(dim)))
-
-
-def bump_epoch(conn: apsw.Connection) -> None:
-    """Record that vectors of existing rows changed, so every index rebuilds or applies the delta."""
-    conn.execute(_SQL_BUMP_EPOCH)
-
-
-def set_embedding(conn: apsw.Connection, insight_id: str, vector: NDArray[np.float64], fmt: str) -> None:
-    conn.execute(_SQL_SET_EMBEDDING, (blob.encode(vector, fmt), insight_id))
-
-
-def has_embedding(conn: apsw.Connection, insight_id: str) -> bool:
-    return conn.execute(_SQL_HAS_EMBEDDING, (insight_id,)).fetchone() is not None
-
-
-def clear_embeddings(conn: apsw.Connection) -> None:
-    conn.execute(_SQL_CLEAR_EMBEDDINGS)
-
-
-def lacking_embedding(conn: apsw.Connection) -> list[tuple[str, str]]:
-    """Active (id, content) pairs without a vector: importance desc, created_at desc, id asc."""
-    return [(str(r[0]), str(r[1])) for r in conn.execute(_SQL_LACKING)]
-
-
-def embedded_count(conn: apsw.Connection) -> int:
-    """Active insights that hold a vector blob (a full scan: for ``embed --status`` only)."""
-    return int(scalar(conn, _SQL_EMBEDDED_COUNT))
-
-
-def active_ids(conn: apsw.Connection, ids: Iterable[str]) -> set[str]:
-    """The subset of ``ids`` that are active insights right now (search results are re-checked)."""
-    found: set[str] = set()
-    for insight_id in ids:
-        if conn.execute(_SQL_IS_ACTIVE, (insight_id,)).fetchone() is not None:
-            found.add(insight_id)
-    return found
-
-
-def rowid_of(conn: apsw.Connection, insight_id: str) -> int | None:
-    row = conn.execute(_SQL_ROWID_OF, (insight_id,)).fetchone()
-    return None if row is None else int(row[0])
-
-
-# --- the int8 coding ------------------------------------------------------------------------------
-
-
-def quantize(vectors: NDArray[np.float64]) -> tuple[NDArray[np.int8], NDArray[np.float64], NDArray[np.float64]]:
-    """Code float64 rows ``vectors`` (m, d): ``(codes, scale_over_norm, residual)``.
-
-    ``codes`` int8 (m, d) with ``vectors[i] ≈ scale_i · codes[i]`` (``scale_i = max|v_i| / 127``);
-    ``scale_over_norm`` float64 (m,), ``scale_i / |v_i|`` (0 for a zero row); ``residual`` float64
-    (m,), ``|v_i - scale_i·codes[i]| / |v_i|`` rounded up by two ulps (0 for a zero row): the
-    ``r`` of ``kernels.quantized``'s bound. Each row depends on itself alone (no blocking effect).
-    """
-    import numpy as np
-
-    vectors = np.asarray(vectors, dtype=np.float64)
-    m, d = vectors.shape
-    codes = np.empty((m, d), dtype=np.int8)
-    mult = np.zeros(m, dtype=np.float64)
-    resid = np.zeros(m, dtype=np.float64)
-    for lo in range(0, m, QUANTIZE_BLOCK):
-        block = vectors[lo : lo + QUANTIZE_BLOCK]
-        hi = lo + len(block)
-        scale = (np.max(np.abs(block), axis=1) if d else np.zeros(len(block))) / CODE_MAX
-        inv = np.zeros_like(scale)
-        np.divide(1.0, scale, out=inv, where=scale > 0.0)
-        scaled = np.clip(np.rint(block * inv[:, None]), -CODE_MAX, CODE_MAX)
-        codes[lo:hi] = scaled.astype(np.int8)
-        error = block - scaled * scale[:, None]
-        norm = np.sqrt(np.einsum("ij,ij->i", block, block))
-        nonzero = norm > 0.0
-        np.divide(scale, norm, out=mult[lo:hi], where=nonzero)
-        part = np.zeros(len(block))
-        np.divide(np.sqrt(np.einsum("ij,ij->i", error, error)), norm, out=part, where=nonzero)
-        # the square root and the division round: the bound must not shrink by an ulp
-        resid[lo:hi] = np.where(nonzero, np.nextafter(np.nextafter(part, np.inf), np.inf), 0.0)
-    return codes, mult, resid
-
-
-# --- fingerprint ---------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,8 +156,6 @@ def fingerprint(conn: apsw.Connection) -> Fingerprint:
         epoch=vector_meta(conn).epoch,
     )
 
-
-# --- the index -----------------------------------------------------------------------------------
 
 
 @dataclass(slots=True)
@@ -830,102 +709,6 @@ class VectorIndex:
         self._append(rows)
         self._commit(fp)
 
-
-HINT_SUFFIX = ".hotrows"
-# The hint file: int64 hot rows, one per vector row, then an optional certificate of six int64
-# words: hot base build id, vector index build id (16 hex digits each, as integers), vector rows
-# covered, hot base rows, a CRC-32 of everything before it, and this magic number last.
-HINT_MAGIC = 0x316D657268746F68  # b"hothrem1" little-endian
-_CERT_WORDS = 6
-
-
-@dataclass(frozen=True, slots=True)
-class HintCertificate:
-    """What the writer of a hint checked: vector rows ``[0, vec_rows)`` of index ``vec_build`` sit,
-    where the hint gives a row below ``hot_base_n``, at that row of hot base ``hot_base``.
-
-    Both indexes only append (or mask) rows under one build id, and each build gets a fresh id, so
-    while both ids are unchanged those positions still hold: a reader may use them without
-    comparing the ids again (1M 36-byte ids gathered and compared: 50-800 ms a recall, measured).
-    """
-
-    hot_base: str
-    hot_base_n: int
-    vec_build: str
-    vec_rows: int
-
-
-def _hex_word(token: str) -> int | None:
-    if len(token) != 16:
-        return None
-    try:
-        return int(token, 16)
-    except ValueError:
-        return None
-
-
-def _read_hint(index: VectorIndex) -> tuple[NDArray[np.int64] | None, HintCertificate | None]:
-    import numpy as np
-
-    if index._hot_rows_hint is not None:
-        return index._hot_rows_hint, index._hint_certificate
-    try:
-        raw = np.fromfile(index._path(HINT_SUFFIX), dtype="<i8")
-    except (OSError, ValueError):
-        return None, None
-    cert = None
-    if raw.shape[0] >= _CERT_WORDS and int(raw[-1]) == HINT_MAGIC:
-        words = raw[-_CERT_WORDS:].view("<u8")
-        body = raw[:-_CERT_WORDS]
-        # the buffer itself: no 8 MB copy at 1M rows
-        crc = zlib.crc32(raw[:-2])  # type: ignore[arg-type]  # ndarray has the buffer protocol; numpy's stubs declare it for Python 3.12+ only
-        if int(words[4]) == crc and int(words[2]) == body.shape[0]:
-            cert = HintCertificate(f"{int(words[0]):016x}", int(words[3]), f"{int(words[1]):016x}", int(words[2]))
-        raw = body
-    index._hot_rows_hint, index._hint_certificate = raw, cert
-    return raw, cert
-
-
-def read_hot_rows_hint(index: VectorIndex) -> NDArray[np.int64] | None:
-    """The hot-row hint (see module doc), or None; any length, any content: callers verify it,
-    except the rows its :func:`read_hint_certificate` vouches for."""
-    return _read_hint(index)[0]
-
-
-def read_hint_certificate(index: VectorIndex) -> HintCertificate | None:
-    """The hint's certificate when its checksum holds (callers still compare both build ids)."""
-    return _read_hint(index)[1]
-
-
-def write_hot_rows_hint(
-    index: VectorIndex, hint: NDArray[np.int64], certificate: HintCertificate | None = None
-) -> None:
-    """Keep ``hint`` (vector row -> hot row, -1 unknown) for the next process, with ``certificate``
-    when every row of it was checked against the ids; memory only if readonly."""
-    import numpy as np
-
-    hint = np.ascontiguousarray(hint, dtype="<i8")
-    hot_word = None if certificate is None else _hex_word(certificate.hot_base)
-    vec_word = None if certificate is None else _hex_word(certificate.vec_build)
-    if certificate is not None and (hot_word is None or vec_word is None or certificate.vec_rows != hint.shape[0]):
-        certificate = None  # not a build id this format can carry: the rows get checked instead
-    index._hot_rows_hint, index._hint_certificate = hint, certificate
-    if index.readonly or not index.persisted:
-        return
-    data = hint.tobytes()
-    if certificate is not None:
-        head = np.array([hot_word, vec_word, certificate.vec_rows, certificate.hot_base_n], dtype="<u8").tobytes()
-        crc = zlib.crc32(head, zlib.crc32(data))  # = crc32(data + head), without joining them
-        data += head + np.array([crc, HINT_MAGIC], dtype="<u8").tobytes()
-    path = index._path(HINT_SUFFIX)
-    tmp = Path(f"{path}.{os.getpid()}.tmp")
-    try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, FILE_MODE)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except OSError:
-        pass  # a hint only saves time: an unwritable folder costs the next process a lookup
 
 
 def remove_files(db_path: Path) -> None:
