@@ -13,7 +13,7 @@ committed batch is durable; a re-run maps its items as duplicates), and the per-
 would rescan the store are answered from per-import state built once: the known-entity set, the
 ten newest insights of each source (causal look-back) with their token sets, and a normalised
 vector matrix for the semantic neighbours. If another process writes between two batches (the
-store's generation moves), that state is reloaded. Export writes the active store as a draft:
+store's write mark moves: ``Store.write_mark``), that state is reloaded. Export writes the active store as a draft:
 insights in timeline order and every edge between them as an index pair.
 """
 
@@ -104,7 +104,10 @@ class _ImportState:
     # entity → its newest active insights as (created_at, order, id), newest last (§4.5 look-up)
     by_entity: dict[str, list[tuple[str, int, str]]] = field(default_factory=dict)
     order: int = 0
-    generation: int = -1
+    mark: tuple[int, int] = (-1, -1)  # Store.write_mark() after our last commit
+    # Another writer committed between two of our transactions: from then on, a key naming an
+    # insight this import created may have a row we did not write (``_fresh`` proves nothing).
+    foreign: bool = False
     # While a chunk defers its inserts: entity → its insights of this chunk not yet written, for
     # entities never looked up (a first look-up merges them with what the store has).
     pending: dict[str, list[tuple[str, int, str]]] | None = None
@@ -312,7 +315,8 @@ class ImportMixin(WriteMixin):
             vectors = self._embed_chunk(embedder, [item.content for item in chunk])
             # Foreign keys are checked set-based before the chunk's edges are written (_checked).
             with store.foreign_keys_unchecked(), store.transaction("import") as conn:
-                if store.generation() != state.generation:
+                if store.write_mark() != state.mark:
+                    state.foreign |= state.mark != (-1, -1)
                     state.reset(conn)  # first batch, or another process wrote since our last commit
                 try:
                     with conn:  # a savepoint: the chunk's rows are written at once
@@ -334,15 +338,15 @@ class ImportMixin(WriteMixin):
             written.append(out.keys)
             for key, value in out.counts.items():
                 counts[key] += value
-            state.generation = store.generation()
+            state.mark = store.write_mark()
             self.after_write()
-            state.generation = store.generation()
+            state.mark = store.write_mark()
             start += len(chunk)
             if progress is not None:
                 progress(start, total)
 
         inserted, pruned = self._finalize_import(
-            draft, ids, added, list(touched_sources), now, _Written(written, state.generation)
+            draft, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign)
         )
         return {
             "imported": counts["imported"], "updated": 0, "skipped": counts["skipped"], "errors": counts["errors"],
@@ -590,7 +594,7 @@ class ImportMixin(WriteMixin):
             explicit = _checked(conn, explicit, self._notice)
             added_set = set(added)
             # Only while no other process wrote since our last commit: its rows are unknown to us.
-            own = self.store.generation() == written.generation
+            own = not written.foreign and self.store.write_mark() == written.mark
             rows = _sorted_by_key(explicit, touched)  # key order keeps the edge b-trees' pages hot
             fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
             written.parts.append(hashes)
@@ -734,11 +738,12 @@ def _sorted_by_key(rows: list[_EdgeRow], ends: dict[str, None]) -> list[_EdgeRow
 
 @dataclass(slots=True)
 class _Written:
-    """The edge keys this import wrote (hashes, per chunk) and the store generation after its last
-    commit: the proof ``_fresh`` needs that a key has no row yet."""
+    """The edge keys this import wrote (hashes, per chunk) and the store's write mark after its
+    last commit: the proof ``_fresh`` needs that a key has no row yet."""
 
     parts: list[NDArray[np.int64]]
-    generation: int
+    mark: tuple[int, int]
+    foreign: bool  # another writer committed between two of the import's transactions
 
     def sorted(self) -> NDArray[np.int64]:
         import numpy as np

@@ -98,6 +98,14 @@ class Store:
     def generation(self) -> int:
         return schema.generation(self.conn)
 
+    def write_mark(self) -> tuple[int, int]:
+        """What moves when anyone but this connection writes: the generation (bumped by every
+        mnemon write) and ``PRAGMA data_version`` (moved by any other connection's commit,
+        including the Go program's and the sqlite3 shell's, which leave the generation alone).
+        A bulk writer compares the mark read after its commit with the one inside its next
+        transaction: equal means nobody else wrote in between."""
+        return schema.generation(self.conn), int(connection.scalar(self.conn, "PRAGMA data_version"))
+
     def compact(self) -> tuple[int, int]:
         """Checkpoint the WAL, VACUUM, checkpoint again (``gc --compact``); return the bytes
         (database + WAL) before and after. Fails rather than waits when another writer is busy."""

@@ -17,9 +17,17 @@ failing statement rolls back its triggers' writes). A store that has no counters
 open of an old or Go store) is counted the old way: :func:`available` tells which.
 ``doctor`` compares every counter with a real count (:func:`problems`); ``--repair`` recomputes
 them (:func:`rebuild`).
+
+A bulk edge write (import) counts its own rows instead (:func:`edge_inserts_counted`): SQLite has
+no statement-level triggers, and the per-row look-up and counter update of ``edges_count_bi``
+cost as much as the edge rows themselves. The trigger is dropped and recreated inside the
+writer's own transaction, so no other connection ever sees the store without it.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import apsw
 from mnemon.store.connection import scalar
@@ -43,11 +51,14 @@ def _bump(key_expr: str, delta: str) -> str:
 _INSIGHT_KEY_NEW = f"CASE WHEN NEW.deleted_at IS NULL THEN '{CATEGORY_PREFIX}' || NEW.category ELSE 'deleted' END"
 _INSIGHT_KEY_OLD = f"CASE WHEN OLD.deleted_at IS NULL THEN '{CATEGORY_PREFIX}' || OLD.category ELSE 'deleted' END"
 
-_SQL_TRIGGERS = (
+_SQL_EDGES_BI = (
     "CREATE TRIGGER IF NOT EXISTS edges_count_bi BEFORE INSERT ON edges "
     "WHEN NOT EXISTS (SELECT 1 FROM edges WHERE source_id = NEW.source_id AND target_id = NEW.target_id "
     "AND edge_type = NEW.edge_type) "
-    f"BEGIN {_bump(chr(39) + 'edges' + chr(39), '1')}; END",
+    f"BEGIN {_bump(chr(39) + 'edges' + chr(39), '1')}; END"
+)
+_SQL_TRIGGERS = (
+    _SQL_EDGES_BI,
     f"CREATE TRIGGER IF NOT EXISTS edges_count_ad AFTER DELETE ON edges BEGIN {_bump(chr(39) + 'edges' + chr(39), '-1')}; END",
     f"CREATE TRIGGER IF NOT EXISTS insights_count_ai AFTER INSERT ON insights BEGIN {_bump(_INSIGHT_KEY_NEW, '1')}; END",
     "CREATE TRIGGER IF NOT EXISTS insights_count_au AFTER UPDATE OF category, deleted_at ON insights "
@@ -77,6 +88,8 @@ _SQL_CATEGORIES = (
 _SQL_ALL = "SELECT key, n FROM mnemon_counts WHERE n != 0"
 _SQL_ALL_ENTITIES = "SELECT entity, n FROM entity_counts"
 _SQL_TOP = "SELECT entity, n FROM entity_counts WHERE n > 0 ORDER BY n DESC, entity ASC LIMIT ?"
+_SQL_ADD_EDGES = _bump("'edges'", "?")
+_SQL_DROP_EDGES_BI = "DROP TRIGGER IF EXISTS edges_count_bi"
 
 
 def install(conn: apsw.Connection) -> None:
@@ -98,6 +111,35 @@ def rebuild(conn: apsw.Connection) -> None:
     conn.execute("DELETE FROM entity_counts")
     conn.execute(f"INSERT INTO mnemon_counts (key, n) {_SQL_REAL}")
     conn.execute(f"INSERT INTO entity_counts (entity, n) {_SQL_REAL_ENTITIES}")
+
+
+@contextmanager
+def edge_inserts_counted(conn: apsw.Connection) -> Iterator[bool]:
+    """Edge inserts whose rows the caller counts itself (:func:`add_edges`), once per statement.
+
+    Only inside the caller's write transaction (or a savepoint of it): ``edges_count_bi`` is
+    dropped while the body runs and recreated after it, in the same transaction, so every other
+    connection (the Go program, the sqlite3 shell, another mnemon) sees the trigger before and
+    after, and a rollback or a crash restores it together with the rows and the counter. Yields
+    whether the caller must count: False on a PostgreSQL store, whose statement-level triggers
+    already count once per statement. The body may write edges only through statements whose
+    new rows it knows (plain INSERTs of fresh keys, or upserts after a key probe, ``edges``);
+    deletes are still counted by ``edges_count_ad``.
+    """
+    if not isinstance(conn, apsw.Connection):
+        yield False
+        return
+    conn.execute(_SQL_DROP_EDGES_BI)
+    try:
+        yield True
+    finally:
+        conn.execute(_SQL_EDGES_BI)
+
+
+def add_edges(conn: apsw.Connection, n: int) -> None:
+    """Add ``n`` to the edge counter (a writer inside :func:`edge_inserts_counted`)."""
+    if n:
+        conn.execute(_SQL_ADD_EDGES, (n, n))
 
 
 def available(conn: apsw.Connection) -> bool:

@@ -23,6 +23,7 @@ _SQL_INSERT = (
     "INSERT INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) VALUES (?, ?, ?, ?, ?, ?)"
 )
 _SQL_DELETE_TOUCHING = "DELETE FROM edges WHERE source_id = ? OR target_id = ?"
+_SQL_HAS_KEY = "SELECT COUNT(*) FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?"
 _SQL_DELETE_PAIR = "DELETE FROM edges WHERE source_id = ? AND target_id = ? AND edge_type = ?"
 _SQL_COUNT_TOUCHING = (
     "SELECT (SELECT COUNT(*) FROM edges WHERE source_id = ?) + (SELECT COUNT(*) FROM edges WHERE target_id = ?)"
@@ -153,24 +154,44 @@ def edge_row(e: Edge) -> tuple[str, str, str, float, str, str]:
 def upsert_rows_split(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]], fresh: list[bool]) -> None:
     """upsert_many for rows built as ``edge_row`` builds them, in their order (a repeated key's
     last row wins), where ``fresh[k]`` says no row can have row k's key yet and it appears once
-    in ``rows`` (a false True would fail the write, a false False only costs time).
+    in ``rows`` (a false True would fail the write on PostgreSQL and miscount on SQLite, a false
+    False only costs time).
 
-    SQLite replaces a missing key as fast as it inserts one: one upsert of all. A PostgreSQL
-    store writes the fresh rows as a COPY and upserts only the rest, in the same rowid order
-    (``PgConnection.upsert_split``).
+    SQLite replaces a missing key as fast as it inserts one: one upsert of all, counted once
+    (``counts.edge_inserts_counted``): the fresh rows are new keys, the others' keys are probed
+    first. A PostgreSQL store writes the fresh rows as a COPY and upserts only the rest, in the
+    same rowid order (``PgConnection.upsert_split``).
     """
     split = getattr(conn, "upsert_split", None)
-    if split is None or True not in fresh:
-        conn.executemany(_SQL_UPSERT, rows)
-    else:
-        split(_SQL_UPSERT, rows, fresh)
+    with counts.edge_inserts_counted(conn) as counting:
+        if counting:
+            added = _new_keys(conn, rows, fresh)
+            conn.executemany(_SQL_UPSERT, rows)
+            counts.add_edges(conn, added)
+        elif split is None or True not in fresh:
+            conn.executemany(_SQL_UPSERT, rows)
+        else:
+            split(_SQL_UPSERT, rows, fresh)
+
+
+def _new_keys(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]], fresh: list[bool]) -> int:
+    """How many distinct keys of ``rows`` no edge row has yet: the fresh rows, plus the other
+    rows' distinct keys that a look-up (one primary-key probe each) does not find."""
+    probed = {(r[0], r[1], r[2]): None for r, f in zip(rows, fresh) if not f}
+    present = sum(n for (n,) in conn.executemany(_SQL_HAS_KEY, list(probed))) if probed else 0
+    return len(rows) - fresh.count(False) + len(probed) - present
 
 
 def insert_new_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
     """upsert_many, sorted, for rows whose keys no row has yet (each names an insight written in
-    this transaction): plain INSERTs, which a PostgreSQL store streams with one COPY."""
+    this transaction): plain INSERTs, which a PostgreSQL store streams with one COPY. On SQLite
+    the edge counter is bumped once for all of them (a key that exists fails the statement, and
+    the caller's savepoint with it), not by a trigger per row."""
     rows.sort()  # distinct keys: whole-tuple order is key order
-    conn.executemany(_SQL_INSERT, rows)
+    with counts.edge_inserts_counted(conn) as counting:
+        conn.executemany(_SQL_INSERT, rows)
+        if counting:
+            counts.add_edges(conn, len(rows))
 
 
 def count_touching_many(conn: apsw.Connection, ids: list[str]) -> dict[str, int]:

@@ -54,6 +54,10 @@ class PostgresStore(Store):
     def bulk_tuning(self) -> contextlib.AbstractContextManager[None]:
         return connection.bulk_tuning(self.conn)  # type: ignore[arg-type]
 
+    def write_mark(self) -> tuple[int, int]:
+        """Only mnemon writes a PostgreSQL store, and every write bumps the generation."""
+        return self.generation(), 0
+
     def trigger_problems(self) -> list[str]:
         """Missing triggers of the schema beyond the counter triggers ``counts.problems`` names."""
         from mnemon.store import counts
