@@ -12,8 +12,13 @@ benchmarks) starts one and waits for it, and fails instead of running in-process
 
 Fail open, never twice: no server, a refused or stale one, or no acknowledgement within
 ``ACK_TIMEOUT``: the command runs in-process. Once the server has acknowledged, the command
-belongs to the worker; if it dies the client exits 1 with ``Error: mnemon server worker died
-(signal N)`` and never runs the command again (a write could happen twice).
+belongs to the worker, which owns this connection and sends its own status; it outlives a server
+that dies meanwhile. Only a worker killed by a signal leaves the outcome unknown (it may have
+committed before): the client then says exactly that (``KILLED``, exit 1) and never runs the
+command again (a write could happen twice).
+
+``--version`` and ``--help`` (and a bare ``mnemon``) use a server that runs but never start one:
+they are what people type first, and a background process living for 30 minutes is a surprise.
 """
 
 import os
@@ -24,6 +29,9 @@ REQUIRE_START_TIMEOUT = 120.0
 IN_PROCESS = ("mcp", "server")  # long-lived stdio, and the server's own controls
 _GLOBAL_VALUE_FLAGS = ("--data-dir", "--store", "--embed-model")
 _FORWARDED = (2, 15, 1, 3)  # SIGINT, SIGTERM, SIGHUP, SIGQUIT (numbers: no signal/enum import)
+_NO_START = ("--help", "-h", "--version")  # answered without starting a server (see the docstring)
+KILLED = ("mnemon server worker was killed; the command may or may not have taken effect "
+          "(check with mnemon log)")
 
 
 def command_word(argv: list[str]) -> str | None:
@@ -132,9 +140,9 @@ def serve(argv: list[bytes], fds: tuple[int, int, int], stdio: list[tuple[str, s
         sig = int(status[1:])
         if sig in received:
             _die_by(sig)  # the user's own signal: end the way an in-process run would have
-        _error(f"mnemon server worker died (signal {sig})")
-    else:
-        _error("mnemon server died before the command finished")
+    # Killed by a signal not ours (S<n> from the server), or no status at all: the worker died
+    # without one and so did the server. It may have committed before it died: never say "failed".
+    _error(KILLED)
     return 1
 
 
@@ -210,8 +218,21 @@ def _served(argv: list[str]) -> int | None:
     if mode == "require":
         _error("no mnemon server could take the command (MNEMON_SERVER=require)")
         return 1
-    _start_server(environ)
+    if not _asks_for_help(argv):
+        _start_server(environ)
     return None
+
+
+def _asks_for_help(argv: list[str]) -> bool:
+    """``--help``, ``--version`` (or a bare ``mnemon``, which prints the help): never worth a server."""
+    if not argv:
+        return True
+    for arg in argv:
+        if arg == "--":
+            return False
+        if arg in _NO_START:
+            return True
+    return False
 
 
 def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[bytes, bytes], cwd: bytes) -> int | None:

@@ -2,8 +2,9 @@
 
 Single-threaded on purpose: ``fork`` copies only the calling thread, so the parent never runs a
 thread that a worker could inherit mid-operation. The loop waits on the listening socket and on a
-self-pipe that SIGCHLD and SIGTERM write to (``signal.set_wakeup_fd``); each finished worker's
-status goes to its client (``X<code>`` or ``S<signal>``). A request from another version or
+self-pipe that SIGCHLD and SIGTERM write to (``signal.set_wakeup_fd``). A worker sends its client
+its own status and does not die with the server (``worker``); the parent tells the client of a
+worker killed by a signal (``S<signal>``, or repeats ``X<code>``). A request from another version or
 package directory, or one that arrives after the package files changed (the ``FileWatch``), is
 refused and the server stops: it was started from other files (an upgrade).
 
@@ -16,8 +17,9 @@ hook script, an agent's loop) is served by primed spares, instead of each reques
 mid-rehearsal, killing it and forking a cold one.
 
 Stopping (SIGTERM, ``mnemon server stop``, a stale fingerprint, or ``MNEMON_SERVER_IDLE`` with no
-request): the socket is unlinked at once, so new clients run in-process or start a fresh server,
-and the server exits when its running workers have ended.
+request and no command running): the socket is unlinked at once, so new clients run in-process or
+start a fresh server, and the server exits when its running workers have ended: a command that
+began always runs to its end.
 """
 
 from __future__ import annotations
@@ -422,7 +424,6 @@ def main() -> int:
     watch = FileWatch()  # before the fingerprint: a change made after it is an event
     own = fingerprint()
     preload.warm()
-    worker.prepare()
     scratch = Rehearsal.prepare(os.fsdecode(paths.scratch_path(environ)))
     # Everything loaded so far lives as long as the server: move it out of the collector's reach,
     # so a worker's garbage collection never walks (and copies, page by page) the parent's heap.

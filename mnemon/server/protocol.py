@@ -17,9 +17,13 @@
    connection makes the waiting worker exit unrun. The descriptors go only to a worker that
    exists: queued with the request at a server that never accepts, they would hold the caller's
    pipes open after the client has exited.
-4. server -> client after the worker ended: ``X<exit status>\\n`` or ``S<signal number>\\n``, or
+4. worker -> client when the command has ended: ``X<exit status>\\n``. The worker owns the
+   connection and outlives a server killed meanwhile. The server, while it lives, answers once the
+   worker has ended: ``S<signal number>\\n`` (killed: it may have committed first, so the client
+   says the outcome is unknown), a copy of ``X`` (the client reads the first line only), or
    ``NOT_RUN`` when the worker ended before it took the command (its priming failed, see
-   ``rehearsal``: it never read GO, so nothing ran): the client runs it in-process.
+   ``rehearsal``: it never read GO, so nothing ran): the client runs it in-process. EOF without a
+   line: the worker and the server both died; the outcome is unknown, as after ``S``.
 
 stdlib only (imported by every client call; no json, no struct).
 """

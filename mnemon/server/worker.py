@@ -5,14 +5,22 @@ as its 0, 1 and 2, its working directory, umask, environment and argv, rebuilds 
 ``sys.stdout`` and ``sys.stderr`` as a fresh interpreter would have built them for those
 descriptors (the client's encodings and error handlers, line buffering on a terminal), and runs
 ``mnemon.cli.run``: the very code of the in-process path, so output is byte for byte the same.
-It never returns: it sends ``X<status>`` to the client itself (so the client need not wait for
-this large address space to be torn down and reaped) and ends with ``os._exit``; the parent
-reports a death by signal (``S<n>``).
+It never returns: it sends ``X<status>`` to the client itself and ends with ``os._exit``.
+
+The worker owns the client's connection, as in chg: it does not die with the server (no
+``PR_SET_PDEATHSIG``), so a command that began runs to its end and its own status reaches the
+client even when the server is killed meanwhile; the parent, while it lives, reports only a
+worker's death by signal (``S<n>``). Orphans stay bounded by their client instead: the client
+never writes on the connection after ``G``, so the connection turning readable means the client
+is gone (killed, or its terminal closed). The kernel says so at once (``O_ASYNC``: SIGIO), and the
+handler points 0, 1 and 2 at ``/dev/null`` (never a write to a terminal whose command has
+returned) and raises ``KeyboardInterrupt``, as Ctrl-C would in-process: the command stops at the
+next bytecode, so a transaction either committed before or rolls back.
 """
 
 from __future__ import annotations
 
-import functools
+import fcntl
 import gc
 import io
 import os
@@ -22,13 +30,11 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
 
 from mnemon.server import protocol
 from mnemon.server.rehearsal import FAILED, FAILED_WORD, PRIMED, READY, REHEARSE, Rehearsal
 from mnemon.server.warm import WarmIndexes
 
-PR_SET_PDEATHSIG = 1
 GO_TIMEOUT = 10.0  # the client answers the acknowledgement at once; a vanished one must not pin us
 
 
@@ -41,31 +47,36 @@ def _reset_signals() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
-@functools.cache
-def _prctl() -> Callable[..., int] | None:
-    """libc's prctl, looked up once in the parent (``prepare``), not again in every worker."""
-    try:
-        import ctypes
+class ClientWatch:
+    """Stop the command when its client goes (see the module's docstring); ``finish`` once the
+    command has ended, so the client's normal close after reading the status changes nothing."""
 
-        return ctypes.CDLL(None, use_errno=True).prctl  # type: ignore[no-any-return]
-    except (OSError, AttributeError):
-        return None
+    def __init__(self, conn: socket.socket) -> None:
+        self.conn = conn
+        self.finished = False
+        self.gone = False
+        signal.signal(signal.SIGIO, self._on_signal)  # before O_ASYNC: SIGIO's default action kills
+        fd = conn.fileno()
+        fcntl.fcntl(fd, fcntl.F_SETOWN, os.getpid())
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) | os.O_ASYNC)
 
+    def _on_signal(self, _sig: int, _frame: object) -> None:
+        self.check()
 
-def prepare() -> None:
-    """What the parent does once so that each worker need not (called before the first fork)."""
-    _prctl()
+    def check(self) -> None:
+        """Stop the command if the client has gone (called once after O_ASYNC is set: a client
+        that went before raised no signal)."""
+        if self.finished or self.gone or not select.select([self.conn], [], [], 0)[0]:
+            return  # SIGIO also says "room to write": only a readable connection means the client left
+        self.gone = True
+        null = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(null, fd)
+        os.close(null)
+        raise KeyboardInterrupt
 
-
-def _die_with_parent() -> None:
-    """Ask Linux to SIGKILL this worker if the server dies: a killed server takes its commands
-    with it (their clients report it), instead of leaving orphans writing to a user's terminal."""
-    prctl = _prctl()
-    if prctl is None:
-        return
-    prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    if os.getppid() == 1:
-        os._exit(1)  # the server died before we asked: never run for a dead server
+    def finish(self) -> None:
+        self.finished = True
 
 
 def _stream(fd: int, mode: str, encoding: str, errors: str) -> io.TextIOWrapper:
@@ -99,14 +110,12 @@ def _adopt(request: protocol.Request, fds: list[int]) -> None:
 
 
 def _leave_parent(close: list[socket.socket], close_fds: list[int]) -> None:
-    """A freshly forked worker: default signals, none of the parent's sockets or descriptors, and
-    death with the parent."""
+    """A freshly forked worker: default signals, none of the parent's sockets or descriptors."""
     _reset_signals()
     for other in close:
         other.close()
     for fd in close_fds:
         os.close(fd)
-    _die_with_parent()
 
 
 def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.socket], close_fds: list[int],
@@ -123,6 +132,7 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
             go, fds = b"", []
         if go != protocol.GO or len(fds) != 3:
             os._exit(0)  # the client gave up before saying go: it runs the command itself
+        watch = ClientWatch(conn)
         _adopt(request, fds)
         argv = [a.decode(request.fs_encoding, "surrogateescape") for a in request.argv]
         sys.argv = ["mnemon", *argv]
@@ -133,6 +143,7 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
 
             hot.inherited = warm.take
         try:
+            watch.check()
             code = run_command(argv, stdin=sys.stdin, stdout=sys.stdout, stderr=sys.stderr)
         except SystemExit as exc:
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
@@ -141,16 +152,18 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
         except BaseException:
             traceback.print_exc()  # what an uncaught exception prints in-process, then status 1
             code = 1
+        watch.finish()
         for stream in (sys.stdout, sys.stderr):
             try:
                 stream.flush()
             except (OSError, ValueError):
                 pass
-        try:
-            conn.settimeout(1.0)
-            conn.sendall(b"X%d\n" % code)
-        except OSError:
-            pass  # the client is gone, or the parent's report reaches it
+        if not watch.gone:
+            try:
+                conn.settimeout(1.0)
+                conn.sendall(b"X%d\n" % code)
+            except OSError:
+                pass  # the client is gone
         if warm is not None and report is not None and warm.used:
             try:
                 report.sendall(warm.report())
