@@ -22,6 +22,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,12 +116,64 @@ BOTH_BACKENDS = {
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "sqlite_only: the test inspects SQLite's files; not run on PostgreSQL")
+    config.addinivalue_line("markers", "local_only: the test reads the store's files or engine; never remote")
+
+
+# MNEMON_TEST_REMOTE=sqlite|postgres (scripts/test-remote, issue 25): the same suites with ``default`` a remote
+# store behind a live gateway (``mcp serve --http``) whose store is SQLite or PostgreSQL. A test that reads the
+# store's own files or this process's engine is marked ``local_only`` (and every ``sqlite_only`` test is).
+REMOTE = os.environ.get("MNEMON_TEST_REMOTE", "")
+
+
+# Tests of those suites that cannot run against a remote store, and why (each still runs locally).
+_CLOCK = "sets this process's clock (engine_kwargs); the gateway runs on its own clock"
+_FILES = "reads the store's database file or engine in this process"
+REMOTE_SKIPS = {
+    "test_gc_candidates_keep_and_compact": _CLOCK,
+    "test_gc_survives_unparsable_timestamps": _CLOCK,
+    "test_link_both_directions_with_meta": _CLOCK,
+    "test_link_defaults_and_relink_replaces": _CLOCK,
+    "test_link_rejects_bad_flags": _CLOCK,
+    "test_link_unknown_endpoints": _CLOCK,
+    "test_receipt_hashes_instead_of_raw": _CLOCK,
+    "test_related_bfs_depth_and_edge_filter": _CLOCK,
+    "test_related_rejects_depth_zero_and_unknown": _CLOCK,
+    "test_supersedes_is_one_way_and_self_supersede_rejected": _CLOCK,
+    "test_status_layout_for_hooks": "asserts the local database path",
+    "test_store_resolution_precedence": "asserts the local database path",
+    "test_invalid_utf8_in_argv_and_stdin": "runs a process with an environment of its own (no token)",
+    "test_readonly_refusals_and_missing_database": "gc --compact and a missing database file are local notions",
+    "test_auto_prune_respects_grace_then_prunes_aged_rows": _CLOCK,
+    "test_auto_prune_without_grace": _CLOCK,
+    "test_causal_edge_new_to_prev_and_subtypes": _CLOCK,
+    "test_entity_edges_link_insights_sharing_an_entity": _CLOCK,
+    "test_proximity_ignores_insights_older_than_a_day": _CLOCK,
+    "test_qdrant_rust_causal_edge_prev_to_new": _CLOCK,
+    "test_temporal_backbone_and_proximity_metadata": _CLOCK,
+    "test_backdated_items_repair_the_temporal_backbone": _CLOCK,
+    "test_bad_drafts_fail_with_the_contract_message_and_change_nothing": _FILES,
+    "test_batched_import_equals_one_by_one": _FILES,
+    "test_dry_run_writes_nothing": _FILES,
+    "test_explicit_edges_are_one_direction_with_defaults_and_item_fields": _CLOCK,
+    "test_export_then_import_reproduces_insights_and_edges": _FILES,
+    "test_import_between_two_old_neighbours_replaces_their_backbone_pair": _CLOCK,
+    "test_repeat_of_an_existing_insight_is_skipped_and_edges_attach_to_it": _CLOCK,
+    "test_depth_two_causal_chain_is_found_and_why_ordered": _CLOCK,
+    "test_readonly_recall_changes_no_byte_even_with_a_stale_index": _FILES,
+    "test_verbose_signals_and_meta": _CLOCK,
+}
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     module = metafunc.module.__name__.rsplit(".", 1)[-1]
     if "backend" in metafunc.fixturenames and module in BOTH_BACKENDS:
         both = metafunc.definition.get_closest_marker("sqlite_only") is None
+        if REMOTE:
+            local = metafunc.definition.get_closest_marker("local_only") is not None or not both
+            why = REMOTE_SKIPS.get(metafunc.function.__name__, "marked local_only" if local else "")
+            marks = [pytest.mark.skip(reason=f"not remote: {why}")] if why else []
+            metafunc.parametrize("backend", [pytest.param(f"remote-{REMOTE}", marks=marks)], indirect=True)
+            return
         metafunc.parametrize("backend", ["sqlite", "postgres"] if both else ["sqlite"], indirect=True)
 
 
@@ -177,9 +230,59 @@ def backend(request: pytest.FixtureRequest) -> str:
     return str(getattr(request, "param", "sqlite"))
 
 
+@pytest.fixture(scope="session")
+def remote_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """The session's gateway for MNEMON_TEST_REMOTE: its own data dir, no rate limit."""
+    from tests.gateway_server import Gateway
+
+    root = tmp_path_factory.mktemp("gateway")
+    gateway = Gateway(root / "server", root / "gateway.log", "--rate-limit", "0")
+    try:
+        yield gateway
+    finally:
+        gateway.stop()
+
+
+def _remote_data_dir(path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """``path`` whose ``default`` store is a fresh store of the session's gateway, the token in MNEMON_TOKEN."""
+    import uuid
+
+    from mnemon.gateway import tokens
+    from mnemon.store import registration
+    from mnemon.store.connection import ensure_private_dir
+
+    gateway: Any = request.getfixturevalue("remote_gateway")
+    name = "s" + uuid.uuid4().hex[:12]
+    server_store = gateway.data_dir / "data" / name
+    schema = None
+    if backend == "remote-postgres":
+        from tests import pg_cluster
+
+        url = request.getfixturevalue("pg_url")
+        schema = pg_cluster.register(gateway.data_dir, name, url)
+    else:
+        ensure_private_dir(server_store)
+    _, token = tokens.create(gateway.data_dir, name, name, read_only=False, expires_days=None)
+    ensure_private_dir(path / "data" / "default")
+    registration.write_remote(path / "data" / "default",
+                              registration.RemoteRegistration("default", f"{gateway.url}/{name}", "MNEMON_TOKEN"))
+    monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
+    monkeypatch.setenv("MNEMON_TOKEN", token)
+    try:
+        yield path
+    finally:
+        if schema is not None:
+            from tests import pg_cluster
+
+            pg_cluster.drop_schema(request.getfixturevalue("pg_url"), schema)
+
+
 @pytest.fixture
 def data_dir(tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> Iterator[Path]:
     path = tmp_path / "mnemon-data"
+    if backend.startswith("remote-"):
+        yield from _remote_data_dir(path, backend, request)
+        return
     if backend != "postgres":
         yield path
         return

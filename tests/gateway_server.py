@@ -27,9 +27,10 @@ def free_port() -> int:
 
 
 def environment(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "MNEMON_TOKEN"}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env["MNEMON_SERVER"] = "off"
+    env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"  # never a real embedder
     env.update(extra or {})
     return env
 
