@@ -253,24 +253,6 @@ def test_property_truncate_bytes_is_a_valid_prefix(text: str, n: int) -> None:
 # --- recall query terms: prepositional phrases left out (query side of BM25) -----------------
 
 
-@pytest.mark.parametrize(
-    ("query", "expected"),
-    [
-        ("plans with respect to adoption", ["plan", "adoption"]),
-        ("Who is she a fan of in terms of modern music?", ["fan", "modern", "music"]),
-        ("According to Gina, what makes Jon a mentor?", ["gina", "mak", "jon", "mentor"]),
-        ("an offer regarding social media", ["offer", "social", "media"]),
-        ("WITH  REGARDS\tTO pay, when it comes to taxes", ["pay", "tax"]),  # any case and spacing
-        ("we respect the terms of the deal", ["respect", "term", "deal"]),  # the words alone stay
-        ("disregarding advice", ["disregard", "advic"]),  # whole words only
-    ],
-)
-def test_recall_query_terms_leave_out_prepositional_phrases(query: str, expected: list[str]) -> None:
-    from mnemon.text import recall_query_terms
-
-    assert recall_query_terms(query) == expected
-
-
 # --- possessors (query side of BM25) --------------------------------------------------------
 
 
