@@ -236,13 +236,24 @@ def _asks_for_help(argv: list[str]) -> bool:
 
 
 def _require(args: list[bytes], stdio: list[tuple[str, str]], environ: dict[bytes, bytes], cwd: bytes) -> int | None:
-    """``MNEMON_SERVER=require``: start a server (after a stale one has exited) and use it."""
+    """``MNEMON_SERVER=require``: start a server (after a stale one has exited) and use it; again
+    while none takes the command (a server killed meanwhile, or the pid file of a killed one read
+    just as its successor starts): ``serve`` returning None means nothing ran, so trying again is safe."""
+    import time
+
     from mnemon.server import control
     from mnemon.server.fingerprint import fingerprint
 
-    if control.wait_current(environ, fingerprint(), REQUIRE_START_TIMEOUT) is None:
-        return None
-    return serve(args, (0, 1, 2), stdio, environ, cwd)
+    own = fingerprint()
+    deadline = time.monotonic() + REQUIRE_START_TIMEOUT
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or control.wait_current(environ, own, remaining) is None:
+            return None
+        code = serve(args, (0, 1, 2), stdio, environ, cwd)
+        if code is not None:
+            return code
+        time.sleep(0.05)
 
 
 def main() -> None:

@@ -91,7 +91,7 @@ def _clients(runtime: Path, data: Path, phase: str) -> tuple[list[threading.Thre
     return threads, results
 
 
-def _judge(results: list[tuple[str, int, str]], stored: dict[str, int]) -> dict[str, int]:
+def _judge(results: list[tuple[str, int, str]], stored: dict[str, int], failures: list[str]) -> dict[str, int]:
     """Every call that exited 0 is stored exactly once, every plain failure not at all; only calls
     told KILLED are in doubt (stored once or not at all: never twice). Returns the counts."""
     counts = {"calls": len(results), "exit_0": 0, "plain_failure": 0, "in_doubt": 0, "in_doubt_stored": 0}
@@ -106,11 +106,13 @@ def _judge(results: list[tuple[str, int, str]], stored: dict[str, int]) -> dict[
             assert n in (0, 1) and code == 1, (content, n, code)
         else:
             counts["plain_failure"] += 1
+            failures.append(f"{code}: {err.strip()}")
             assert n == 0, (content, code, err)
     return counts
 
 
-def _run_phase(runtime: Path, data: Path, phase: str, kill: object, kills: int, rng: random.Random) -> dict[str, int]:
+def _run_phase(runtime: Path, data: Path, phase: str, kill: object, kills: int, rng: random.Random,
+               failures: list[str]) -> dict[str, int]:
     threads, results = _clients(runtime, data, phase)
     done = 0
     while done < kills and any(t.is_alive() for t in threads):
@@ -119,7 +121,7 @@ def _run_phase(runtime: Path, data: Path, phase: str, kill: object, kills: int, 
     for t in threads:
         t.join(timeout=600)
     assert len(results) == CLIENTS * CALLS
-    counts = _judge(results, _stored(data))
+    counts = _judge(results, _stored(data), failures)
     counts["kills"] = done
     return counts
 
@@ -157,13 +159,15 @@ def test_chaos_kill_9_of_the_server_then_of_workers(tmp_path: Path) -> None:
         return True
 
     try:
-        servers = _run_phase(runtime, data, "server", kill_server, server_kills, rng)
+        failures: list[str] = []  # the plain failures' messages
+        servers = _run_phase(runtime, data, "server", kill_server, server_kills, rng, failures)
         servers["orphaned_children"] = len(orphans)
         assert _wait(lambda: not any(_alive(k) for k in orphans), 30)  # none outlives its command
-        workers = _run_phase(runtime, data, "worker", kill_worker, worker_kills, rng)
+        server_failures = list(failures)
+        workers = _run_phase(runtime, data, "worker", kill_worker, worker_kills, rng, failures)
         print(f"\nchaos, servers killed: {servers}\nchaos, workers killed: {workers}")
         # A killed server costs its commands nothing: the workers finish and report their own status.
-        assert servers["exit_0"] == servers["calls"], servers
+        assert servers["exit_0"] == servers["calls"], (servers, server_failures)
         assert servers["kills"] == server_kills
         _doctor_clean(runtime, data)
     finally:
@@ -287,5 +291,31 @@ def test_an_upgrade_and_the_idle_exit_let_a_running_import_finish(tmp_path: Path
         assert proc.returncode == 0 and err == b"", err
         assert json.loads(out)["imported"] == items and _stored_count(data) == items
         assert _wait(lambda: not _alive(server) and not _alive(worker), 60)
+    finally:
+        stop_servers(runtime)
+
+
+def test_a_worker_killed_before_it_took_go_is_not_in_doubt(tmp_path: Path) -> None:
+    """The waiting spare is stopped, handed a request, then killed before it could read GO: the
+    server knows nothing ran (no TOOK), tells the client so, and the client has the command run
+    once elsewhere: exit 0, stored once, no message."""
+    runtime, data = _runtime(tmp_path), tmp_path / "data"
+    server = int(_start(runtime)["pid"])  # type: ignore[call-overload]
+    try:
+        assert _mnemon(runtime, "require", ["--data-dir", str(data), "status"]).returncode == 0
+        assert _wait(lambda: [k for k in _children(server) if _alive(k)], 60)
+        time.sleep(1.0)  # the new spare has primed and rehearsed: it waits for a request
+        spare = [k for k in _children(server) if _alive(k)][-1]
+        os.kill(spare, signal.SIGSTOP)
+        content = "handed to a worker that never took it"
+        proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "remember", "--no-diff",
+                                 content], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(runtime, "require"))
+        time.sleep(1.5)  # connected, acknowledged, GO sent: all queued at the stopped spare
+        assert proc.poll() is None
+        os.kill(spare, signal.SIGKILL)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0 and err == b"", err
+        assert json.loads(out)["content"] == content
+        assert _stored(data) == {content: 1}
     finally:
         stop_servers(runtime)

@@ -160,7 +160,7 @@ class Daemon:
             conn = self.workers.pop(pid, None)
             self.dropped.discard(pid)
             unrun = self.take_report(pid)
-            if conn is None or (unrun and os.WIFEXITED(status)):
+            if conn is None or unrun:
                 if self.spare is not None and self.spare[0] == pid:
                     self.drop_spare()  # killed while waiting; the next request forks anew
                     self.dropped.discard(pid)  # reaped: never signal its pid again
@@ -169,7 +169,7 @@ class Daemon:
                     self.rehearsal = None
                 elif os.WIFSIGNALED(status) and self.rehearsal:
                     self.rehearsal.remove_copy(pid)  # killed mid-rehearsal: its copy stayed behind
-                if conn is not None:  # its priming failed before it took the request: nothing ran
+                if conn is not None:  # it ended (priming failed, or killed) before it took GO: nothing ran
                     self.reply(conn, protocol.NOT_RUN)
                 continue
             if os.WIFSIGNALED(status):
@@ -323,7 +323,8 @@ class Daemon:
     # --- warm per-store state -------------------------------------------------------------------
     def take_report(self, pid: int) -> bool:
         """Note the stores a finished worker used (sent just before it exited, so all there). True
-        when it said instead that it failed while priming, before it took its request."""
+        when it never took its request: it failed while priming, or ended (even killed) before it said
+        ``TOOK`` on receiving GO, so nothing of the command ran."""
         channel = self.reports.pop(pid, None)
         if channel is None:
             return False
@@ -340,8 +341,9 @@ class Daemon:
         finally:
             channel.close()
         data = data.lstrip(rehearsal.PRIMED)  # handed over while priming: the word came after
-        if data.startswith(rehearsal.FAILED_WORD):
-            return True
+        if not data.startswith(worker.TOOK):
+            return True  # FAILED_WORD, or nothing: GO never came, or the worker died before it said so
+        data = data[len(worker.TOOK):]
         for name in warm.parse_report(data):  # store paths: absolute, so never starting with a word
             if name not in self.dirty:
                 self.dirty.append(name)

@@ -22,7 +22,8 @@
    worker has ended: ``S<signal number>\\n`` (killed: it may have committed first, so the client
    says the outcome is unknown), a copy of ``X`` (the client reads the first line only), or
    ``NOT_RUN`` when the worker ended before it took the command (its priming failed, see
-   ``rehearsal``: it never read GO, so nothing ran): the client runs it in-process. EOF without a
+   ``rehearsal``, or it was killed before GO came: it tells the server ``worker.TOOK`` on taking
+   GO, before anything runs): nothing ran, and the client runs it in-process. EOF without a
    line: the worker and the server both died; the outcome is unknown, as after ``S``.
 
 stdlib only (imported by every client call; no json, no struct).

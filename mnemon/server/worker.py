@@ -35,6 +35,9 @@ from mnemon.server import protocol
 from mnemon.server.rehearsal import FAILED, FAILED_WORD, PRIMED, READY, REHEARSE, Rehearsal
 from mnemon.server.warm import WarmIndexes
 
+# worker -> parent, on the report channel, as soon as GO has come and before anything runs: a worker
+# that dies without having said it never ran its command (its client is told NOT_RUN and runs it).
+TOOK = b"T"
 GO_TIMEOUT = 10.0  # the client answers the acknowledgement at once; a vanished one must not pin us
 
 
@@ -132,6 +135,11 @@ def run(conn: socket.socket, request: protocol.Request, *, close: list[socket.so
             go, fds = b"", []
         if go != protocol.GO or len(fds) != 3:
             os._exit(0)  # the client gave up before saying go: it runs the command itself
+        if report is not None:
+            try:
+                report.sendall(TOOK)
+            except OSError:
+                pass  # the server is gone: no one to tell
         watch = ClientWatch(conn)
         _adopt(request, fds)
         argv = [a.decode(request.fs_encoding, "surrogateescape") for a in request.argv]
