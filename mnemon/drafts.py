@@ -124,7 +124,8 @@ def parse_draft(text: str) -> Draft:
     if not isinstance(raw_edges, list):
         raise _invalid("edges must be an array")
     n = len(insights)
-    edges = [_plain_edge(item, n) or _edge(i, item, n) for i, item in enumerate(raw_edges)]
+    reasons: dict[str, str] = {}
+    edges = [_plain_edge(item, n, reasons) or _edge(i, item, n) for i, item in enumerate(raw_edges)]
     return Draft(insights, edges)
 
 
@@ -244,9 +245,14 @@ def _string_list(value: object, what: str, bad: Any) -> list[str]:
 
 
 _EDGE_TYPE_SET = frozenset(EDGE_TYPES)
+# The parser makes a new string object for every occurrence of a value; a dense draft repeats five
+# edge types and a few reasons over millions of edges, so its edges keep one object per distinct
+# value instead (about 20 MB fewer for the 164k edges of a 10k-insight draft).
+_EDGE_TYPE_OF = {t: t for t in EDGE_TYPES}
+_REASONS_KEPT = 4096
 
 
-def _plain_edge(item: object, n: int) -> DraftEdge | None:
+def _plain_edge(item: object, n: int, reasons: dict[str, str]) -> DraftEdge | None:
     """The edge of a plainly valid item (integer indexes in range, a known type, a weight in
     [0, 1] or none, a clean reason string or none), else None: ``_edge`` then validates it field
     by field and phrases the error. A dense draft has dozens of edges per insight: they are most
@@ -264,9 +270,11 @@ def _plain_edge(item: object, n: int) -> DraftEdge | None:
     if (type(weight) is not float and type(weight) is not int) or not 0.0 <= weight <= 1.0:
         return None
     reason = item.get("reason") or ""
-    if reason and (type(reason) is not str or "\x00" in reason or not _encodable(reason)):
-        return None
-    return DraftEdge(source, target, edge_type, float(weight) or DEFAULT_EDGE_WEIGHT, reason)
+    if reason:
+        if type(reason) is not str or "\x00" in reason or not _encodable(reason):
+            return None
+        reason = reasons.setdefault(reason, reason) if len(reasons) < _REASONS_KEPT else reason
+    return DraftEdge(source, target, _EDGE_TYPE_OF[edge_type], float(weight) or DEFAULT_EDGE_WEIGHT, reason)
 
 
 def _encodable(text: str) -> bool:

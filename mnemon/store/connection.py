@@ -129,8 +129,9 @@ def open_writable(path: Path) -> apsw.Connection:
 # pages back into the database again and again. SQLite allocates cache pages only as they are used,
 # and every used page is resident memory: 1 GiB made a 100k import with vectors peak at 2.4 GB beyond
 # its vector file; 256 MiB imported a 50k draft no slower (the import writes edge rows in key order,
-# so the hot pages are few) and peaked 400 MB lower.
-BULK_CACHE_KIB = 262_144
+# so the hot pages are few) and peaked 400 MB lower. 64 MiB: a 10k import (a 117 MB database) took the
+# same CPU with 256, 64 or 32 MiB (6.04 / 6.08 / 6.06 s) and peaked at 312 / 252 / 216 MB.
+BULK_CACHE_KIB = 65_536
 BULK_WAL_AUTOCHECKPOINT_PAGES = 65_536
 
 
