@@ -25,7 +25,9 @@ store nothing. The log names the token's name, never the token.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
@@ -313,10 +315,30 @@ def _result(text: str, is_error: bool, structured: dict[str, Any] | None = None)
                                 structured_content=structured)
 
 
+def warm(options: GlobalOptions, run: tools.Runner) -> None:
+    """Load the compiled kernels and run the everyday commands once on a throwaway store, as the warm server
+    does before it listens: otherwise the first calls import and compile, and recall runs the numpy beam
+    (about twice as slow as the compiled one at 1k)."""
+    import kernels
+
+    kernels.warmup()
+    scratch = tempfile.mkdtemp(prefix="mnemon-gateway-warm-")
+    quiet = replace(options, data_dir=scratch, store="default", readonly=False,
+                    environ={"MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"})  # never a real embedder
+    try:
+        for argv in (["remember", "Chose SQLite because the store must stay one file", "--cat", "decision"],
+                     ["remember", "SQLite WAL mode lets readers run during writes"], ["recall", "why SQLite"],
+                     ["search", "SQLite"], ["status"], ["log"], ["export"]):
+            tools.run_argv(run, quiet, argv)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
 def serve(options: GlobalOptions, run: tools.Runner, config: GatewayConfig) -> None:
     """Run the gateway until SIGINT/SIGTERM (uvicorn's handlers)."""
     import uvicorn
 
+    warm(options, run)
     gateway = Gateway(options, run, config)
     _log(f"serving MCP on {'https' if config.tls_cert else 'http'}://{config.host}:{config.port}/mcp "
          f"(store per token; data dir {gateway.data_dir})")
