@@ -32,6 +32,7 @@ __all__ = [
     "possessor_query_terms",
     "recall_insight_terms",
     "recall_query_terms",
+    "recall_sequence",
     "recall_terms",
     "stem",
     "token_overlap",
@@ -55,6 +56,7 @@ STOPWORDS: frozenset[str] = frozenset(
 # decimal digits (Nd only, Go's unicode.IsDigit) that are not Han; everything else, combining
 # marks included, separates tokens (§4.1: marks split Devanagari/Bengali words, kept for parity).
 _RUN = regex.compile(r"(\p{Script=Han}+)|([[\p{L}\p{Nd}]--\p{Script=Han}]+)", regex.V1)
+_HAN = regex.compile(r"\p{Script=Han}")
 
 # Characters whose Python full lower-casing differs from Go's per-rune simple mapping:
 # U+0130 lowers to "i" + U+0307 in Python (the mark would split the word) and capital sigma
@@ -203,16 +205,56 @@ def stem(token: str) -> str:
     return word
 
 
+def recall_sequence(text: str, sequence: list[str] | None = None) -> list[str]:
+    """Return the unstemmed BM25 token sequence of ``text``: :func:`token_sequence` plus, for
+    every Han run of two or more characters, its single characters after its bigrams.
+
+    Recall only (the §4.1 measures keep their bigram tokens): a Chinese question rarely repeats a
+    memory's exact character pairs ("限流" against "限制流量"), while the characters match; BM25's
+    idf keeps the common ones ("的", "我") weak. ``sequence``: ``token_sequence(text)`` when the
+    caller has it, reused as is for text without Han.
+    """
+    if sequence is not None and not _HAN.search(text):
+        return sequence
+    out: list[str] = []
+    for match in _RUN.finditer(_go_lower(text)):
+        han = match.group(1)
+        if han is None:
+            word = match.group(2)
+            if word not in STOPWORDS:
+                out.append(word)
+        elif len(han) == 1:
+            out.append(han)
+        else:
+            out.extend(han[i : i + 2] for i in range(len(han) - 1))
+            out.extend(han)
+    return out
+
+
 def recall_terms(text: str) -> list[str]:
-    """Return the stemmed token sequence of ``text`` with repeats (BM25 input, Decision 12/13)."""
-    return [stem(token) for token in token_sequence(text)]
+    """Return the stemmed BM25 token sequence of ``text`` with repeats (Decision 12/13; Han
+    characters as well as bigrams, :func:`recall_sequence`)."""
+    return [stem(token) for token in recall_sequence(text)]
+
+
+# Query side only: Chinese question words and particles, the counterpart of the English
+# stopwords "what", "when", "which", "who", "how"... that §4.1 drops. Left in, "什么时候" ("when")
+# gives a question the terms 什么, 么时, 时候, 什, 么, 时, 候, which match memories that ask
+# something, not the ones that answer; replaced by a space, they also end the Han run, so no bigram
+# spans them ("受伤的" keeps 受伤, loses 伤的). Longest first; Simplified and Traditional forms.
+_CHINESE_QUESTION_WORDS = regex.compile(
+    "什么时候|什麼時候|甚麼時候|为什么|為什麼|為甚麼|什么样|什麼樣|什么|什麼|甚麼|何时|何時"
+    "|哪些|哪里|哪裡|哪儿|哪兒|哪个|哪個|哪种|哪種|哪类|哪類|哪|怎么样|怎麼樣|怎么|怎麼|怎样|怎樣|如何"
+    "|谁|誰|多少|几|幾|吗|嗎|呢|吧|的|了|是"
+)
 
 
 def recall_query_terms(text: str) -> list[str]:
     """Return a recall query's own BM25 terms (:func:`recall_terms`; the query-side rules below add
-    to them). A rule that left prepositional phrases ("with respect to", ...) out was removed: on
-    the five development conversations it changed no R@10 in any view (bench/quality-ablations.md)."""
-    return recall_terms(text)
+    to them) without its Chinese question words and particles. A rule that left prepositional
+    phrases ("with respect to", ...) out was removed: on the five development conversations it
+    changed no R@10 in any view (bench/quality-ablations.md)."""
+    return recall_terms(_CHINESE_QUESTION_WORDS.sub(" ", text))
 
 
 # Query side only: the "s" of a possessive ("Melanie's" tokenizes to "melanie", "s") is a term of
@@ -292,17 +334,18 @@ def insight_views(
     ``sequence``: ``token_sequence(content)`` when the caller has it already (an import's)."""
     if sequence is None:
         sequence = token_sequence(content)
-    terms = [stem(token) for token in sequence]
+    recall = recall_sequence(content, sequence)
+    terms = [stem(token) for token in recall]
     seen = set(terms)
     plain = set(sequence)
     for field in (*tags, *entities):
         field_tokens = token_sequence(field)
         plain.update(field_tokens)
-        for term in map(stem, field_tokens):
+        for term in map(stem, recall_sequence(field, field_tokens)):
             if term not in seen:
                 seen.add(term)
                 terms.append(term)
-    return terms, plain, len(sequence)
+    return terms, plain, len(recall)
 
 
 # --- §4.2 set measures -----------------------------------------------------------------------

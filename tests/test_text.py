@@ -159,6 +159,42 @@ def test_recall_insight_terms_count_field_only_terms_once() -> None:
     assert terms == ["rust", "rust", "test", "vector", "db"]
 
 
+def test_recall_terms_add_each_han_character_after_its_runs_bigrams() -> None:
+    # BM25 matches "限制流量" to "限流" through 限 and 流; the §4.1 tokens keep bigrams only.
+    assert recall_terms("API 限流") == ["api", "限流", "限", "流"]
+    assert recall_terms("选择向量库") == ["选择", "择向", "向量", "量库", "选", "择", "向", "量", "库"]
+    assert recall_terms("我 and 你") == ["我", "你"]  # a lone character is its own term, once
+    assert token_sequence("API 限流") == ["api", "限流"]
+    assert tokenize("选择向量库") == {"选择", "择向", "向量", "量库"}
+
+
+def test_recall_insight_terms_of_han_fields_have_their_characters_too() -> None:
+    terms = recall_insight_terms("向量库", ["数据"], ["Qdrant"])
+    assert terms == ["向量", "量库", "向", "量", "库", "数据", "数", "据", "qdrant"]
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        # "什么时候" (when) and the particle 的 are no terms, and no bigram spans them
+        ("Melanie什么时候受伤的？", ["melani", "受伤", "受", "伤"]),
+        ("Caroline研究了什么？", ["carolin", "研究", "研", "究"]),
+        ("為什麼選擇這家機構", ["選擇", "擇這", "這家", "家機", "機構", "選", "擇", "這", "家", "機", "構"]),
+        ("谁在2023年去过海滩几次", ["在", "2023", "年去", "去过", "过海", "海滩", "年", "去", "过", "海", "滩", "次"]),
+    ],
+)
+def test_recall_query_terms_leave_out_chinese_question_words(query: str, expected: list[str]) -> None:
+    from mnemon.text import recall_query_terms
+
+    assert recall_query_terms(query) == expected
+
+
+def test_chinese_question_words_stay_in_stored_terms_and_contract_tokens() -> None:
+    # query side only: a memory that says "为什么" keeps it, and §4.1 is unchanged
+    assert "什么" in recall_terms("我不知道为什么")
+    assert "什么" in tokenize("Caroline研究了什么")
+
+
 # --- measures (§4.2) --------------------------------------------------------------------------
 
 
