@@ -279,3 +279,21 @@ def test_rows_of_many_ids_by_hash_equals_the_id_lookup(cli, data_dir: Path, monk
         assert index.rows_of(ids).tolist() == want
     monkeypatch.setattr(hot, "_HASHED_LOOKUP_MIN_IDS", 10**9)  # the bisection path agrees
     assert index.rows_of(as_bytes).tolist() == want
+
+
+def test_an_index_of_the_previous_format_is_rebuilt_not_read(cli, data_dir: Path) -> None:
+    # Format 1 held no single Han characters among a row's terms: read as current, "限" would miss.
+    a = cli.ok("remember", "API 限流为每秒一百个请求", "--no-diff")["id"]
+    cli.ok("recall", "限流")
+    header, arrays = hotindex.read_index(db_file(data_dir))
+    from mnemon.engine.hot import FORMAT_VERSION
+
+    assert header["version"] == FORMAT_VERSION == 2
+    index = _cached_index(data_dir)
+    assert "限" in set(index.vocab)
+    # the same file stamped as format 1: a reader must rebuild it, whatever it holds
+    hotindex.write_index(db_file(data_dir), {**header, "version": 1}, dict(arrays))
+    assert hotindex.read_index(db_file(data_dir))[0]["version"] == 1
+    assert ids_of(cli.ok("recall", "限", "--verbose")) == {a}
+    assert hotindex.read_index(db_file(data_dir))[0]["version"] == FORMAT_VERSION
+    same_content(_cached_index(data_dir), fresh_build(data_dir))

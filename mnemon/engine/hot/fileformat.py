@@ -21,7 +21,9 @@ from mnemon.store.hotindex import Fingerprint
 if TYPE_CHECKING:
     import numpy as np
 
-FORMAT_VERSION = 1
+# 2: Chinese text adds its Han characters to its BM25 terms (text.recall_sequence); an index of
+# version 1 lacks them, so it is rebuilt, never read.
+FORMAT_VERSION = 2
 
 _Index = TypeVar("_Index", bound="FileFormat")
 
