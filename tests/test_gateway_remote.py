@@ -106,6 +106,10 @@ def test_memory_commands_print_what_the_store_prints_locally(pair: Pair, tmp_pat
     assert pair.remote("gc", "--keep", other).returncode == 0
     forgot = pair.remote("forget", new_id)
     assert forgot.returncode == 0 and json.loads(forgot.stdout)["id"] == new_id
+    # the oplog names who wrote through the gateway: the token's name, never the token
+    log = pair.local("log", "--limit", "3").stdout.decode()
+    forget_row = next(line for line in log.splitlines() if " forget " in line)
+    assert forget_row.split()[2:] == [new_id[:8], "[token", "laptop]"] and pair.token not in log
 
 
 @pytest.mark.parametrize("args", [

@@ -219,17 +219,23 @@ class Gateway:
         return _result(text, is_error, structured)
 
     def _run_locked(self, token: Token, name: str, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
+        from mnemon.store import oplog
+
         if not self.command_lock.acquire(timeout=self.config.timeout):
             return f"Error: the gateway is busy (no command slot within {self.config.timeout:g} s)", True, None
         try:
-            options = replace(self.options, store=token.store, readonly=self.options.readonly or token.read_only,
-                              environ=None, data_dir=str(self.data_dir))
-            if name != "cli":
-                text, is_error = tools.run_tool(self.run, options, name, args)
-                return text, is_error, None
-            return self._run_cli(options, args)
+            with oplog.acting_as(token.name):  # the oplog names who wrote: the token's name
+                return self._run_as(token, name, args)
         finally:
             self.command_lock.release()
+
+    def _run_as(self, token: Token, name: str, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
+        options = replace(self.options, store=token.store, readonly=self.options.readonly or token.read_only,
+                          environ=None, data_dir=str(self.data_dir))
+        if name != "cli":
+            text, is_error = tools.run_tool(self.run, options, name, args)
+            return text, is_error, None
+        return self._run_cli(options, args)
 
     def _run_cli(self, options: GlobalOptions, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
         unknown = sorted(set(args) - set(CLI_TOOL["inputSchema"]["properties"]))

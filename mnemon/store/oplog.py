@@ -1,6 +1,15 @@
-"""SQL for the operation log (contract §2.4, §3.12): append, trim to the newest 5000, list."""
+"""SQL for the operation log (contract §2.4, §3.12): append, trim to the newest 5000, list.
+
+A command run by the memory gateway for a token writes its entries with the token's *name* in front of
+the detail (``[token NAME] ...``, :func:`acting_as`), so the log says who wrote what through a gateway;
+never the token itself. Local commands write the detail as before.
+"""
 
 from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
 
 import apsw
 
@@ -13,9 +22,27 @@ _SQL_LIST = "SELECT id, operation, insight_id, detail, created_at FROM oplog ORD
 _SQL_COUNT = "SELECT COUNT(*) FROM oplog"
 
 
+_ACTOR: ContextVar[str] = ContextVar("mnemon_oplog_actor", default="")
+
+
+@contextlib.contextmanager
+def acting_as(name: str) -> Iterator[None]:
+    """Entries written in this context (this thread's command) name ``name`` as their writer."""
+    reset = _ACTOR.set(name)
+    try:
+        yield
+    finally:
+        _ACTOR.reset(reset)
+
+
+def _signed(detail: str) -> str:
+    actor = _ACTOR.get()
+    return f"[token {actor}] {detail}" if actor else detail
+
+
 def append(conn: apsw.Connection, operation: str, insight_id: str, detail: str, now: str) -> None:
     """Record one operation and trim the log, inside the caller's transaction."""
-    conn.execute(_SQL_INSERT, (operation, insight_id, detail, now))
+    conn.execute(_SQL_INSERT, (operation, insight_id, _signed(detail), now))
     conn.execute(_SQL_TRIM, (OPLOG_KEEP,))
 
 
@@ -27,6 +54,8 @@ def append_many(conn: apsw.Connection, rows: list[tuple[str, str, str, str]]) ->
     """
     if not rows:
         return
+    if _ACTOR.get():
+        rows = [(op, insight_id, _signed(detail), now) for op, insight_id, detail, now in rows]
     conn.executemany(_SQL_INSERT, rows)
     conn.execute(_SQL_TRIM, (OPLOG_KEEP,))
 
