@@ -120,35 +120,41 @@ def test_sdk_client_calls_every_tool_and_each_result_is_the_cli_json(tmp_path: P
     token = create_token(served, "sdk", "team")
     gateway = Gateway(served, tmp_path / "gw.log")
     try:
-        first = json.loads(mnemon(served, "--store", "team", "--readonly", "recall", "PostgreSQL").stdout)
-        anchor = first["results"][0]["id"]
+        anchor, second = (json.loads(mnemon(served, "--store", "team", "--readonly", "search", q).stdout)[0]["id"]
+                          for q in ("PostgreSQL", "Caroline"))
         calls: list[tuple[str, dict[str, Any]]] = [
             ("status", {}), ("recall", {"query": "why PostgreSQL", "limit": 5}), ("search", {"query": "release"}),
             ("show", {"id": anchor}), ("related", {"id": anchor, "depth": 2}),
             ("remember", {"content": "Deploys happen on Tuesdays", "category": "fact", "tags": ["ops"]}),
             ("import", {"draft": {"schema_version": "1", "insights": [{"content": "Mira owns the billing service"}]}}),
             ("export", {}),
+            ("link", {"source_id": anchor, "target_id": second, "type": "causal", "weight": 0.75,
+                      "meta": {"why": "test"}}),
+            ("forget", {"id": second}),
             ("cli", {"argv": ["log", "--limit", "3"]}),
         ]
         init, listed, results = anyio.run(_sdk_session, gateway.url, token, calls)
     finally:
         gateway.stop()
     assert init.server_info.name == "mnemon"
-    assert {t.name for t in listed.tools} == {*tools.TOOLS, "cli"}
+    assert {t.name for t in listed.tools} == {*tools.TOOLS, "cli"} == {name for name, _ in calls}  # every tool
     assert all(not r.is_error for r in results), [_text(r) for r in results if r.is_error]
     # The same commands on the twin, one by one through the CLI.
     local_argv = [
         ["status"], ["recall", "--limit", "5", "--", "why PostgreSQL"], ["search", "--", "release"],
         ["show", "--", None], ["related", "--depth", "2", "--", None],
         ["remember", "--cat", "fact", "--tags", "ops", "--", "Deploys happen on Tuesdays"],
-        ["import", "-"], ["export"], ["log", "--limit", "3"],
+        ["import", "-"], ["export"],
+        ["link", "--type", "causal", "--weight", "0.75", '--meta={"why": "test"}', "--", None, "SECOND"],
+        ["forget", "--", "SECOND"], ["log", "--limit", "3"],
     ]
-    local_anchor = json.loads(mnemon(local, "--store", "team", "--readonly", "recall", "PostgreSQL").stdout)
-    local_anchor_id = local_anchor["results"][0]["id"]
+    local_anchor_id, local_second = (
+        json.loads(mnemon(local, "--store", "team", "--readonly", "search", q).stdout)[0]["id"]
+        for q in ("PostgreSQL", "Caroline"))
     ids_served: dict[str, str] = {}
     ids_local: dict[str, str] = {}
     for (name, _), result, argv in zip(calls, results, local_argv):
-        argv = [local_anchor_id if a is None else a for a in argv]
+        argv = [local_anchor_id if a is None else local_second if a == "SECOND" else a for a in argv]
         stdin = json.dumps(calls[6][1]["draft"]).encode() if name == "import" else None
         expected = mnemon(local, "--store", "team", *argv, stdin=stdin).stdout.decode()
         got = _text(result)
