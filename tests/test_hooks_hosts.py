@@ -188,8 +188,8 @@ def test_recall_on_prompt_injects_relevant_hits_only(cli, tmp_path, monkeypatch,
     text = res.stdout.rstrip("\n") if target == "claude-code" else context(res.stdout, "UserPromptSubmit")
     lines = recall_lines(text)
     assert text.startswith(RECALL_TITLE + "\n") and text.endswith("\n\n" + REMINDER)
-    assert lines[0] == f"- [fact score={lines[0].split('score=')[1].split(']')[0]}] {QDRANT_FACT}"
-    assert 1 <= len(lines) <= 5 and all(float(ln.split("score=")[1].split("]")[0]) >= shell_hooks_floor() for ln in lines)
+    assert lines[0] == f"- [fact relevance={lines[0].split('relevance=')[1].split(']')[0]}] {QDRANT_FACT}"
+    assert 1 <= len(lines) <= 3 and all(float(ln.split("relevance=")[1].split("]")[0]) >= shell_hooks_floor() for ln in lines)
     quiet = run_hook(target, hooks / "user_prompt.sh", {**event, "prompt": UNRELATED}, env=env)
     plain = quiet.stdout.rstrip("\n") if target == "claude-code" else context(quiet.stdout, "UserPromptSubmit")
     assert quiet.returncode == 0 and plain == REMINDER  # nothing injected for an unrelated prompt
@@ -248,8 +248,9 @@ def shell_hooks_floor() -> float:
     return RECALL_FLOOR
 
 
-def test_recall_floor_is_above_the_neighbour_lift() -> None:
-    """A memory lifted only by being written next to a strong match must not be injected."""
-    from mnemon.records import NEIGHBOUR_EXPANSION_EMBEDDED, NEIGHBOUR_EXPANSION_TOKENS
+def test_recall_floor_is_the_relevance_floor() -> None:
+    """The hooks filter on recall's absolute relevance (mnemon.relevance), not on the relative score."""
+    from mnemon.relevance import PROMPT_FLOOR
 
-    assert shell_hooks_floor() > max(*NEIGHBOUR_EXPANSION_EMBEDDED, *NEIGHBOUR_EXPANSION_TOKENS)
+    assert 0 < shell_hooks_floor() == PROMPT_FLOOR < 1
+

@@ -20,7 +20,7 @@ import pytest
 from tests.conftest import REPO
 
 MNEMON = REPO / "mnemon"
-DOMAIN = ("text", "entities", "intent", "linking", "lifecycle", "diff", "recall", "related", "validate")
+DOMAIN = ("text", "entities", "intent", "linking", "lifecycle", "diff", "recall", "related", "relevance", "validate")
 LEAVES = ("config", "errors", "records")
 HEAVY = ("numpy", "numba", "kernels")
 

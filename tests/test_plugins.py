@@ -47,10 +47,10 @@ def recalled(data_dir: Path, prompt: str) -> str:
     """What recall on prompt should inject, from the CLI's own `recall --brief` answer (the oracle)."""
     query = " ".join(prompt.split())[: plugin_files.RECALL_PROMPT_CHARS]
     reply = mnemon_json(data_dir, "recall", "--brief", "--limit", str(shell_hooks.RECALL_LIMIT), "--", query)
-    hits = [h for h in reply["results"] if h["score"] >= shell_hooks.RECALL_FLOOR and not h.get("superseded")]
+    hits = [h for h in reply["results"] if h["relevance"] >= shell_hooks.RECALL_FLOOR and not h.get("superseded")]
     if not hits:
         return ""
-    lines = ["- [%s score=%.2f] %s" % (h.get("category") or "general", h["score"], h["excerpt"]) for h in hits]
+    lines = ["- [%s relevance=%.2f] %s" % (h.get("category") or "general", h["relevance"], h["excerpt"]) for h in hits]
     return "\n".join(["[mnemon] Relevant memories for this prompt (from mnemon recall):", *lines])
 
 

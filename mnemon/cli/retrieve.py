@@ -65,7 +65,7 @@ def render_recall(result: RecallResult, *, verbose: bool, brief: bool, excerpt_c
         for hit in result.hits:
             item: dict[str, Any] = {
                 "insight": hit.insight.to_json(), "score": hit.score, "intent": result.intent.value,
-                "via": hit.via, "signals": hit.signals,
+                "via": hit.via, "signals": hit.signals, "relevance": hit.relevance,
             }  # fmt: skip
             if hit.superseded:
                 item["superseded"] = True
@@ -85,6 +85,7 @@ def render_recall(result: RecallResult, *, verbose: bool, brief: bool, excerpt_c
             item = {
                 "id": hit.insight.id, "excerpt": excerpt(hit.insight.content, excerpt_chars),
                 "category": hit.insight.category, "score": score, "confidence": confidence(score),
+                "relevance": hit.relevance,
             }  # fmt: skip
             if hit.superseded:
                 item["superseded"] = True

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
     from mnemon.engine.hot import HotIndex
     from mnemon.engine.vectors import SimilarityBounds
+    from mnemon.recall import Hit
 
 
 
@@ -49,6 +50,7 @@ class RecallHit:
     via: str
     signals: dict[str, float]
     superseded: bool
+    relevance: float = 0.0  # absolute: is the memory about the query at all (mnemon.relevance)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,16 +195,53 @@ class RetrieveMixin(EngineBase):
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
+        # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)
+        judged = self._relevance(index, query, scope, similarity, outcome.hits)
         hits = []
-        for hit in outcome.hits:
+        for hit, relevance in zip(outcome.hits, judged, strict=True):
             found = insights.get(self.store.conn, index.id_at(hit.row))
             if found is None:
                 continue  # deleted after the snapshot: never return a forgotten insight
             signals = {"keyword": hit.keyword, "entity": hit.entity, "similarity": hit.similarity, "graph": hit.graph}
-            hits.append(RecallHit(found, hit.score, hit.via, signals, hit.superseded))
+            hits.append(RecallHit(found, hit.score, hit.via, signals, hit.superseded, relevance))
         self.record_hits([h.insight.id for h in hits], "recall", f"q={query} hits={len(hits)}")
         hint = "sparse_results" if not hits or len(hits) < limit // 2 else None
         return RecallResult(hits, chosen, source_of_intent, outcome.anchor_count, outcome.traversed, hint)
+
+    def _relevance(self, index: HotIndex, query: str, scope: np.ndarray, similarity: np.ndarray | None,
+                   hits: list[Hit]) -> list[float]:
+        """The absolute relevance of each hit row (``mnemon.relevance``): the share of the query's
+        term weight the row carries, and its cosine against the query's background in the scope."""
+        import numpy as np
+
+        from mnemon import relevance
+
+        if not hits:
+            return []
+        rows, scores = [h.row for h in hits], [h.score for h in hits]
+        n_docs = int(scope.sum())
+        terms = relevance.informative(t for t in dict.fromkeys(recall_query_terms(query)) if t != POSSESSIVE_TERM)
+        hit_rows = np.asarray(rows, dtype=np.int32)
+        weights: list[float] = []
+        carried = np.zeros((len(terms), hit_rows.shape[0]), dtype=np.bool_)
+        for k, term in enumerate(terms):
+            qids = index.term_ids([term])
+            if not qids:
+                weights.append(relevance.term_weight(term, 0, n_docs))
+                continue
+            post, _ = index.query_postings(qids, plain=False)
+            posted = post.rows[: int(post.ptr[1])]
+            weights.append(relevance.term_weight(term, int(np.count_nonzero(scope[posted])), n_docs))
+            carried[k] = np.isin(hit_rows, posted)
+        background = None
+        if similarity is not None:
+            background = relevance.background(similarity[relevance.sample_rows(np.flatnonzero(scope))])
+        cosines = [None] * len(rows) if similarity is None else similarity[hit_rows].tolist()
+        evidence = [
+            relevance.Evidence(tuple(weights), tuple(carried[:, j].tolist()), cosines[j], background)
+            for j in range(len(rows))
+        ]  # fmt: skip
+        return relevance.judge(evidence, scores)
 
     def recall_basic(self, query: str, *, limit: int = 10, category: str = "", source: str = "") -> list[Insight]:
         """``recall --basic``: substring match, importance then recency (§3.4)."""

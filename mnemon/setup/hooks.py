@@ -22,20 +22,21 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mnemon.relevance import PROMPT_FLOOR
 from mnemon.setup import files
 
 if TYPE_CHECKING:
     from mnemon.setup import Placement
 
-# Recall on prompt: at most this many hits, only those scoring at least the floor, and nothing at all
-# past the budget (seconds, the whole helper). The floor is where recall's own confidence becomes
-# "high" (contract §3.4): keyword matches on one common word ("migration", "like") still score
-# "medium", and context the agent did not ask for costs more than a hit it misses (it can recall).
-# Strictly above the backbone neighbour lift (records.NEIGHBOUR_EXPANSION_* times a lift table that
-# sums to at most 1: the insight written right after a perfect match scores at most 0.55 with no
-# relevance of its own), so a neighbour alone never passes.
-RECALL_LIMIT = 5
-RECALL_FLOOR = 0.65
+# Recall on prompt: at most this many hits, only those whose relevance reaches the floor, and nothing
+# at all past the budget (seconds, the whole helper). The relevance is absolute (mnemon.relevance:
+# how much of the prompt the best memories carry against this store's background), unlike recall's
+# score, which is relative to the best candidate and so high for the top hit of any prompt. Limit and
+# floor were chosen on the development conversations with bench/relevance.py (bench/README.md): with
+# 3 lines the evidence of a question is injected about as often as with the old 5 lines at score
+# 0.65, and an unrelated prompt injects something about 5% of the time instead of 80%.
+RECALL_LIMIT = 3
+RECALL_FLOOR = PROMPT_FLOOR
 RECALL_BUDGET_SECONDS = 1.5
 
 

@@ -28,7 +28,7 @@ from mnemon.setup.hooks import (
 RUNTIME_MARK = "/*@MNEMON_RUNTIME@*/"
 CONFIG_MARK = "/*@MNEMON_CONFIG@*/null"
 
-# Recall on prompt uses the shell hooks' limit, score floor, budget and prompt bound (one policy).
+# Recall on prompt uses the shell hooks' limit, relevance floor, budget and prompt bound (one policy).
 RECALL_PROMPT_CHARS = 500  # = PROMPT_CHARS in templates/helper.py, the shell hooks' bound
 PRIME_BUDGET_MS = 3000  # session start: `mnemon status`, off the prompt's path where the host allows
 
@@ -57,7 +57,7 @@ class PluginConfig:
             "recall": {
                 "enabled": self.recall_on_prompt,
                 "limit": RECALL_LIMIT,
-                "minScore": RECALL_FLOOR,
+                "minRelevance": RECALL_FLOOR,
                 "budgetMs": round(RECALL_BUDGET_SECONDS * 1000),
                 "maxPromptChars": RECALL_PROMPT_CHARS,
             },

@@ -18,7 +18,7 @@ const MNEMON = {
   promptSubdir: "", // "pi" for Pi, which keeps its own guide (setup-targets §2)
   skillsDir: "", // where setup wrote skills/mnemon (Pi's resources_discover)
   hooks: { prime: true, remind: true, nudge: true, compact: false },
-  recall: { enabled: false, limit: 5, minScore: 0.65, budgetMs: 1500, maxPromptChars: 500 },
+  recall: { enabled: false, limit: 3, minRelevance: 0.3, budgetMs: 1500, maxPromptChars: 500 },
   primeBudgetMs: 3000,
   outputCap: 262144, // bytes of mnemon output kept; the rest is dropped
   ...(CONFIG || {}),
@@ -138,7 +138,7 @@ function recallSettings() {
   return {
     enabled: Boolean(recall.enabled),
     limit: env("MNEMON_RECALL_LIMIT", (v) => Number.isInteger(v) && v >= 1) ?? (recall.limit || 5),
-    minScore: env("MNEMON_RECALL_FLOOR", (v) => v >= 0) ?? (Number(recall.minScore) || 0),
+    minRelevance: env("MNEMON_RECALL_FLOOR", (v) => v >= 0) ?? (Number(recall.minRelevance) || 0),
     budgetMs: budget !== undefined ? budget * 1000 : recall.budgetMs || 1500,
     maxPromptChars: recall.maxPromptChars || 500,
   };
@@ -155,7 +155,7 @@ function twoDecimals(x) {
 }
 
 // Recall on prompt: `mnemon recall --brief --limit K -- <prompt>` within the recall budget; only
-// hits at or above the score floor that are not superseded. "" when off, empty, unrelated or failed.
+// hits whose absolute relevance is at or above the floor, not superseded. "" when off, empty, unrelated or failed.
 async function recallContext(prompt) {
   const recall = recallSettings();
   if (!recall.enabled) return "";
@@ -164,13 +164,13 @@ async function recallContext(prompt) {
   try {
     const args = ["recall", "--brief", "--limit", String(recall.limit), "--", query];
     const reply = JSON.parse(String(await runMnemon(args, recall.budgetMs)));
-    const floor = recall.minScore;
+    const floor = recall.minRelevance;
     const hits = (Array.isArray(reply.results) ? reply.results : []).filter(
-      (hit) => hit && typeof hit.excerpt === "string" && Number(hit.score) >= floor && !hit.superseded,
+      (hit) => hit && typeof hit.excerpt === "string" && typeof hit.relevance === "number" && hit.relevance >= floor && !hit.superseded,
     );
     if (hits.length === 0) return "";
     // The same text as the shell hooks' recall on prompt (mnemon/setup/templates/helper.py).
-    const lines = hits.map((hit) => `- [${hit.category || "general"} score=${twoDecimals(Number(hit.score))}] ${hit.excerpt}`);
+    const lines = hits.map((hit) => `- [${hit.category || "general"} relevance=${twoDecimals(hit.relevance)}] ${hit.excerpt}`);
     return ["[mnemon] Relevant memories for this prompt (from mnemon recall):", ...lines].join("\n");
   } catch {
     return "";

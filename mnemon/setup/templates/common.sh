@@ -8,7 +8,7 @@ MNEMON_DEFAULT_DATA_DIR=@DATA_DIR@
 MNEMON_HOOK_DATA_DIR=${MNEMON_DATA_DIR:-$MNEMON_DEFAULT_DATA_DIR}
 MNEMON_OUTPUT=@OUTPUT@
 MNEMON_EVENT=@EVENT@
-# Recall on prompt (setup --recall-on-prompt): hits above the score floor, within a time budget.
+# Recall on prompt (setup --recall-on-prompt): hits at or above the relevance floor (absolute), within a time budget.
 MNEMON_RECALL=@RECALL@
 MNEMON_RECALL_LIMIT=${MNEMON_RECALL_LIMIT:-@RECALL_LIMIT@}
 MNEMON_RECALL_FLOOR=${MNEMON_RECALL_FLOOR:-@RECALL_FLOOR@}

@@ -83,12 +83,12 @@ def recall(data_dir, limit, floor, budget, script=""):
     except (OSError, ValueError, AttributeError, subprocess.SubprocessError):
         return
     lines = []
-    for hit in results:
-        if not isinstance(hit, dict) or hit.get("superseded") or not isinstance(hit.get("score"), (int, float)):
+    for hit in results:  # the floor is on "relevance", absolute (a hit without one is never injected)
+        if not isinstance(hit, dict) or hit.get("superseded") or not isinstance(hit.get("relevance"), (int, float)):
             continue
-        if hit["score"] < float(floor) or not isinstance(hit.get("excerpt"), str):
+        if hit["relevance"] < float(floor) or not isinstance(hit.get("excerpt"), str):
             continue
-        lines.append("- [%s score=%.2f] %s" % (hit.get("category") or "general", hit["score"], hit["excerpt"]))
+        lines.append("- [%s relevance=%.2f] %s" % (hit.get("category") or "general", hit["relevance"], hit["excerpt"]))
     if lines and time.monotonic() < deadline:
         sys.stdout.write("[mnemon] Relevant memories for this prompt (from mnemon recall):\n"
                          + "\n".join(lines) + "\n")

@@ -1,4 +1,4 @@
-# Prompt submit: with recall on, the memories that match the prompt (only hits above the score floor,
+# Prompt submit: with recall on, the memories that match the prompt (only hits at or above the relevance floor,
 # within the time budget, else nothing); then a one-line reminder, which costs no mnemon call.
 hits=$(mnemon_recall_hits)
 {

@@ -1,0 +1,170 @@
+"""Recall on prompt: does it inject memories only when they are about the prompt? (issue 28)
+
+    python bench/relevance.py DATA.json [--lang en|zh] [--units turns|facts|both]
+                              [--embed none|local|both] [--mode cli|inprocess] [--out FILE.md]
+
+Each conversation becomes its own store (``bench/quality.py``'s loading: one insight per turn, or per
+fact). Every question of categories 1-4 is a *positive* prompt; the prompts of
+``bench/relevance_negatives.json`` (coding, writing, everyday requests, written for this harness; the
+``--lang`` list) are *negatives*, asked of every store. Each prompt goes through what the prompt hook
+runs, ``recall --limit 5``, and per floor the harness keeps the hits whose ``relevance`` is at least the
+floor (superseded hits never: the hook skips them). Reported per floor:
+
+- positives injected: the share of positives with at least one kept hit covering an evidence turn;
+- negatives injected: the share of negative prompts (per store) with anything kept;
+- lines per injection: the mean number of kept hits over the prompts that inject anything.
+
+The row ``score >= 0.65`` is the hook's old relative floor, for comparison. ``--mode cli`` runs every
+recall as a whole process (``--verbose``, which carries the same ``relevance`` as ``--brief``);
+``--mode inprocess`` calls ``mnemon.cli.main`` in this process (same code path, faster).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from quality import Runner, evidence_ids, fact_units, turn_units  # noqa: E402
+
+HOOK_LIMIT = 5
+OLD_SCORE_FLOOR = 0.65
+FLOORS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+NEGATIVES = Path(__file__).resolve().parent / "relevance_negatives.json"
+
+
+@dataclass
+class Hit:
+    score: float
+    relevance: float
+    superseded: bool
+    covers: frozenset[str]
+
+
+@dataclass
+class Prompt:
+    positive: bool
+    evidence: frozenset[str]
+    hits: list[Hit]
+
+
+@dataclass
+class Run:
+    units: str
+    embed: str
+    prompts: list[Prompt] = field(default_factory=list)
+
+
+def _ask(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]]) -> list[Hit]:
+    _, out = run("recall", "--limit", str(HOOK_LIMIT), "--verbose", "--", text)
+    hits = []
+    for r in json.loads(out)["results"]:
+        key = (r["insight"]["content"], r["insight"]["created_at"])
+        hits.append(Hit(float(r["score"]), float(r["relevance"]), bool(r.get("superseded")), covers.get(key, frozenset())))
+    return hits
+
+
+def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: list[str], env: dict[str, str],
+              mode: str, root: Path) -> list[Prompt]:  # fmt: skip
+    units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
+    data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
+    run = Runner(data_dir, env, mode)
+    draft = root / f"{data_dir.name}.json"
+    items = [{"content": u.content, "created_at": u.created_at, "source": u.source} for u in units]
+    draft.write_text(json.dumps({"schema_version": "1", "insights": items}), encoding="utf-8")
+    run("import", str(draft), "--no-diff")
+    if embed == "local":
+        run("embed", "--all")
+    covers = {(u.content, u.created_at): u.covers for u in units}
+    prompts = []
+    for qa in sample["qa"]:
+        evidence = evidence_ids(qa.get("evidence", []))
+        if evidence and int(qa["category"]) in (1, 2, 3, 4):
+            prompts.append(Prompt(True, frozenset(evidence), _ask(run, str(qa["question"]), covers)))
+    for text in negatives:
+        prompts.append(Prompt(False, frozenset(), _ask(run, text, covers)))
+    return prompts
+
+
+def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, negatives: list[str], mode: str,
+            model_path: str | None) -> Run:  # fmt: skip
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env["MNEMON_SERVER"] = "off"
+    env["MNEMON_MAX_INSIGHTS"] = "0"
+    env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"  # no server: embedding-free unless local
+    if embed == "local":
+        env["MNEMON_EMBED_PROTOCOL"] = "local"
+        if model_path:
+            env["MNEMON_EMBED_MODEL_PATH"] = model_path
+    result = Run(units_kind, embed)
+    with tempfile.TemporaryDirectory(prefix="mnemon-relevance-") as tmp:
+        for sample in data:
+            result.prompts.extend(run_store(sample, units_kind, embed, negatives, env, mode, Path(tmp)))
+    return result
+
+
+def kept(hits: list[Hit], floor: float, by_score: bool = False) -> list[Hit]:
+    """The hits the hook injects at ``floor`` (on ``relevance``, or on the old relative ``score``)."""
+    return [h for h in hits if not h.superseded and (h.score if by_score else h.relevance) >= floor]
+
+
+def figures(prompts: list[Prompt], floor: float, by_score: bool = False) -> tuple[float, float, float]:
+    """(positives with evidence injected %, negatives with anything injected %, lines per injection)."""
+    pos = [p for p in prompts if p.positive]
+    neg = [p for p in prompts if not p.positive]
+    pos_ok = sum(1 for p in pos if any(h.covers & p.evidence for h in kept(p.hits, floor, by_score)))
+    neg_in = sum(1 for p in neg if kept(p.hits, floor, by_score))
+    lines = [len(k) for p in prompts if (k := kept(p.hits, floor, by_score))]
+    return (100.0 * pos_ok / max(1, len(pos)), 100.0 * neg_in / max(1, len(neg)),
+            statistics.fmean(lines) if lines else 0.0)  # fmt: skip
+
+
+def table(result: Run) -> str:
+    n_pos = sum(1 for p in result.prompts if p.positive)
+    n_neg = len(result.prompts) - n_pos
+    out = [f"### units={result.units}, embeddings={result.embed} ({n_pos} positives, {n_neg} negative asks)", "",
+           "| floor | positives with evidence injected | negatives with anything injected | lines per injection |",
+           "|---|---|---|---|"]  # fmt: skip
+    rows = [(f"score >= {OLD_SCORE_FLOOR} (old)", figures(result.prompts, OLD_SCORE_FLOOR, by_score=True))]
+    rows += [(f"relevance >= {f}", figures(result.prompts, f)) for f in FLOORS]
+    for name, (pos, neg, lines) in rows:
+        out.append(f"| {name} | {pos:.1f}% | {neg:.1f}% | {lines:.2f} |")
+    return "\n".join(out + [""])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("data", help="LoCoMo-format JSON (a list of conversations)")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en", help="which negatives to ask")
+    parser.add_argument("--units", choices=("turns", "facts", "both"), default="both")
+    parser.add_argument("--embed", choices=("none", "local", "both"), default="none")
+    parser.add_argument("--mode", choices=("cli", "inprocess"), default="cli")
+    parser.add_argument("--model-path", default=os.environ.get("MNEMON_EMBED_MODEL_PATH"),
+                        help="model directory for --embed local (default: $MNEMON_EMBED_MODEL_PATH)")  # fmt: skip
+    parser.add_argument("--out", help="also write the markdown tables here")
+    args = parser.parse_args(argv)
+
+    data = json.loads(Path(args.data).read_text(encoding="utf-8"))
+    negatives = json.loads(NEGATIVES.read_text(encoding="utf-8"))[args.lang]
+    parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), {len(negatives)} {args.lang} negatives, "
+             f"recall --limit {HOOK_LIMIT}, mode {args.mode}", ""]
+    for embed in ("none", "local") if args.embed == "both" else (args.embed,):
+        for units in ("turns", "facts") if args.units == "both" else (args.units,):
+            part = table(run_all(data, units, embed, negatives, args.mode, args.model_path))
+            parts.append(part)
+            print(part, flush=True)
+    if args.out:
+        Path(args.out).write_text("\n".join(parts), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
