@@ -10,11 +10,11 @@ store's own background, neither dependent on the exact ranking:
   weighs its inverse document frequency in the store (a term most memories carry says little; a
   term no memory carries weighs the most, so a prompt about something the store never mentions
   stays uncovered); the memory covers the weight of the terms it contains.
-- **meaning** (with embeddings only): how far the memory's cosine with the query rises from the
-  query's mean cosine with the store at large (a deterministic sample of its rows) towards 1. A
-  related memory stands out of that background; the best of an unrelated prompt's hits does not.
-  The rise is read relative to the background, so a model whose cosines all sit high does not make
-  everything relevant (measured with MiniLM only: bench/README.md).
+- **meaning** (with embeddings only): how far the memory's cosine with the query rises above the
+  query's mean cosine with the store at large (a deterministic sample of its rows). A related
+  memory stands out of that background; the best of an unrelated prompt's hits does not. Not
+  scaled by the room left above the background: a model that finds every text alike (MiniLM on
+  Chinese) then has little rise to give, and its cosines cannot make everything relevant.
 
 Dates and numbers are left out of the query's terms: a memory's date is its ``created_at``, not its
 text, so "What did Mel paint in July 2023?" is no less about the memory that says what Mel painted.
@@ -113,12 +113,11 @@ def sample_rows(scope_rows: np.ndarray) -> np.ndarray:
 
 def share(evidence: Evidence) -> float:
     """How much of the query one memory carries, in [0, 1]: its term coverage, or with embeddings,
-    if higher, how far its cosine rises from the query's background towards 1."""
+    if higher, how far its cosine rises above the query's background."""
     covered = coverage(evidence.weights, evidence.carried)
-    bg = evidence.background
-    if evidence.cosine is None or bg is None or bg.mean >= 1.0:
+    if evidence.cosine is None or evidence.background is None:
         return covered
-    return max(covered, min(1.0, (evidence.cosine - bg.mean) / (1.0 - bg.mean)))
+    return max(covered, min(1.0, evidence.cosine - evidence.background.mean))
 
 
 def judge(hits: Sequence[Evidence], scores: Sequence[float]) -> list[float]:

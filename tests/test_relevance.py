@@ -79,8 +79,8 @@ def test_a_hit_is_its_own_share_or_the_best_share_times_its_standing() -> None:
 
 def test_with_embeddings_a_cosine_above_the_background_counts() -> None:
     bg = relevance.Background(0.2)
-    close = Evidence((1.0,), (False,), 0.6, bg)  # (0.6 - 0.2) / (1 - 0.2)
-    assert relevance.share(close) == pytest.approx(0.5)
+    close = Evidence((1.0,), (False,), 0.6, bg)  # 0.6 - 0.2
+    assert relevance.share(close) == pytest.approx(0.4)
     assert relevance.share(Evidence((1.0,), (True,), 0.6, bg)) == 1.0  # the higher of the two
     assert relevance.share(Evidence((1.0,), (False,), 0.1, bg)) == 0.0
     assert relevance.share(Evidence((1.0,), (False,), None, None)) == 0.0
