@@ -7,14 +7,14 @@ Each conversation becomes its own store (``bench/quality.py``'s loading: one ins
 fact). Every question of categories 1-4 is a *positive* prompt; the prompts of
 ``bench/relevance_negatives.json`` (coding, writing, everyday requests, written for this harness; the
 ``--lang`` list) are *negatives*, asked of every store. Each prompt goes through what the prompt hook
-runs, ``recall --limit 5``, and per floor the harness keeps the hits whose ``relevance`` is at least the
-floor (superseded hits never: the hook skips them). Reported per floor:
+runs, ``recall --limit 3`` (``mnemon.setup.hooks.RECALL_LIMIT``), and per floor the harness keeps the hits
+whose ``relevance`` is at least the floor (superseded hits never: the hook skips them). Reported per floor:
 
 - positives injected: the share of positives with at least one kept hit covering an evidence turn;
 - negatives injected: the share of negative prompts (per store) with anything kept;
 - lines per injection: the mean number of kept hits over the prompts that inject anything.
 
-The row ``score >= 0.65`` is the hook's old relative floor, for comparison. ``--mode cli`` runs every
+The row ``score >= 0.65`` is the old hook, for comparison: ``recall --limit 5`` and its relative floor. ``--mode cli`` runs every
 recall as a whole process (``--verbose``, which carries the same ``relevance`` as ``--brief``);
 ``--mode inprocess`` calls ``mnemon.cli.main`` in this process (same code path, faster).
 """
@@ -35,9 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from quality import Runner, evidence_ids, fact_units, turn_units  # noqa: E402
 
-HOOK_LIMIT = 5
+from mnemon.setup.hooks import RECALL_FLOOR, RECALL_LIMIT  # noqa: E402
+
+OLD_LIMIT = 5
 OLD_SCORE_FLOOR = 0.65
-FLOORS = (0.3, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
+FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 NEGATIVES = Path(__file__).resolve().parent / "relevance_negatives.json"
 
 
@@ -53,7 +55,8 @@ class Hit:
 class Prompt:
     positive: bool
     evidence: frozenset[str]
-    hits: list[Hit]
+    hits: list[Hit]  # recall --limit RECALL_LIMIT, as the hook asks
+    old_hits: list[Hit]  # recall --limit 5, as the old hook asked
 
 
 @dataclass
@@ -63,13 +66,17 @@ class Run:
     prompts: list[Prompt] = field(default_factory=list)
 
 
-def _ask(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]]) -> list[Hit]:
-    _, out = run("recall", "--limit", str(HOOK_LIMIT), "--verbose", "--", text)
+def _ask(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]], limit: int) -> list[Hit]:
+    _, out = run("recall", "--limit", str(limit), "--verbose", "--readonly", "--", text)
     hits = []
     for r in json.loads(out)["results"]:
         key = (r["insight"]["content"], r["insight"]["created_at"])
         hits.append(Hit(float(r["score"]), float(r["relevance"]), bool(r.get("superseded")), covers.get(key, frozenset())))
     return hits
+
+
+def _both(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]]) -> tuple[list[Hit], list[Hit]]:
+    return _ask(run, text, covers, RECALL_LIMIT), _ask(run, text, covers, OLD_LIMIT)
 
 
 def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: list[str], env: dict[str, str],
@@ -88,9 +95,10 @@ def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: li
     for qa in sample["qa"]:
         evidence = evidence_ids(qa.get("evidence", []))
         if evidence and int(qa["category"]) in (1, 2, 3, 4):
-            prompts.append(Prompt(True, frozenset(evidence), _ask(run, str(qa["question"]), covers)))
+            question = str(qa["question"])
+            prompts.append(Prompt(True, frozenset(evidence), *_both(run, question, covers)))
     for text in negatives:
-        prompts.append(Prompt(False, frozenset(), _ask(run, text, covers)))
+        prompts.append(Prompt(False, frozenset(), *_both(run, text, covers)))
     return prompts
 
 
@@ -120,9 +128,13 @@ def figures(prompts: list[Prompt], floor: float, by_score: bool = False) -> tupl
     """(positives with evidence injected %, negatives with anything injected %, lines per injection)."""
     pos = [p for p in prompts if p.positive]
     neg = [p for p in prompts if not p.positive]
-    pos_ok = sum(1 for p in pos if any(h.covers & p.evidence for h in kept(p.hits, floor, by_score)))
-    neg_in = sum(1 for p in neg if kept(p.hits, floor, by_score))
-    lines = [len(k) for p in prompts if (k := kept(p.hits, floor, by_score))]
+
+    def injected(p: Prompt) -> list[Hit]:
+        return kept(p.old_hits if by_score else p.hits, floor, by_score)
+
+    pos_ok = sum(1 for p in pos if any(h.covers & p.evidence for h in injected(p)))
+    neg_in = sum(1 for p in neg if injected(p))
+    lines = [len(k) for p in prompts if (k := injected(p))]
     return (100.0 * pos_ok / max(1, len(pos)), 100.0 * neg_in / max(1, len(neg)),
             statistics.fmean(lines) if lines else 0.0)  # fmt: skip
 
@@ -133,8 +145,9 @@ def table(result: Run) -> str:
     out = [f"### units={result.units}, embeddings={result.embed} ({n_pos} positives, {n_neg} negative asks)", "",
            "| floor | positives with evidence injected | negatives with anything injected | lines per injection |",
            "|---|---|---|---|"]  # fmt: skip
-    rows = [(f"score >= {OLD_SCORE_FLOOR} (old)", figures(result.prompts, OLD_SCORE_FLOOR, by_score=True))]
-    rows += [(f"relevance >= {f}", figures(result.prompts, f)) for f in FLOORS]
+    rows = [(f"old: limit {OLD_LIMIT}, score >= {OLD_SCORE_FLOOR}", figures(result.prompts, OLD_SCORE_FLOOR, by_score=True))]
+    rows += [(f"limit {RECALL_LIMIT}, relevance >= {f}" + (" (default)" if f == RECALL_FLOOR else ""), figures(result.prompts, f))
+             for f in FLOORS]  # fmt: skip
     for name, (pos, neg, lines) in rows:
         out.append(f"| {name} | {pos:.1f}% | {neg:.1f}% | {lines:.2f} |")
     return "\n".join(out + [""])
@@ -155,7 +168,7 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     negatives = json.loads(NEGATIVES.read_text(encoding="utf-8"))[args.lang]
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), {len(negatives)} {args.lang} negatives, "
-             f"recall --limit {HOOK_LIMIT}, mode {args.mode}", ""]
+             f"mode {args.mode}", ""]
     for embed in ("none", "local") if args.embed == "both" else (args.embed,):
         for units in ("turns", "facts") if args.units == "both" else (args.units,):
             part = table(run_all(data, units, embed, negatives, args.mode, args.model_path))
