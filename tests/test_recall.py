@@ -193,6 +193,7 @@ def test_verbose_signals_and_meta(tcli: TimedCli) -> None:
     assert first["via"] == "hybrid"
     s = first["signals"]
     assert s == {"keyword": 1, "entity": 1, "similarity": 0, "graph": 0}
+    assert first["relevance"] == 1.0  # it carries every term of the query (mnemon.relevance)
     # No embeddings: Decision 1's token table.
     w_kw, w_ent, _, w_graph = RERANK_WEIGHTS_TOKENS
     assert math.isclose(first["score"], w_kw * s["keyword"] + w_ent * s["entity"] + w_graph * s["graph"])
@@ -208,7 +209,7 @@ def test_brief_output_and_errors(tcli: TimedCli) -> None:
     assert res.code == 0 and res.out.count("\n") == 1 and "\\u003c" not in res.out
     out = res.json()
     (hit,) = out["results"]
-    assert list(hit) == ["id", "excerpt", "category", "score", "confidence"]
+    assert list(hit) == ["id", "excerpt", "category", "score", "confidence", "relevance"]
     assert hit["id"] == kid and hit["excerpt"] == "Kubernetes <probe>…" and hit["category"] == "fact"
     assert out["detail_command"] == "mnemon show <id>" and out["hint"] == "sparse_results"
     empty = tcli("recall", "nothing-matches-this", "--brief")
