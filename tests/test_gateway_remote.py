@@ -191,3 +191,15 @@ def test_a_silent_gateway_is_cut_off_at_two_seconds(tmp_path: Path) -> None:
     assert elapsed < 2.5
     assert str(raised.value).startswith('cannot reach the mnemon gateway for store "far"') or \
         "did not answer" in str(raised.value)
+
+
+def test_setup_on_a_remote_store_installs_the_hooks_and_creates_no_database(pair: Pair, tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    proc = mnemon(pair.client, "setup", "--target", "claude-code", "--global", "--yes",
+                  env={"HOME": str(home), "MNEMON_TOKEN": pair.token}, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.decode().splitlines()[-1] == (
+        f'mnemon ready: store "team" lives behind the mnemon gateway at {pair.gateway.url}/team')
+    assert (home / ".claude").is_dir()
+    assert not (pair.client / "data" / "team" / "mnemon.db").exists()

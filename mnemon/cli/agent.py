@@ -76,6 +76,12 @@ def setup(
         return
     for path in installer.write_prompts(settings.data_dir):
         render.emit_text(f"  prompt   {path}")
+    from mnemon.gateway import remote
+
+    far = remote.remote_store(["status"], ctx.obj)
+    if far is not None:  # the hooks reach it through the gateway; there is no local database to create
+        render.emit_text(f'mnemon ready: store "{far.name}" lives behind the mnemon gateway at {far.url}')
+        return
     with open_engine(ctx.obj) as engine:  # migrates a legacy DB and creates data/default (§3.18)
         status = engine.status()
     render.emit_text(f"mnemon ready: {status['total_insights']} insights in {status['db_path']}")
