@@ -72,3 +72,6 @@ def test_scores_through_the_cli_in_process(units: str) -> None:
     assert len(result.latencies) == 2  # the question without evidence is not asked
     table = quality.table(result)
     assert "| 4 single-hop | 1 | 100.0 | 100.0 | 100.0 | 1.000 |" in table and "| 5 adversarial | 0 |" in table
+    per_conversation = quality.conversation_table(result)  # R@10 over categories 1-4, by conversation
+    assert "| tiny | 2 | 100.0 | 100.0 | - | - | 100.0 |" in per_conversation
+    assert "| **mean of 1** | 2 | **100.0** |" in per_conversation
