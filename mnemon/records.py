@@ -88,6 +88,10 @@ BM25_B = 0.75
 # share of a query term's BM25: enough to reach "adopted", not enough to outrank the noun itself
 # (dev set: 0.25 helps turns and facts; 0.6 costs turns/none open-domain a question).
 QUERY_DERIVED_WEIGHT = 0.25
+# A day the query names ("on 1 February, 2023", mnemon.query_dates) multiplies the BM25 of the
+# memories created that day by 1 + this: the keyword anchors and the keyword signal then prefer
+# what was written on the day asked about (bench/quality-ablations.md).
+QUERY_DAY_BOOST = 1.0
 # Decision 1: one rerank table for every intent: (keyword, entity, similarity, graph). Re-tuned on
 # the LoCoMo development set (bench/quality.py; ARCHITECTURE.md sums up what was tried): the graph
 # signal is mostly a normalised hop score, so it gets less weight; with embeddings the cosine gets

@@ -3,6 +3,7 @@ against hand-computed values (Decisions 12 and 14, §4.10 steps 5-8)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -258,3 +259,28 @@ def test_lift_tables_keep_a_lent_score_at_most_one() -> None:
 
     for table in (NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED, NEIGHBOUR_LIFT_WEIGHTS_TOKENS):
         assert all(w >= 0 for w in table) and sum(table) <= 1.0
+
+
+def test_a_day_named_in_the_query_boosts_the_memories_written_on_it(engine, tmp_path) -> None:
+    from mnemon.drafts import parse_draft
+    from mnemon.records import QUERY_DAY_BOOST
+
+    draft = {"schema_version": "1", "insights": [
+        {"content": "Gina found a wholesaler for the clothing store today", "created_at": "2023-02-01T13:56:00Z"},
+        {"content": "Gina found a logo for the store", "created_at": "2023-03-10T09:00:00Z"},
+        {"content": "Jon practised a dance", "created_at": "2023-02-01T13:57:00Z"},
+    ]}  # fmt: skip
+    engine.import_draft(parse_draft(json.dumps(draft)), no_diff=True)
+    index = engine.hot_index()
+    scope = np.array(index.active)
+    ids = _ids(engine)
+    row = {text: index.row_of(i) for text, i in ids.items()}
+    plain = engine._bm25(index, "What did Gina find for the store?", scope, False)
+    dated = engine._bm25(index, "What did Gina find for the store on 1 February, 2023?", scope, False)
+    wholesaler, logo = row["Gina found a wholesaler for the clothing store today"], row["Gina found a logo for the store"]
+    assert math.isclose(dated[wholesaler], (1 + QUERY_DAY_BOOST) * plain[wholesaler], rel_tol=1e-12)
+    assert dated[logo] == plain[logo] > 0  # another day: unchanged
+    assert dated[row["Jon practised a dance"]] == 0.0  # the day alone matches nothing
+    assert plain[logo] > plain[wholesaler]  # the shorter memory ranks first without the day ...
+    top = engine.recall("What did Gina find for the store on 1 February, 2023?", limit=3).hits
+    assert top[0].insight.content == "Gina found a wholesaler for the clothing store today"  # ... and second with it
