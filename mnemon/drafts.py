@@ -78,18 +78,19 @@ def _invalid(message: str) -> InputError:
 
 def load_draft(path: str, stdin_text: str | None = None) -> Draft:
     """Read a draft from ``path`` (or ``stdin_text`` when ``path`` is ``-``) and validate it."""
-    if path == "-" and stdin_text is not None:
-        text = stdin_text
-    else:
-        try:
-            raw = Path(path).read_bytes()
-        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
-            raise InputError(f"read file: {getattr(exc, 'strerror', None) or exc}: {path}") from None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise InputError(f"parse JSON: invalid UTF-8 at byte {exc.start}") from None
-    return parse_draft(text)
+    return parse_draft(stdin_text if path == "-" and stdin_text is not None else read_draft_text(path))
+
+
+def read_draft_text(path: str) -> str:
+    """A draft file's text, or the contract's error (also what a remote store's import sends)."""
+    try:
+        raw = Path(path).read_bytes()
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise InputError(f"read file: {getattr(exc, 'strerror', None) or exc}: {path}") from None
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"parse JSON: invalid UTF-8 at byte {exc.start}") from None
 
 
 def _reject_constant(name: str) -> Any:

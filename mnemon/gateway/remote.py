@@ -18,7 +18,6 @@ import http.client
 import json
 import socket
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -124,11 +123,13 @@ def _prepare(argv: list[str]) -> tuple[list[str], str, str | None]:
     if command == "remember" and words == ["-"]:
         return argv, _read_stdin(), None
     if command == "import":
+        from mnemon.drafts import read_draft_text
+
         if len(words) != 1:
             raise InputError(f"accepts 1 arg(s), received {len(words)}")
         argv = list(argv)
         argv[index[0]] = "-"
-        return argv, _read_stdin() if words[0] == "-" else _read_file(words[0]), None
+        return argv, _read_stdin() if words[0] == "-" else read_draft_text(words[0]), None
     if command == "export":
         sent = [command]
         output: str | None = None
@@ -155,17 +156,6 @@ def _read_stdin() -> str:
     # Undecodable bytes travel as lone surrogates and fail the gateway's strict decode, which then
     # words the error exactly as a local run does.
     return data.decode("utf-8", "surrogateescape")
-
-
-def _read_file(path: str) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"read file: {exc.strerror or exc}: {path}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"parse JSON: invalid UTF-8 at byte {exc.start}") from None
 
 
 def _write_local(output: str, text: str) -> None:

@@ -37,11 +37,15 @@ def path(store_dir: Path) -> Path:
     return store_dir / FILE_NAME
 
 
-def is_postgres(store_dir: Path) -> bool:
+def _holds(store_dir: Path, name: str) -> bool:
     try:
-        return path(store_dir).is_file()
+        return (store_dir / name).is_file()
     except OSError:
         return False
+
+
+def is_postgres(store_dir: Path) -> bool:
+    return _holds(store_dir, FILE_NAME)
 
 
 def schema_for(name: str) -> str:
@@ -59,18 +63,21 @@ def read(store_dir: Path) -> Registration:
 
 def write(store_dir: Path, registration: Registration) -> None:
     """Write the registration atomically with mode 0600 (the directory must exist)."""
-    body = json.dumps(
-        {"backend": "postgres", "conninfo": registration.conninfo, "schema": registration.schema}, indent=2
-    )
-    tmp = store_dir / f".{FILE_NAME}.tmp"
+    body = {"backend": "postgres", "conninfo": registration.conninfo, "schema": registration.schema}
+    _write_private(store_dir, FILE_NAME, body, "PostgreSQL")
+
+
+def _write_private(store_dir: Path, name: str, body: dict[str, str], kind: str) -> None:
+    """Write ``body`` as JSON to ``store_dir/name`` atomically, mode 0600 whatever the umask."""
+    tmp = store_dir / f".{name}.tmp"
     try:
         fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(body + "\n")
+            fh.write(json.dumps(body, indent=2) + "\n")
         os.chmod(tmp, 0o600)
-        os.replace(tmp, path(store_dir))
+        os.replace(tmp, store_dir / name)
     except OSError as exc:
-        raise StoreError(f"cannot write the PostgreSQL registration: {exc.strerror}") from exc
+        raise StoreError(f"cannot write the {kind} registration: {exc.strerror}") from exc
 
 
 def refuse_password(params: dict[str, str]) -> None:
@@ -92,10 +99,7 @@ class RemoteRegistration:
 
 
 def is_remote(store_dir: Path) -> bool:
-    try:
-        return (store_dir / REMOTE_FILE_NAME).is_file()
-    except OSError:
-        return False
+    return _holds(store_dir, REMOTE_FILE_NAME)
 
 
 def kind(store_dir: Path) -> str:
@@ -134,13 +138,5 @@ def read_remote(store_dir: Path) -> RemoteRegistration:
 
 def write_remote(store_dir: Path, registration: RemoteRegistration) -> None:
     """Write the remote registration atomically, 0600 (the directory must exist). Never a token."""
-    body = json.dumps({"backend": "remote", "url": registration.url, "token_env": registration.token_env}, indent=2)
-    tmp = store_dir / f".{REMOTE_FILE_NAME}.tmp"
-    try:
-        fd = os.open(tmp, os.O_CREAT | os.O_TRUNC | os.O_WRONLY, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(body + "\n")
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, store_dir / REMOTE_FILE_NAME)
-    except OSError as exc:
-        raise StoreError(f"cannot write the remote registration: {exc.strerror}") from exc
+    body = {"backend": "remote", "url": registration.url, "token_env": registration.token_env}
+    _write_private(store_dir, REMOTE_FILE_NAME, body, "remote")
