@@ -313,6 +313,7 @@ class ImportMixin(WriteMixin):
                 size = max(size, min(IMPORT_BATCH_MAX, (stored + start) // IMPORT_BATCH_GROWTH))
             chunk = draft.insights[start : start + size]
             vectors = self._embed_chunk(embedder, [item.content for item in chunk])
+            store.bulk_cache_follow()  # the edge b-trees grew with the last chunk
             # Foreign keys are checked set-based before the chunk's edges are written (_checked).
             with store.foreign_keys_unchecked(), store.transaction("import") as conn:
                 if store.write_mark() != state.mark:

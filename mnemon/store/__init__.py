@@ -78,6 +78,11 @@ class Store:
         """Tune the connection for a bulk write (import) while the context lasts."""
         return connection.bulk_tuning(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
 
+    def bulk_cache_follow(self) -> None:
+        """Inside ``bulk_tuning``: let the page cache grow with the database (SQLite only)."""
+        if self.backend == "sqlite":
+            connection.bulk_cache_follow(self.conn)
+
     def foreign_keys_unchecked(self) -> contextlib.AbstractContextManager[None]:
         """Skip per-row foreign-key checks for one bulk transaction (SQLite only: a PostgreSQL
         store checks the edges' endpoints once per statement anyway, ``postgres/schema.py``)."""

@@ -129,9 +129,12 @@ def open_writable(path: Path) -> apsw.Connection:
 # pages back into the database again and again. SQLite allocates cache pages only as they are used,
 # and every used page is resident memory: 1 GiB made a 100k import with vectors peak at 2.4 GB beyond
 # its vector file; 256 MiB imported a 50k draft no slower (the import writes edge rows in key order,
-# so the hot pages are few) and peaked 400 MB lower. 64 MiB: a 10k import (a 117 MB database) took the
-# same CPU with 256, 64 or 32 MiB (6.04 / 6.08 / 6.06 s) and peaked at 312 / 252 / 216 MB.
-BULK_CACHE_KIB = 65_536
+# so the hot pages are few) and peaked 400 MB lower. The cache follows the database instead, half its
+# size within [BULK_CACHE_MIN_KIB, BULK_CACHE_KIB] (bulk_cache_follow, before each chunk): a 10k import
+# (a 117 MB database) took the same CPU with 256, 64 or 32 MiB (6.04 / 6.08 / 6.06 s) and peaked at
+# 312 / 252 / 216 MB, while a 100k import (1.2 GB) took 94.8 s of CPU with 256 MiB, 112.7 s with 32.
+BULK_CACHE_KIB = 262_144
+BULK_CACHE_MIN_KIB = 65_536
 BULK_WAL_AUTOCHECKPOINT_PAGES = 65_536
 
 
@@ -144,7 +147,7 @@ def bulk_tuning(conn: apsw.Connection) -> Iterator[None]:
     """
     cache = _pragma(conn, "PRAGMA cache_size")
     interval = _pragma(conn, "PRAGMA wal_autocheckpoint")
-    _pragma(conn, f"PRAGMA cache_size=-{BULK_CACHE_KIB}")
+    bulk_cache_follow(conn)
     _pragma(conn, f"PRAGMA wal_autocheckpoint={BULK_WAL_AUTOCHECKPOINT_PAGES}")
     try:
         yield
@@ -154,6 +157,13 @@ def bulk_tuning(conn: apsw.Connection) -> Iterator[None]:
             _pragma(conn, f"PRAGMA wal_autocheckpoint={int(interval)}")  # type: ignore[call-overload]
         except apsw.Error:
             pass  # a closed or failed connection keeps nothing to restore
+
+
+def bulk_cache_follow(conn: apsw.Connection) -> None:
+    """Set a bulk writer's page cache to half the database's current size, within the bulk bounds
+    (pages are allocated as they are used: the bound is what a large store may keep resident)."""
+    kib = int(scalar(conn, "PRAGMA page_count")) * int(scalar(conn, "PRAGMA page_size")) // 2048
+    _pragma(conn, f"PRAGMA cache_size=-{min(BULK_CACHE_KIB, max(BULK_CACHE_MIN_KIB, kib))}")
 
 
 @contextmanager
