@@ -146,7 +146,7 @@ def test_bm25_matches_a_hand_computed_example(engine) -> None:
         engine.remember(text, no_diff=True)
     index = engine.hot_index()
     scope = np.array(index.active)
-    scores = engine._bm25(index, "paints", scope, False)
+    scores = engine.retrieval._bm25(index, "paints", scope, False)
     by_text = {t: scores[index.row_of(i)] for t, i in _ids(engine).items()}
     # N = 3, df(paint) = 2, doc lengths 2 ("painted fence") and 4 ("painting fence painting barn"),
     # avgdl = (2 + 4 + 2) / 3; tf = 1 and 2.
@@ -162,11 +162,11 @@ def test_bm25_matches_a_hand_computed_example(engine) -> None:
     # Scope changes N, df and avgdl: only the second and third rows in scope.
     scope2 = scope.copy()
     scope2[index.row_of(_ids(engine)["painted fence"])] = False
-    scoped = engine._bm25(index, "paints", scope2, False)
+    scoped = engine.retrieval._bm25(index, "paints", scope2, False)
     idf2 = math.log(1 + (2 - 1 + 0.5) / (1 + 0.5))
     expect = idf2 * 2 * 2.2 / (2 + 1.2 * (1 - 0.75 + 0.75 * 4 / 3))
     assert math.isclose(scoped[index.row_of(_ids(engine)["painting the fence and painting the barn"])], expect)
-    assert np.array_equal(engine._bm25(index, "paints", scope, True), scores)  # numba path agrees
+    assert np.array_equal(engine.retrieval._bm25(index, "paints", scope, True), scores)  # numba path agrees
 
 
 def _ids(engine) -> dict[str, str]:
@@ -195,15 +195,15 @@ def test_derived_query_noun_reaches_the_root_at_a_quarter_weight(engine) -> None
     index = engine.hot_index()
     scope = np.array(index.active)
     ids = _ids(engine)
-    scores = engine._bm25(index, "adoption", scope, False)
-    root_only = engine._bm25(index, "adopt", scope, False)
-    noun_only = engine._bm25(index, "adoption papers", scope, False) - engine._bm25(index, "papers", scope, False)
+    scores = engine.retrieval._bm25(index, "adoption", scope, False)
+    root_only = engine.retrieval._bm25(index, "adopt", scope, False)
+    noun_only = engine.retrieval._bm25(index, "adoption papers", scope, False) - engine.retrieval._bm25(index, "papers", scope, False)
     adopted, papers = index.row_of(ids["we adopted a puppy"]), index.row_of(ids["the adoption papers"])
     assert math.isclose(scores[adopted], QUERY_DERIVED_WEIGHT * root_only[adopted], rel_tol=1e-12)
     assert math.isclose(scores[papers], noun_only[papers], rel_tol=1e-12)
     assert scores[papers] > scores[adopted] > 0
     assert scores[index.row_of(ids["barn owl"])] == 0.0
-    assert np.array_equal(engine._bm25(index, "adoption", scope, True), scores)  # numba path agrees
+    assert np.array_equal(engine.retrieval._bm25(index, "adoption", scope, True), scores)  # numba path agrees
 
 
 def test_a_possessive_s_counts_only_with_its_owner(engine) -> None:
@@ -217,15 +217,15 @@ def test_a_possessive_s_counts_only_with_its_owner(engine) -> None:
     scope = np.array(index.active)
     ids = _ids(engine)
     row = {text: index.row_of(i) for text, i in ids.items()}
-    scores = engine._bm25(index, "What are Melanie's plans for summer?", scope, False)
-    without_s = engine._bm25(index, "What are Melanie plans for summer?", scope, False)
+    scores = engine.retrieval._bm25(index, "What are Melanie's plans for summer?", scope, False)
+    without_s = engine.retrieval._bm25(index, "What are Melanie plans for summer?", scope, False)
     assert scores[row["Caroline's plans for summer"]] == without_s[row["Caroline's plans for summer"]]
     assert scores[row["Melanie's plans for summer"]] > without_s[row["Melanie's plans for summer"]]
     assert scores[row["it's a sunny day"]] == 0.0
     assert scores[row["Melanie's dog"]] > without_s[row["Melanie's dog"]] > 0
-    assert engine._bm25(index, "it's sunny", scope, False)[row["it's a sunny day"]] > \
-        engine._bm25(index, "sunny", scope, False)[row["it's a sunny day"]]  # no owner: "s" unbound
-    assert np.array_equal(engine._bm25(index, "What are Melanie's plans for summer?", scope, True), scores)
+    assert engine.retrieval._bm25(index, "it's sunny", scope, False)[row["it's a sunny day"]] > \
+        engine.retrieval._bm25(index, "sunny", scope, False)[row["it's a sunny day"]]  # no owner: "s" unbound
+    assert np.array_equal(engine.retrieval._bm25(index, "What are Melanie's plans for summer?", scope, True), scores)
     top = engine.recall("What are Melanie's plans for summer?", limit=1).hits
     assert top[0].insight.content == "Melanie's plans for summer"
 
@@ -275,8 +275,8 @@ def test_a_day_named_in_the_query_boosts_the_memories_written_on_it(engine, tmp_
     scope = np.array(index.active)
     ids = _ids(engine)
     row = {text: index.row_of(i) for text, i in ids.items()}
-    plain = engine._bm25(index, "What did Gina find for the store?", scope, False)
-    dated = engine._bm25(index, "What did Gina find for the store on 1 February, 2023?", scope, False)
+    plain = engine.retrieval._bm25(index, "What did Gina find for the store?", scope, False)
+    dated = engine.retrieval._bm25(index, "What did Gina find for the store on 1 February, 2023?", scope, False)
     wholesaler, logo = row["Gina found a wholesaler for the clothing store today"], row["Gina found a logo for the store"]
     assert math.isclose(dated[wholesaler], (1 + QUERY_DAY_BOOST) * plain[wholesaler], rel_tol=1e-12)
     assert dated[logo] == plain[logo] > 0  # another day: unchanged

@@ -1,7 +1,10 @@
 """The engine: one method per command, returning records; it never prints.
 
-Split by pipeline (architecture §2): ``write`` (remember, link, forget), ``read`` (show, related,
-status, log, receipt), ``upkeep`` (gc). Each pipeline owns its transaction boundaries.
+Split by pipeline (architecture §2), each an object over one shared context (``core.EngineBase``:
+settings, clock, store, embedder, the hot and vector indexes): ``write`` (remember, link, forget),
+``retrieve`` (recall, search), ``read`` (show, related, status, log, receipt), ``upkeep`` (gc),
+``bulk`` (import, export), ``embedding``, ``doctor``, ``graphview``. Each pipeline owns its
+transaction boundaries.
 
 ``Engine`` (every pipeline, ``mnemon.engine.composed``) is imported on first use: ``status``, the
 session-start hook's command, opens a :class:`~mnemon.engine.read.ReadEngine` and so never imports

@@ -33,11 +33,10 @@ from typing import TYPE_CHECKING, Any
 from mnemon import linking
 from mnemon.drafts import Draft, DraftInsight
 from mnemon.engine import graph, prepare
-from mnemon.engine.core import format_ts
+from mnemon.engine.core import EngineBase, format_ts
 from mnemon.engine.semantic import ChunkNeighbours
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
 from mnemon.engine.upkeep import effective_importance as upkeep_ei
-from mnemon.engine.write import WriteMixin
 from mnemon.errors import EmbedderError
 from mnemon.records import (
     CAUSAL_LOOKBACK,
@@ -243,17 +242,20 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
-class ImportMixin(WriteMixin):
-    """import / export."""
+class ImportPipeline:
+    """import / export: drafts in chunks of one write transaction each, the hot index built or caught up at the end."""
+
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
 
     # --- import -------------------------------------------------------------------------------
 
     def import_draft(self, draft: Draft, *, no_diff: bool = False, progress: Progress | None = None) -> dict[str, object]:
         """Import a validated draft; return the §3.15 output object."""
-        self.require_writable("import")
-        now = self.now()
+        self.ctx.require_writable("import")
+        now = self.ctx.now()
         state = _ImportState()
-        with self.store.bulk_tuning():
+        with self.ctx.store.bulk_tuning():
             report = self._import(draft, no_diff, progress, now, state)
         self._index_imported(state.sequences)
         return report
@@ -269,7 +271,7 @@ class ImportMixin(WriteMixin):
         """
         from mnemon.engine import hot
 
-        store = self.store
+        store = self.ctx.store
         try:
             hot.index_for(store.conn, store.path, readonly=False, sequences=sequences)
         except OSError:
@@ -279,7 +281,7 @@ class ImportMixin(WriteMixin):
         self, draft: Draft, no_diff: bool, progress: Progress | None, now: datetime, state: _ImportState
     ) -> dict[str, object]:
         stamp = format_ts(now)
-        embedder = self.embedder()
+        embedder = self.ctx.embedder()
         prepared = prepare.Preparer([item.content for item in draft.insights])
         try:
             return self._import_all(draft, no_diff, progress, now, stamp, embedder, state, prepared)
@@ -297,7 +299,7 @@ class ImportMixin(WriteMixin):
         state: _ImportState,
         prepared: prepare.Preparer,
     ) -> dict[str, object]:
-        store = self.store
+        store = self.ctx.store
         total = len(draft.insights)
         ids: list[str | None] = [None] * total
         results: list[dict[str, object]] = []
@@ -340,7 +342,7 @@ class ImportMixin(WriteMixin):
             for key, value in out.counts.items():
                 counts[key] += value
             state.mark = store.write_mark()
-            self.after_write()
+            self.ctx.after_write()
             state.mark = store.write_mark()
             start += len(chunk)
             if progress is not None:
@@ -447,7 +449,7 @@ class ImportMixin(WriteMixin):
         state.pending = state.prefetched = None
         insights.insert_many(conn, rows)
         for insight_id, vector in blobs:
-            self._store_vector(conn, insight_id, vector)
+            self.ctx.vectors.store_vector(conn, insight_id, vector)
         oplog.append_many(conn, log)
         out.keys = _key_hashes(chunk_edges)
         rows_out = [v if type(v) is tuple else edges.edge_row(v) for v in chunk_edges.values()]
@@ -466,7 +468,7 @@ class ImportMixin(WriteMixin):
             try:
                 out.extend(embedder.embed_batch(part))
             except EmbedderError:
-                out.extend(self.embed_for_write(text) for text in part)
+                out.extend(self.ctx.vectors.embed_for_write(text) for text in part)
         return out
 
     def _chunk_neighbours(self, conn: apsw.Connection, vectors: list[NDArray[np.float64] | None]) -> ChunkNeighbours | None:
@@ -476,16 +478,16 @@ class ImportMixin(WriteMixin):
         neighbours either; the first vectors of a store without any fix its dimension (write_vector).
         """
         first = next((v for v in vectors if v is not None), None)
-        embedder = self._embedder
+        embedder = self.ctx.current_embedder
         if first is None or embedder is None:
             return None
         dim = int(first.shape[0])
-        if self.vector_mismatch(embedder.model, dim) is not None:
+        if self.ctx.vectors.vector_mismatch(embedder.model, dim) is not None:
             return None
-        index = self.vector_index()
+        index = self.ctx.vectors.vector_index()
         if index is not None:
             index.sync(conn)  # current for what this transaction sees (another process may have written)
-        return ChunkNeighbours(index, vectors, dim, self.store.embedding_format)
+        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format)
 
     def _import_one(
         self,
@@ -521,7 +523,7 @@ class ImportMixin(WriteMixin):
         if write:
             insights.insert(conn, new, stamp)
             if vector is not None:
-                self._store_vector(conn, new.id, vector)
+                self.ctx.vectors.store_vector(conn, new.id, vector)
         assert counts.deferred is not None  # an import's counts always defer
         _entity_edges(state, conn, new, stamp, counts.deferred)
         self._causal_from_recent(new, tokens, causal, flags, recent, stamp, counts)
@@ -578,10 +580,10 @@ class ImportMixin(WriteMixin):
         for k, e in enumerate(draft.edges):
             source_id, target_id = ids[e.source_index], ids[e.target_index]
             if source_id is None or target_id is None:
-                self._notice(f"warning: edges[{k}]: endpoint was not imported; edge skipped")
+                self.ctx.notice(f"warning: edges[{k}]: endpoint was not imported; edge skipped")
                 continue
             if source_id == target_id:
-                self._notice(f"warning: edges[{k}]: both ends map to insight {source_id}; edge skipped")
+                self.ctx.notice(f"warning: edges[{k}]: both ends map to insight {source_id}; edge skipped")
                 continue
             meta = metadata.get(e.reason)
             if meta is None:
@@ -590,12 +592,12 @@ class ImportMixin(WriteMixin):
         for row in explicit:
             touched[row[0]] = None
             touched[row[1]] = None
-        with self.store.foreign_keys_unchecked(), self.store.transaction("import") as conn:
+        with self.ctx.store.foreign_keys_unchecked(), self.ctx.store.transaction("import") as conn:
             inserted = 0
-            explicit = _checked(conn, explicit, self._notice)
+            explicit = _checked(conn, explicit, self.ctx.notice)
             added_set = set(added)
             # Only while no other process wrote since our last commit: its rows are unknown to us.
-            own = not written.foreign and self.store.write_mark() == written.mark
+            own = not written.foreign and self.ctx.store.write_mark() == written.mark
             rows = _sorted_by_key(explicit, touched)  # key order keeps the edge b-trees' pages hot
             fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
             written.parts.append(hashes)
@@ -610,20 +612,20 @@ class ImportMixin(WriteMixin):
                             edges.upsert_row(conn, row)
                         inserted += 1
                     except StatementError as exc:
-                        self._notice(f"warning: explicit edge {k}: {exc}")
+                        self.ctx.notice(f"warning: explicit edge {k}: {exc}")
             known = written.sorted()  # the chunks' and the explicit edges' keys
             for source in sources:
                 touched.update(dict.fromkeys(_repair_backbone(conn, source, added_set, stamp, known, own)))
             refresh_effective_importance(conn, touched, now)
-            pruned = auto_prune(conn, self.settings, now, exclude=[], trigger=IMPORT_TRIGGER)
-        self.after_write()
+            pruned = auto_prune(conn, self.ctx.settings, now, exclude=[], trigger=IMPORT_TRIGGER)
+        self.ctx.after_write()
         return inserted, pruned
 
     # --- export -------------------------------------------------------------------------------
 
     def export_draft(self) -> dict[str, object]:
         """The active store as an import draft: insights in timeline order, edges as index pairs."""
-        conn = self.store.conn
+        conn = self.ctx.store.conn
         active = insights.all_active(conn)
         position = {ins.id: k for k, ins in enumerate(active)}
         items = [

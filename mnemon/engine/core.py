@@ -1,4 +1,11 @@
-"""EngineBase: settings, the clock, the open store and the embedder, shared by every pipeline.
+"""EngineBase: the context every pipeline works over, and the one thing they share.
+
+A pipeline (``write``, ``retrieve``, ``read``, ``upkeep``, ``bulk``, ``embedding``, ``doctor``,
+``graphview``) is an object holding one ``EngineBase``, its context, and nothing else it could share:
+settings, the clock, the open store, the embedder, and the derived indexes (the hot index, and the
+vector index through :attr:`EngineBase.vectors`), which ``after_write`` keeps current after every
+committed write. ``Engine`` (``mnemon.engine.composed``) is the context plus every pipeline and the
+one facade the CLI, the servers and library users call.
 
 The engine owns transaction boundaries and I/O order; it never prints. The clock is injectable
 (``now``) so the contract's time rules are testable. The embedder is probed lazily and at most
@@ -22,6 +29,8 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from mnemon.embed import Embedder
+    from mnemon.engine.hot import HotIndex
+    from mnemon.engine.vectors import Vectors
 
 
 def utc_now() -> datetime:
@@ -65,7 +74,7 @@ def _loopback_refused(endpoint: str) -> bool:
 
 
 class EngineBase:
-    """State shared by the pipelines: settings, clock, store connection, embedder."""
+    """The context of the pipelines: settings, clock, store, embedder, hot index and vector index."""
 
     def __init__(
         self,
@@ -82,6 +91,7 @@ class EngineBase:
         self._embedder_checked = embedder is not None
         self._embedder_ok = embedder is not None
         self._notice = notice or (lambda msg: print(msg, file=sys.stderr))
+        self._vectors: Vectors | None = None
 
     # --- time -------------------------------------------------------------------------------
 
@@ -109,8 +119,42 @@ class EngineBase:
                 self._notice(f"mnemon: migrated database to {moved}")
         return Store.open(settings.db_path, readonly=settings.readonly, now=self.now_ts())
 
+    def notice(self, message: str) -> None:
+        """A one-line notice for the user (stderr by default; the engine itself never prints)."""
+        self._notice(message)
+
+    # --- derived indexes --------------------------------------------------------------------
+
+    def hot_index(self) -> HotIndex:
+        """The token/edge index describing the database now (loaded, caught up or rebuilt)."""
+        from mnemon.engine.hot import index_for
+
+        store = self.store
+        return index_for(store.conn, store.path, readonly=store.readonly)
+
+    @property
+    def vectors(self) -> Vectors:
+        """The vector side of the engine (embedding for writes, the vector index, cosine search)."""
+        if self._vectors is None:
+            from mnemon.engine.vectors import Vectors
+
+            self._vectors = Vectors(self)
+        return self._vectors
+
     def after_write(self) -> None:
-        """Called after every committed write; derived indexes catch up here (overridden)."""
+        """Called after every committed write: the derived indexes this process holds catch up."""
+        if self._vectors is not None:
+            self._vectors.after_write()
+        store = self._store
+        if store is None or store.readonly:
+            return
+        from mnemon.engine import hot
+
+        # Only an index this process already holds is caught up (O(delta): the new rows, their
+        # edges, and a small ``hot.delta`` write); other processes catch up from the fingerprint.
+        # An access-only write (show) leaves the index alone and never imports numpy.
+        if hot.cached(store.conn) is not None:
+            hot.index_for(store.conn, store.path, readonly=False, edges=False)
 
     def require_writable(self, action: str) -> None:
         """Refuse a mutating command early under --readonly (§2.3 newest)."""
@@ -191,6 +235,11 @@ class EngineBase:
         except EmbedderError:  # the server answered, but not with a usable vector
             self._embedder_ok = self._embedder is not None and self._embedder.probe()
             return None
+
+    @property
+    def current_embedder(self) -> Embedder | None:
+        """The embedder made so far (None before the first embed or probe), answering or not."""
+        return self._embedder
 
     def embedder(self) -> Embedder | None:
         """Return a reachable embedder after one 2 s probe, or None (embedding-free mode)."""

@@ -45,12 +45,15 @@ def _entry(name: str, problems: list[str], ok_detail: str = "ok") -> dict[str, A
     return {"name": name, "ok": not problems, "detail": ok_detail if not problems else check.json_detail(problems)}
 
 
-class DoctorMixin(EngineBase):
-    """doctor [--repair]."""
+class DoctorPipeline:
+    """doctor [--repair]: consistency checks over the store and its derived files, and their repair."""
+
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
 
     def doctor(self, *, repair: bool = False) -> dict[str, object]:
         """Run every consistency check; with ``repair``, fix what is derived first (§ doctor)."""
-        db_path = self.settings.db_path
+        db_path = self.ctx.settings.db_path
         try:
             found = db_path.is_file() or registration.is_postgres(db_path.parent)
         except OSError:  # e.g. a store name longer than the file system allows
@@ -58,16 +61,16 @@ class DoctorMixin(EngineBase):
         if not found:
             raise NotFoundError(f"database not found: {db_path}")
         if repair:
-            self.require_writable("doctor --repair")
+            self.ctx.require_writable("doctor --repair")
         # The local files: a PostgreSQL store has only its derived caches here (under store.path).
-        local = self.store.path
+        local = self.ctx.store.path
         repaired: list[str] = []
         if repair:
             repaired = self._repair(local)
         checks = self._checks(local)
         report: dict[str, object] = {
             "ok": all(c["ok"] for c in checks),
-            "store": self.settings.store,
+            "store": self.ctx.settings.store,
             "db_path": str(db_path),
             "checks": checks,
         }
@@ -78,7 +81,7 @@ class DoctorMixin(EngineBase):
     # --- checks -----------------------------------------------------------------------------
 
     def _checks(self, db_path: Path) -> list[dict[str, Any]]:
-        conn = self.store.conn
+        conn = self.ctx.store.conn
         integrity = check.integrity(conn)
         out = [_entry("integrity", integrity)]
         if integrity:
@@ -89,9 +92,9 @@ class DoctorMixin(EngineBase):
         out.append(_entry("dangling_edges", check.describe_edges(check.dangling_edges(conn))))
         out.append(_entry("edge_values", check.describe_edges(check.bad_edge_values(conn))))
         out.append(_entry("insights", [f"{i}: incomplete or out-of-contract row" for i in check.bad_insights(conn)]))
-        out.append(_entry("embeddings", check.bad_embeddings(conn, self.store.embedding_format)))
+        out.append(_entry("embeddings", check.bad_embeddings(conn, self.ctx.store.embedding_format)))
         out.append(_entry("oplog", check.oplog_problems(conn)))
-        out.append(_entry("counters", counts.problems(conn) + self.store.trigger_problems()))
+        out.append(_entry("counters", counts.problems(conn) + self.ctx.store.trigger_problems()))
         out.append(_entry("permissions", self._permission_problems(db_path)))
         out.append(self._index_check(db_path))
         out.append(self._vector_index_check(db_path))
@@ -131,7 +134,7 @@ class DoctorMixin(EngineBase):
         if loaded is None:
             return _entry("derived_index", [f"{path.name} is unreadable or foreign; --repair deletes it"])
         header = loaded[0]
-        current = hotindex.fingerprint(self.store.conn)
+        current = hotindex.fingerprint(self.ctx.store.conn)
         recorded = header.get("fingerprint") if isinstance(header, dict) else None
         stamp = hotindex.read_stamp(db_path)
         try:
@@ -158,7 +161,7 @@ class DoctorMixin(EngineBase):
             built = vectors.Header(**raw).fingerprint()
         except (OSError, ValueError, TypeError):
             return _entry("vector_index", [f"{header_path.name} is unreadable or foreign; --repair deletes it"])
-        live = vectors.fingerprint(self.store.conn)
+        live = vectors.fingerprint(self.ctx.store.conn)
         if built == live or built.same_vectors(live):
             return _entry("vector_index", [], f"current ({raw.get('rows')} rows, dim {raw.get('dim')})")
         return _entry("vector_index", [], "stale (caught up or rebuilt on the next vector search)")
@@ -167,16 +170,16 @@ class DoctorMixin(EngineBase):
 
     def _repair(self, db_path: Path) -> list[str]:
         done: list[str] = []
-        conn = self.store.conn
+        conn = self.ctx.store.conn
         if not check.integrity(conn):
             # One transaction, and a generation bump so any derived index notices the edge change.
-            with self.store.transaction("doctor --repair") as tx:
+            with self.ctx.store.transaction("doctor --repair") as tx:
                 removed = check.remove_dangling_edges(tx)
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
-            if counts.problems(conn) or self.store.trigger_problems():
-                with self.store.transaction("doctor --repair") as tx:
-                    self.store.reinstall_triggers(tx)  # recreates a dropped trigger, recounts every counter
+            if counts.problems(conn) or self.ctx.store.trigger_problems():
+                with self.ctx.store.transaction("doctor --repair") as tx:
+                    self.ctx.store.reinstall_triggers(tx)  # recreates a dropped trigger, recounts every counter
                 done.append("recounted the status counters")
         for path in derived_files(db_path):
             if path.name.endswith(".lock"):

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from mnemon.engine.vectors import VectorMixin
+from mnemon.engine.core import EngineBase
 from mnemon.errors import EmbedderError, EmbedderUnavailable, InputError, NotFoundError
 from mnemon.store import insights, oplog
 from mnemon.store import vectors as vector_store
@@ -30,16 +30,19 @@ EMBED_BATCH_ROWS = 64  # insights per request and per write transaction during a
 Progress = Callable[[int, int], None]  # (done, total)
 
 
-class EmbedMixin(VectorMixin):
-    """embed --status | <id> | --all."""
+class EmbedPipeline:
+    """embed status / one / --all: vectors for stored insights, in batches, with the vector index kept current."""
+
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
 
     def embed_status(self) -> dict[str, object]:
         """Coverage and provider availability; never fails for want of a provider."""
-        conn = self.store.conn
+        conn = self.ctx.store.conn
         total = insights.active_count(conn)
         embedded = vector_store.embedded_count(conn)
-        available = self.embedder() is not None
-        embedder = self._embedder or self.make_embedder()
+        available = self.ctx.embedder() is not None
+        embedder = self.ctx.current_embedder or self.ctx.make_embedder()
         return {
             "total_insights": total,
             "embedded": embedded,
@@ -53,29 +56,29 @@ class EmbedMixin(VectorMixin):
     def _require_embedder(self) -> Embedder:
         from mnemon.embed import describe_unavailable
 
-        embedder = self.embedder()
+        embedder = self.ctx.embedder()
         if embedder is None:
-            raise EmbedderUnavailable(describe_unavailable(self._embedder or self.make_embedder()))
+            raise EmbedderUnavailable(describe_unavailable(self.ctx.current_embedder or self.ctx.make_embedder()))
         return embedder
 
     def embed_one(self, insight_id: str) -> dict[str, object]:
         """(Re-)embed one active insight; its vector must fit the store's vector space."""
         check_text(insight_id, "id")
-        self.require_writable("embed")
+        self.ctx.require_writable("embed")
         embedder = self._require_embedder()
-        insight = insights.get(self.store.conn, insight_id)
+        insight = insights.get(self.ctx.store.conn, insight_id)
         if insight is None:
             raise NotFoundError(f"insight {insight_id} not found")
         vector = embedder.embed(insight.content)
         dim = int(vector.shape[0])
-        mismatch = self.vector_mismatch(embedder.model, dim)
+        mismatch = self.ctx.vectors.vector_mismatch(embedder.model, dim)
         if mismatch is not None:
             raise InputError(f"{mismatch}; run `mnemon embed --all` to re-embed the store")
-        stamp = self.now_ts()
-        with self.store.transaction("embed") as conn:
+        stamp = self.ctx.now_ts()
+        with self.ctx.store.transaction("embed") as conn:
             if insights.get(conn, insight_id) is None:
                 raise NotFoundError(f"insight {insight_id} not found")
-            if not self.write_vector(conn, insight_id, vector, embedder):
+            if not self.ctx.vectors.write_vector(conn, insight_id, vector, embedder):
                 raise InputError("the store's vector space changed meanwhile; run `mnemon embed --all`")
             vector_store.bump_epoch(conn)
             oplog.append(conn, "embed", insight_id, f"dim={dim} model={embedder.model}", stamp)
@@ -84,25 +87,25 @@ class EmbedMixin(VectorMixin):
 
     def embed_all(self, progress: Progress | None = None) -> dict[str, object]:
         """Embed every active insight lacking a vector, in batches; re-embed all on a space change."""
-        self.require_writable("embed")
+        self.ctx.require_writable("embed")
         embedder = self._require_embedder()
-        conn = self.store.conn
+        conn = self.ctx.store.conn
         pending = vector_store.lacking_embedding(conn)
         sample = pending[0][1] if pending else self._any_content()
         if sample is None:
             return {"status": "complete", "message": "all insights already have embeddings"}
         first = embedder.embed(sample)
-        if self.vector_mismatch(embedder.model, int(first.shape[0])) is not None:
-            with self.store.transaction("embed") as tx:
+        if self.ctx.vectors.vector_mismatch(embedder.model, int(first.shape[0])) is not None:
+            with self.ctx.store.transaction("embed") as tx:
                 vector_store.clear_embeddings(tx)
                 vector_store.set_vector_meta(tx, embedder.model, int(first.shape[0]))
                 vector_store.bump_epoch(tx)
-            self.after_write()
+            self.ctx.after_write()
             pending = vector_store.lacking_embedding(conn)
         if not pending:
             return {"status": "complete", "message": "all insights already have embeddings"}
 
-        self.vector_index()  # opened before the first batch, so each batch is applied as a delta
+        self.ctx.vectors.vector_index()  # opened before the first batch, so each batch is applied as a delta
         succeeded = failed = 0
         total = len(pending)
         if progress is not None:
@@ -118,26 +121,19 @@ class EmbedMixin(VectorMixin):
             failed += len(batch) - done
             if progress is not None:
                 progress(start + len(batch), total)
-        with self.store.transaction("embed") as tx:
+        with self.ctx.store.transaction("embed") as tx:
             detail = f"succeeded={succeeded} failed={failed} model={embedder.model}"
-            oplog.append(tx, "embed:backfill", "", detail, self.now_ts())
-        self.after_write()
+            oplog.append(tx, "embed:backfill", "", detail, self.ctx.now_ts())
+        self.ctx.after_write()
         return {"status": "backfill_complete", "succeeded": succeeded, "failed": failed, "model": embedder.model}
 
     def _track(self, stored: list[tuple[str, NDArray[np.float64]]], *, fresh: bool = False) -> None:
-        """Bring the vector index along with the batch just committed (a delta, not a rebuild).
-
-        ``fresh``: none of the rows had a vector before the write, so none replaces an indexed row.
-        """
-        if self._vector_index is None:
-            self.vector_index()  # the first open derives every row, this batch included
-        else:
-            self._pending_vectors = stored
-            self._pending_fresh = fresh
-        self.after_write()
+        """Bring the vector index along with the batch just committed (a delta, not a rebuild)."""
+        self.ctx.vectors.track(stored, fresh=fresh)
+        self.ctx.after_write()
 
     def _any_content(self) -> str | None:
-        return insights.any_active_content(self.store.conn)
+        return insights.any_active_content(self.ctx.store.conn)
 
     def _embed_batch(self, embedder: Embedder, batch: list[tuple[str, str]]) -> int:
         """Embed and store one batch in one transaction; return how many were stored."""
@@ -150,12 +146,12 @@ class EmbedMixin(VectorMixin):
             vectors = [self._embed_single(embedder, content) for _, content in batch]  # isolate the bad one
         stored: list[tuple[str, NDArray[np.float64]]] = []
         fresh = True  # every row still lacked a vector when written (another process may have embedded one)
-        with self.store.transaction("embed") as conn:
+        with self.ctx.store.transaction("embed") as conn:
             for (insight_id, _), vector in zip(batch, vectors):
                 if vector is None or insights.get(conn, insight_id) is None:
                     continue
                 fresh = fresh and not vector_store.has_embedding(conn, insight_id)
-                if self.write_vector(conn, insight_id, vector, embedder):
+                if self.ctx.vectors.write_vector(conn, insight_id, vector, embedder):
                     stored.append((insight_id, vector))
             if stored:
                 vector_store.bump_epoch(conn)

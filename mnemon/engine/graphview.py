@@ -11,11 +11,14 @@ from mnemon.records import Edge, Insight
 from mnemon.store import edges, insights
 
 
-class GraphViewMixin(EngineBase):
-    """graph_snapshot."""
+class GraphView:
+    """graph_snapshot: the active graph in one read (viz)."""
+
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
 
     def graph_snapshot(self) -> tuple[list[Insight], list[Edge]]:
-        conn = self.store.conn
+        conn = self.ctx.store.conn
         nodes = insights.all_active(conn)
         active = {n.id for n in nodes}
         links = [e for e in edges.all_edges(conn) if e.source_id in active and e.target_id in active]

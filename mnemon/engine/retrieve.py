@@ -17,7 +17,7 @@ from mnemon.engine.core import EngineBase
 from mnemon.intent import detect_intent, parse_intent
 from mnemon.query_dates import query_days
 from mnemon.records import BM25_B, BM25_K1, CATEGORIES, QUERY_DAY_BOOST, QUERY_DERIVED_WEIGHT, Insight, Intent
-from mnemon.store import blob, hotindex, insights, oplog
+from mnemon.store import hotindex, insights, oplog
 from mnemon.text import POSSESSIVE_TERM, derived_query_terms, possessor_query_terms, recall_query_terms, tokenize
 from mnemon.validate import check_limit
 
@@ -70,31 +70,11 @@ class SearchHit:
     score: float
 
 
-class RetrieveMixin(EngineBase):
-    """recall (smart and basic) / search, and the hot index they read."""
+class RetrievePipeline:
+    """recall (smart and basic) / search over the hot index and the vector index, and their access bump."""
 
-    # --- the hot index -------------------------------------------------------------------------
-
-    def hot_index(self) -> HotIndex:
-        """The token/edge index describing the database now (loaded, caught up or rebuilt)."""
-        from mnemon.engine.hot import index_for
-
-        store = self.store
-        return index_for(store.conn, store.path, readonly=store.readonly)
-
-    def after_write(self) -> None:
-        """Keep an existing hot index current after our own commit (a missing one is built lazily)."""
-        super().after_write()
-        store = self._store
-        if store is None or store.readonly:
-            return
-        from mnemon.engine import hot
-
-        # Only an index this process already holds is caught up (O(delta): the new rows, their
-        # edges, and a small ``hot.delta`` write); other processes catch up from the fingerprint.
-        # An access-only write (show) leaves the index alone and never imports numpy.
-        if hot.cached(store.conn) is not None:
-            hot.index_for(store.conn, store.path, readonly=False, edges=False)
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
 
     def _scope(self, index: HotIndex, category: str, source: str) -> np.ndarray:
         import numpy as np
@@ -108,7 +88,7 @@ class RetrieveMixin(EngineBase):
             scope &= index.source == code
         return scope
 
-    # --- vectors (one method, so the VectorIndex can replace it) ---------------------------------
+    # --- vectors ----------------------------------------------------------------------------------
 
     def query_similarity(self, index: HotIndex, query: str) -> tuple[np.ndarray | None, SimilarityBounds | None]:
         """Cosine of every index row with the query embedding; None without vectors or server.
@@ -120,46 +100,25 @@ class RetrieveMixin(EngineBase):
 
         from mnemon.store import vectors as vector_store
 
-        conn = self.store.conn
+        conn = self.ctx.store.conn
         # Vectors exist if a row carried one when indexed, or our writers recorded a dimension
         # (embedding an existing row records it too): no scan of every row per query.
         if not index.any_vector and vector_store.vector_meta(conn).dim is None:
             return None, None
-        embedded = self.embed_text(query)  # one request: it doubles as the availability probe
+        embedded = self.ctx.embed_text(query)  # one request: it doubles as the availability probe
         if embedded is None:
             return None, None
         qvec = np.asarray(embedded, dtype=np.float64)
         hot_base = (index.build_id, index.base_n)  # what a certified hot-row hint names (engine.vectors)
-        bounded_of = getattr(self, "vector_similarity_bounded", None)
-        if bounded_of is not None:  # a large coded VectorIndex: the int8 pass, exact on demand
-            bounded = bounded_of(qvec, _HotIds(index), index.rows_of, hot_base=hot_base)
-            if bounded is not None:
-                return bounded
-        aligned_of = getattr(self, "vector_scores_aligned", None)
-        if aligned_of is not None:  # the VectorIndex (engine/vectors.py): one scan, rows aligned by id
-            aligned: np.ndarray = aligned_of(qvec, index.id_blob[: index.n], index.rows_of, hot_base=hot_base)
-            return aligned, None
-        sims = np.zeros(index.n, dtype=np.float64)
-        scores_of = getattr(self, "vector_scores", None)
-        if scores_of is not None:  # the VectorIndex (engine/vectors.py): one matrix scan
-            ids, cosines = scores_of(qvec)
-            rows = index.rows_of(np.asarray(ids))
-            found = rows >= 0
-            sims[rows[found]] = np.asarray(cosines, dtype=np.float64)[found]
-            return sims, None
-        qnorm = float(np.linalg.norm(qvec))
-        if qnorm == 0:
-            return sims, None
-        fmt = self.store.embedding_format
-        for insight_id, raw in insights.active_embeddings(conn):
-            row = index.row_of(str(insight_id))
-            vec = blob.decode(raw, fmt)
-            if row is None or vec is None or vec.shape != qvec.shape:
-                continue
-            norm = float(np.linalg.norm(vec))
-            if norm > 0:
-                sims[row] = float(vec @ qvec) / (norm * qnorm)
-        return sims, None
+        vectors = self.ctx.vectors
+        # a large coded vector index: the int8 pass, made exact on demand by the pipeline; _HotIds
+        # gathers the hot ids lazily (length and row indexing: all the bounded path asks of them)
+        ids = _HotIds(index)
+        bounded = vectors.vector_similarity_bounded(qvec, ids, index.rows_of, hot_base=hot_base)  # type: ignore[arg-type]
+        if bounded is not None:
+            return bounded
+        # otherwise one exact scan, its rows aligned with the hot index's by id
+        return vectors.vector_scores_aligned(qvec, index.id_blob[: index.n], index.rows_of, hot_base=hot_base), None
 
     # --- recall ------------------------------------------------------------------------------------
 
@@ -176,7 +135,7 @@ class RetrieveMixin(EngineBase):
             chosen, source_of_intent = parse_intent(intent), "override"
         else:
             chosen, source_of_intent = detect_intent(query), "auto"
-        index = self.hot_index()
+        index = self.ctx.hot_index()
         scope = self._scope(index, category, source)
         use_numba = pipeline.use_numba(index.n)
         similarity, bounds = self.query_similarity(index, query) if scope.any() else (None, None)
@@ -200,7 +159,7 @@ class RetrieveMixin(EngineBase):
         judged = self._relevance(index, query, scope, similarity, outcome.hits)
         hits = []
         for hit, relevance in zip(outcome.hits, judged, strict=True):
-            found = insights.get(self.store.conn, index.id_at(hit.row))
+            found = insights.get(self.ctx.store.conn, index.id_at(hit.row))
             if found is None:
                 continue  # deleted after the snapshot: never return a forgotten insight
             signals = {"keyword": hit.keyword, "entity": hit.entity, "similarity": hit.similarity, "graph": hit.graph}
@@ -247,7 +206,7 @@ class RetrieveMixin(EngineBase):
     def recall_basic(self, query: str, *, limit: int = 10, category: str = "", source: str = "") -> list[Insight]:
         """``recall --basic``: substring match, importance then recency (§3.4)."""
         check_limit(limit)
-        found = insights.basic_search(self.store.conn, query, category, source, limit)
+        found = insights.basic_search(self.ctx.store.conn, query, category, source, limit)
         self.record_hits([i.id for i in found], "recall:basic", f"q={query} hits={len(found)}")
         return found
 
@@ -338,8 +297,8 @@ class RetrieveMixin(EngineBase):
 
         check_limit(limit)
         hits = []
-        for scored in ActiveTokens(self.store.conn).keyword(tokenize(query), limit):
-            found = insights.get(self.store.conn, scored.row.id)
+        for scored in ActiveTokens(self.ctx.store.conn).keyword(tokenize(query), limit):
+            found = insights.get(self.ctx.store.conn, scored.row.id)
             if found is not None:
                 hits.append(SearchHit(found, scored.score))
         self.record_hits([h.insight.id for h in hits], "search", f"q={query} hits={len(hits)}")
@@ -355,10 +314,10 @@ class RetrieveMixin(EngineBase):
         """
         from mnemon.engine import hot
 
-        if self.settings.readonly:
+        if self.ctx.settings.readonly:
             return
-        store = self.store
-        stamp = self.now_ts()
+        store = self.ctx.store
+        stamp = self.ctx.now_ts()
         index = hot.cached(store.conn)
         with store.transaction(operation) as conn:
             before = hotindex.fingerprint(conn)
@@ -366,4 +325,4 @@ class RetrieveMixin(EngineBase):
             oplog.append(conn, operation, "", detail, stamp)
         if index is not None and index.fp == before:
             hot.mark_current(store.path, index, replace(before, generation=before.generation + 1), readonly=False)
-        self.after_write()
+        self.ctx.after_write()

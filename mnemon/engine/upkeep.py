@@ -120,14 +120,17 @@ def auto_prune(
     return pruned
 
 
-class UpkeepMixin(EngineBase):
-    """gc suggest / keep / compact."""
+class UpkeepPipeline:
+    """gc suggest / keep / compact: effective importance over every active insight, retention, VACUUM."""
+
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
 
     def gc(self, threshold: float, limit: int) -> dict[str, object]:
         """Recompute EI for every active insight and list the prunable ones (§3.10)."""
-        self.require_writable("gc")
-        now = self.now()
-        with self.store.transaction("gc") as conn:
+        self.ctx.require_writable("gc")
+        now = self.ctx.now()
+        with self.ctx.store.transaction("gc") as conn:
             active = insights.all_active(conn)
             counts = edges.counts_by_node(conn)
             scored = []
@@ -160,17 +163,17 @@ class UpkeepMixin(EngineBase):
             "threshold": threshold,
             "candidates_found": len(found),
             "candidates": candidates,
-            "max_insights": max(self.settings.max_insights, 0),
+            "max_insights": max(self.ctx.settings.max_insights, 0),
             "actions": {"purge": "mnemon forget <id>", "keep": "mnemon gc --keep <id>"},
         }
 
     def gc_keep(self, insight_id: str) -> dict[str, object]:
         """Retain an insight: +3 accesses, touched now, EI refreshed (§3.10)."""
         check_text(insight_id, "id")
-        self.require_writable("gc")
-        now = self.now()
+        self.ctx.require_writable("gc")
+        now = self.ctx.now()
         stamp = format_ts(now)
-        with self.store.transaction("gc") as conn:
+        with self.ctx.store.transaction("gc") as conn:
             if not insights.keep(conn, insight_id, stamp, GC_KEEP_ACCESS_BONUS):
                 raise NotFoundError(f"insight {insight_id} not found")
             ei = refresh_effective_importance(conn, [insight_id], now)[insight_id]
@@ -188,7 +191,7 @@ class UpkeepMixin(EngineBase):
 
     def gc_compact(self) -> dict[str, object]:
         """Checkpoint the WAL, VACUUM, checkpoint again; report the size before and after."""
-        self.require_writable("gc --compact")
-        before, after = self.store.compact()
+        self.ctx.require_writable("gc --compact")
+        before, after = self.ctx.store.compact()
         return {"status": "compacted", "before_bytes": before, "after_bytes": after}
 

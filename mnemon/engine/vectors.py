@@ -12,16 +12,16 @@ dimension of its blobs). A vector from another model or of another length is nev
 
 For recall (and anything else that needs cosines):
 
-- :meth:`VectorMixin.vector_scores` — cosine of a query to *every* active embedded insight,
+- :meth:`Vectors.vector_scores` — cosine of a query to *every* active embedded insight,
   as ``(ids, cosines)``;
-- :meth:`VectorMixin.vector_search` — the best ``k`` with a floor, ``[(id, cosine)]`` best first,
+- :meth:`Vectors.vector_search` — the best ``k`` with a floor, ``[(id, cosine)]`` best first,
   ties by id ascending.
 
 Both return nothing when the store has no vectors or the query's length is not the store's.
 
 From :data:`CODED_MIN_ROWS` vector rows on, both scan the index's int8 codes first
 (``kernels.quantized``) and compute exact cosines only for the rows a proven error bound cannot rule
-out; recall gets :meth:`VectorMixin.vector_similarity_bounded` (cosines with their bounds, made
+out; recall gets :meth:`Vectors.vector_similarity_bounded` (cosines with their bounds, made
 exact on demand by the pipeline) instead. Every answer equals the exact scan's.
 """
 
@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from mnemon.engine.core import EngineBase
 from mnemon.store import vectors as vector_store
 
 if TYPE_CHECKING:
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from mnemon.embed import Embedder
+    from mnemon.engine.core import EngineBase
     from mnemon.store.vectors import VectorIndex
 
 # Cosine scan kernel choice (measured on the 2-core box, d = 768, top-20, 2026 run recorded in the
@@ -108,19 +108,21 @@ def _coded_kernels(
     return functools.partial(quantized.code_dots_numpy, threads=threads), exact
 
 
-class VectorMixin(EngineBase):
-    """Embedding for writes and cosine lookups over the vector index; shared by every pipeline."""
+class Vectors:
+    """The vector side of one engine: embedding for writes, the vector index kept current, cosine search."""
 
-    _vector_index: VectorIndex | None = None
-    _pending_vectors: list[tuple[str, NDArray[np.float64]]] | None = None
-    _pending_fresh = False  # the pending vectors' rows had none before (embed --all)
-    _vector_warned = False
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
+        self._vector_index: VectorIndex | None = None
+        self._pending_vectors: list[tuple[str, NDArray[np.float64]]] | None = None
+        self._pending_fresh = False  # the pending vectors' rows had none before (embed --all)
+        self._vector_warned = False
 
     # --- the store's vector space -------------------------------------------------------------
 
     def vector_space(self) -> tuple[str | None, int | None]:
         """The store's (model, dimension); dimension None until a first vector exists."""
-        meta = vector_store.vector_meta(self.store.conn)
+        meta = vector_store.vector_meta(self.ctx.store.conn)
         if meta.dim is not None:
             return meta.model, meta.dim
         return meta.model, self._blob_dim()
@@ -129,8 +131,8 @@ class VectorMixin(EngineBase):
         """The length of an existing vector blob (a Go store records no dimension)."""
         from mnemon.store import blob, insights
 
-        conn = self.store.conn
-        fmt = self.store.embedding_format
+        conn = self.ctx.store.conn
+        fmt = self.ctx.store.embedding_format
         raw = insights.any_active_blob(conn)
         vector = None if raw is None else blob.decode(raw, fmt)
         return None if vector is None else int(vector.shape[0])
@@ -149,15 +151,15 @@ class VectorMixin(EngineBase):
 
     def embed_for_write(self, text: str) -> NDArray[np.float64] | None:
         """Embed ``text`` if a server is reachable and its vectors fit the store; None otherwise."""
-        vector = self.embed_text(text)
-        embedder = self._embedder
+        vector = self.ctx.embed_text(text)
+        embedder = self.ctx.current_embedder
         if vector is None or embedder is None:
             return None
         mismatch = self.vector_mismatch(embedder.model, int(vector.shape[0]))
         if mismatch is not None:
             if not self._vector_warned:
                 self._vector_warned = True
-                self._notice(f"mnemon: embedding not stored: {mismatch}; run `mnemon embed --all` to re-embed")
+                self.ctx.notice(f"mnemon: embedding not stored: {mismatch}; run `mnemon embed --all` to re-embed")
             return None
         return vector
 
@@ -171,9 +173,15 @@ class VectorMixin(EngineBase):
             return False
         store_model, store_dim = self.vector_space()
         if store_dim is None or store_model is None:
-            vector_store.set_vector_meta(self.store.conn, embedder.model, int(vector.shape[0]))
-        vector_store.set_embedding(self.store.conn, insight_id, vector, self.store.embedding_format)
+            vector_store.set_vector_meta(self.ctx.store.conn, embedder.model, int(vector.shape[0]))
+        vector_store.set_embedding(self.ctx.store.conn, insight_id, vector, self.ctx.store.embedding_format)
         return True
+
+    def store_vector(self, conn: object, insight_id: str, vector: NDArray[np.float64]) -> bool:
+        """Store the blob in a write's transaction (the embedder that made it must still answer);
+        the index catches up in ``after_write``."""
+        embedder = self.ctx.embedder()
+        return embedder is not None and self.write_vector(conn, insight_id, vector, embedder)
 
     # --- the index ------------------------------------------------------------------------------
 
@@ -185,15 +193,14 @@ class VectorMixin(EngineBase):
         index = self._vector_index
         if index is None or index.dim != dim or index.header.model != (model or ""):
             index = vector_store.VectorIndex.open(
-                self.store.conn, self.settings.db_path, readonly=self.settings.readonly,
-                dim=dim, model=model or "", fmt=self.store.embedding_format,
+                self.ctx.store.conn, self.ctx.settings.db_path, readonly=self.ctx.settings.readonly,
+                dim=dim, model=model or "", fmt=self.ctx.store.embedding_format,
             )  # fmt: skip
             self._vector_index = index
         return index
 
     def after_write(self) -> None:
         """Catch the index up with the write just committed (if this process has it open)."""
-        super().after_write()
         pending, self._pending_vectors = self._pending_vectors or [], None
         fresh, self._pending_fresh = self._pending_fresh, False
         index = self._vector_index
@@ -203,7 +210,18 @@ class VectorMixin(EngineBase):
         if dim != index.dim or (model or "") != index.header.model:
             self._vector_index = None  # the store's vector space changed (embed --all)
             return
-        index.sync(self.store.conn, pending, fresh=fresh)
+        index.sync(self.ctx.store.conn, pending, fresh=fresh)
+
+    def track(self, stored: list[tuple[str, NDArray[np.float64]]], *, fresh: bool = False) -> None:
+        """Have the next ``after_write`` apply ``stored`` (a batch just committed) as a delta.
+
+        ``fresh``: none of the rows had a vector before the write, so none replaces an indexed row.
+        """
+        if self._vector_index is None:
+            self.vector_index()  # the first open derives every row, this batch included
+        else:
+            self._pending_vectors = stored
+            self._pending_fresh = fresh
 
     # --- search -------------------------------------------------------------------------------
 
@@ -326,7 +344,7 @@ class VectorMixin(EngineBase):
             hits = _search(index, query, k, min_score, mask)
             # Never trust the index blindly: a concurrent process may have forgotten a hit since
             # the index was last synced (e.g. while this process waited for the write lock).
-            gone = {hit[0] for hit in hits} - vector_store.active_ids(self.store.conn, [hit[0] for hit in hits])
+            gone = {hit[0] for hit in hits} - vector_store.active_ids(self.ctx.store.conn, [hit[0] for hit in hits])
             if not gone:
                 return hits
             mask = mask & ~np.isin(index.ids, np.array([g.encode("utf-8") for g in gone]))
@@ -338,10 +356,10 @@ class VectorMixin(EngineBase):
         index = self.vector_index()
         if index is None or not ids or query.shape != (index.dim,) or not index.rows:
             return {}
-        rows = _rows_of_ids(index, self.store.conn, ids)
+        rows = _rows_of_ids(index, self.ctx.store.conn, ids)
         qnorm = float(np.sqrt(query @ query))
         out: dict[str, float] = {}
-        live = vector_store.active_ids(self.store.conn, [index.id_at(int(r)) for r in rows])
+        live = vector_store.active_ids(self.ctx.store.conn, [index.id_at(int(r)) for r in rows])
         for row in rows:
             insight_id = index.id_at(int(row))
             denom = float(index.norms[row]) * qnorm

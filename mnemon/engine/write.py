@@ -9,16 +9,17 @@ that two agents writing the same content at once store it once.
 from __future__ import annotations
 
 import uuid
+from functools import partial
 from typing import TYPE_CHECKING
 
 from mnemon import diff as diffing
 from mnemon import entities as entity_extraction
 from mnemon import linking
 from mnemon.engine import graph
-from mnemon.engine.core import format_ts
+from mnemon.engine.core import EngineBase, format_ts
 from mnemon.engine.scan import ActiveTokens
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
-from mnemon.engine.vectors import VectorMixin
+from mnemon.engine.read import neighbours
 from mnemon.errors import InputError, NotFoundError
 from mnemon.records import (
     CAUSAL_CANDIDATE_DEPTH,
@@ -56,12 +57,11 @@ def new_id() -> str:
     return str(uuid.uuid4())
 
 
-class WriteMixin(VectorMixin):
-    """remember / link / forget."""
+class WritePipeline:
+    """remember / link / forget: validate, embed and diff outside the transaction, then one write transaction each."""
 
-    if TYPE_CHECKING:  # ReadMixin's, beside this one in the composed Engine
-
-        def neighbours(self, node: str) -> list[tuple[str, str]]: ...
+    def __init__(self, ctx: EngineBase) -> None:
+        self.ctx = ctx
 
     def remember(
         self,
@@ -83,16 +83,16 @@ class WriteMixin(VectorMixin):
         tags = check_tags(list(tags or []))
         provided = check_entities(list(entities or []))
         check_text(source, "source")
-        self.require_writable("remember")
+        self.ctx.require_writable("remember")
 
-        now = self.now()
+        now = self.ctx.now()
         stamp = format_ts(now)
         new = Insight(
             id=new_id(), content=content, category=category, importance=importance, tags=tags,
             entities=[], source=source, created_at=stamp, updated_at=stamp,
         )
-        store = self.store
-        vector = self.embed_for_write(content)
+        store = self.ctx.store
+        vector = self.ctx.vectors.embed_for_write(content)
 
         suggestion = "ADD"
         scan: ActiveTokens | None = None
@@ -112,7 +112,7 @@ class WriteMixin(VectorMixin):
             known = insights.known_among(conn, entity_extraction.entity_candidates(content))
             new.entities = entity_extraction.resolve_entities(provided, content, entity_mode, known)
             insights.insert(conn, new, stamp)
-            if vector is not None and not self._store_vector(conn, new.id, vector):
+            if vector is not None and not self.ctx.vectors.store_vector(conn, new.id, vector):
                 vector = None  # another process fixed a different vector space meanwhile
             counts = graph.EdgeCounts()
             graph.temporal_edges(conn, new, now, counts)
@@ -120,16 +120,16 @@ class WriteMixin(VectorMixin):
             graph.causal_edges(conn, new, now, counts)
             semantic_matches: list[tuple[str, float]] = []
             if vector is not None:
-                semantic_matches = self.cosine_neighbours(
+                semantic_matches = self.ctx.vectors.cosine_neighbours(
                     vector, SEMANTIC_AUTO_COSINE, SEMANTIC_AUTO_TOP, exclude=new.id
                 )
                 graph.semantic_edges(conn, new, now, counts, semantic_matches)
             if new.entities:
                 insights.set_entities(conn, new.id, new.entities)
             ei = refresh_effective_importance(conn, [new.id], now)[new.id]
-            pruned = auto_prune(conn, self.settings, now, exclude=[new.id], trigger=new.id)
+            pruned = auto_prune(conn, self.ctx.settings, now, exclude=[new.id], trigger=new.id)
             oplog.append(conn, "remember", new.id, content, stamp)
-        self.after_write()
+        self.ctx.after_write()
 
         semantic = self._semantic_candidates(new, vector, scan)
         causal = self._causal_candidates(new)
@@ -142,13 +142,6 @@ class WriteMixin(VectorMixin):
             "auto_pruned": len(pruned), "auto_pruned_ids": pruned,
         }
 
-    # --- hooks the vector index overrides ------------------------------------------------------
-
-    def _store_vector(self, conn: object, insight_id: str, vector: NDArray[np.float64]) -> bool:
-        """Store the blob in the remember transaction; the index catches up in ``after_write``."""
-        embedder = self.embedder()
-        return embedder is not None and self.write_vector(conn, insight_id, vector, embedder)
-
     # --- diff and candidates ------------------------------------------------------------------
 
     def _diff_suggestion(self, content: str, vector: NDArray[np.float64] | None, scan: ActiveTokens) -> str:
@@ -160,9 +153,9 @@ class WriteMixin(VectorMixin):
         if vector is not None:
             # Only the cosine extras need their rows' tokens: load just those few by id (the
             # whole store's rows cost ~0.8 s of re-tokenising at 10k insights).
-            cosines = self.vector_cosines(vector, [hit.row.id for hit in top])
+            cosines = self.ctx.vectors.vector_cosines(vector, [hit.row.id for hit in top])
             present = {hit.row.id for hit in top}
-            for other_id, cos in self.cosine_neighbours(vector, DIFF_COSINE_EXTRA, DIFF_CANDIDATES + len(present)):
+            for other_id, cos in self.ctx.vectors.cosine_neighbours(vector, DIFF_COSINE_EXTRA, DIFF_CANDIDATES + len(present)):
                 if other_id in present or len(extra) >= DIFF_CANDIDATES:
                     continue
                 row = scan.active_row(other_id)
@@ -184,10 +177,10 @@ class WriteMixin(VectorMixin):
         """cosine ≥ 0.40 top 5; without vectors, ContentSimilarity ≥ 0.10 top 5 (§4.7)."""
         out: list[dict[str, object]] = []
         if vector is not None:
-            for other_id, cos in self.cosine_neighbours(
+            for other_id, cos in self.ctx.vectors.cosine_neighbours(
                 vector, SEMANTIC_CANDIDATE_COSINE, SEMANTIC_CANDIDATE_TOP, exclude=new.id
             ):
-                other = insights.get(self.store.conn, other_id)
+                other = insights.get(self.ctx.store.conn, other_id)
                 if other is None:
                     continue
                 out.append({
@@ -197,7 +190,7 @@ class WriteMixin(VectorMixin):
         if out:
             return out
         if scan is None:
-            scan = ActiveTokens(self.store.conn)
+            scan = ActiveTokens(self.ctx.store.conn)
         for hit in scan.similar(tokenize(new.content), SEMANTIC_FALLBACK_SIMILARITY, SEMANTIC_CANDIDATE_TOP, new.id):
             out.append({
                 "id": hit.row.id, "content": hit.row.content, "category": hit.row.category,
@@ -209,8 +202,8 @@ class WriteMixin(VectorMixin):
         """Neighbours within 2 hops of the new insight, with their causal signal (§4.6)."""
         from mnemon.related import bfs
 
-        conn = self.store.conn
-        found = bfs(new.id, self.neighbours, CAUSAL_CANDIDATE_DEPTH, CAUSAL_CANDIDATE_MAX)
+        conn = self.ctx.store.conn
+        found = bfs(new.id, partial(neighbours, self.ctx.store.conn), CAUSAL_CANDIDATE_DEPTH, CAUSAL_CANDIDATE_MAX)
         out: list[dict[str, object]] = []
         for hit in found:
             other = insights.get(conn, hit.id)
@@ -248,9 +241,9 @@ class WriteMixin(VectorMixin):
         metadata["created_by"] = "claude"
         if edge_type == "supersedes" and source_id == target_id:
             raise InputError("supersedes requires distinct insights")
-        self.require_writable("link")
-        stamp = self.now_ts()
-        with self.store.transaction("link") as conn:
+        self.ctx.require_writable("link")
+        stamp = self.ctx.now_ts()
+        with self.ctx.store.transaction("link") as conn:
             if insights.get(conn, source_id) is None:
                 raise NotFoundError(f"source insight {source_id} not found")
             if insights.get(conn, target_id) is None:
@@ -261,7 +254,7 @@ class WriteMixin(VectorMixin):
             oplog.append(
                 conn, "link", source_id, f"{source_id[:8]}→{target_id[:8]} type={edge_type} weight={weight:.2f}", stamp
             )
-        self.after_write()
+        self.ctx.after_write()
         return {
             "status": "linked", "source_id": source_id, "target_id": target_id, "edge_type": edge_type,
             "weight": weight, "metadata": dict(sorted(metadata.items())),
@@ -270,12 +263,12 @@ class WriteMixin(VectorMixin):
     def forget(self, insight_id: str) -> dict[str, object]:
         """Soft-delete an insight and delete every edge touching it (§3.7)."""
         check_text(insight_id, "id")
-        self.require_writable("forget")
-        stamp = self.now_ts()
-        with self.store.transaction("forget") as conn:
+        self.ctx.require_writable("forget")
+        stamp = self.ctx.now_ts()
+        with self.ctx.store.transaction("forget") as conn:
             if not insights.soft_delete(conn, insight_id, stamp):
                 raise NotFoundError(f"forget: insight {insight_id} not found or already deleted")
             edges.delete_touching(conn, insight_id)
             oplog.append(conn, "forget", insight_id, "", stamp)
-        self.after_write()
+        self.ctx.after_write()
         return {"id": insight_id, "message": "Insight soft-deleted successfully", "status": "deleted"}
