@@ -1,9 +1,12 @@
-"""Calendar days named in a recall query ("on 8 May, 2023", "May 8, 2023", "2023-05-08", "2023年5月8日").
+"""Calendar days and months named in a recall query ("on 8 May, 2023", "2023-05-08", "2023年5月8日";
+"in May 2023", "2023年5月").
 
 A question that names a day ("What did Gina find for her store on 1 February, 2023?") asks about
-what was written that day; recall weighs the keyword matches of memories created on it more
-(records.QUERY_DAY_BOOST, engine.retrieve). Only whole dates with a year count: a weekday, a month
-alone or "last week" would need the asker's clock and calendar, which recall does not read.
+what was written that day, one that names a month ("What setback did Melanie face in October
+2023?") about that month; recall weighs the keyword matches of memories created then more
+(records.QUERY_DAY_BOOST, QUERY_MONTH_BOOST; engine.retrieve). Only dates with a year count: a
+weekday, a month alone ("in June") or "last week" would need the asker's clock, which recall does
+not read.
 
 Pure: imports only ``regex``; no clock, no I/O. Days are compared with ``created_at``'s UTC date,
 the form the store keeps.
@@ -15,7 +18,7 @@ from datetime import date
 
 import regex
 
-__all__ = ["query_days"]
+__all__ = ["query_days", "query_months"]
 
 _MONTHS = {
     name: number
@@ -37,6 +40,9 @@ _MONTH_DAY_YEAR = regex.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}}){_ORDINAL},?\s+(
 _ISO = regex.compile(r"(?<![\d-])(\d{4})-(\d{2})-(\d{2})(?!\d)")
 # "2023年5月8日" (Chinese and Japanese), with or without spaces
 _HAN = regex.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月\s*(\d{1,2})\s*[日号號]")
+# "May 2023", "Oct. 2023"; "2023年5月" when no day follows
+_MONTH_YEAR = regex.compile(rf"\b({_MONTH})\.?,?\s+(\d{{4}})\b", regex.IGNORECASE)
+_HAN_MONTH = regex.compile(r"(\d{4})\s*年\s*(\d{1,2})\s*月(?!\s*\d)")
 
 
 def _day(year: str, month: int | str, day: str) -> str | None:
@@ -59,3 +65,18 @@ def query_days(text: str) -> list[str]:
         for m in pattern.finditer(text):
             found.append((m.start(), _day(m[1], m[2], m[3]) or ""))
     return list(dict.fromkeys(day for _, day in sorted(found) if day))
+
+
+def query_months(text: str) -> list[str]:
+    """Return the months (``"2023-05"``) ``text`` names with a year, each once, in order of
+    appearance, but none when it names a whole day (:func:`query_days`: the day is the narrower
+    question). ``"in October 2023"`` → ``["2023-10"]``; ``"2023年7月"`` → ``["2023-07"]``;
+    ``"on 3 June, 2023"`` → ``[]``."""
+    if query_days(text):
+        return []
+    found: list[tuple[int, str]] = []
+    for m in _MONTH_YEAR.finditer(text):
+        found.append((m.start(), f"{int(m[2]):04d}-{_MONTHS[m[1].lower()]:02d}" if int(m[2]) else ""))
+    for m in _HAN_MONTH.finditer(text):
+        found.append((m.start(), f"{int(m[1]):04d}-{int(m[2]):02d}" if 1 <= int(m[2]) <= 12 and int(m[1]) else ""))
+    return list(dict.fromkeys(month for _, month in sorted(found) if month))

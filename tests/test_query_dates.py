@@ -1,10 +1,10 @@
-"""mnemon.query_dates: the whole calendar days a recall query names."""
+"""mnemon.query_dates: the calendar days and months a recall query names."""
 
 from __future__ import annotations
 
 import pytest
 
-from mnemon.query_dates import query_days
+from mnemon.query_dates import query_days, query_months
 
 
 @pytest.mark.parametrize(
@@ -27,3 +27,19 @@ from mnemon.query_dates import query_days
 )
 def test_query_days(query: str, expected: list[str]) -> None:
     assert query_days(query) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("What setback did Melanie face in October 2023?", ["2023-10"]),
+        ("in May, 2023 and Oct. 2023", ["2023-05", "2023-10"]),
+        ("Melanie在2023年10月遇到了什么挫折？", ["2023-10"]),
+        ("on 3 June, 2023 and in July 2023", []),  # a day is named: the narrower question wins
+        ("2023年10月13日", []),
+        ("When did Melanie go camping in June?", []),  # no year: no month
+        ("2023年13月", []),
+    ],
+)
+def test_query_months(query: str, expected: list[str]) -> None:
+    assert query_months(query) == expected

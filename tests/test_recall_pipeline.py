@@ -261,9 +261,9 @@ def test_lift_tables_keep_a_lent_score_at_most_one() -> None:
         assert all(w >= 0 for w in table) and sum(table) <= 1.0
 
 
-def test_a_day_named_in_the_query_boosts_the_memories_written_on_it(engine, tmp_path) -> None:
+def test_a_day_or_month_named_in_the_query_boosts_the_memories_written_then(engine, tmp_path) -> None:
     from mnemon.drafts import parse_draft
-    from mnemon.records import QUERY_DAY_BOOST
+    from mnemon.records import QUERY_DAY_BOOST, QUERY_MONTH_BOOST
 
     draft = {"schema_version": "1", "insights": [
         {"content": "Gina found a wholesaler for the clothing store today", "created_at": "2023-02-01T13:56:00Z"},
@@ -281,6 +281,9 @@ def test_a_day_named_in_the_query_boosts_the_memories_written_on_it(engine, tmp_
     assert math.isclose(dated[wholesaler], (1 + QUERY_DAY_BOOST) * plain[wholesaler], rel_tol=1e-12)
     assert dated[logo] == plain[logo] > 0  # another day: unchanged
     assert dated[row["Jon practised a dance"]] == 0.0  # the day alone matches nothing
+    in_month = engine.retrieval._bm25(index, "What did Gina find for the store in February 2023?", scope, False)
+    assert math.isclose(in_month[wholesaler], (1 + QUERY_MONTH_BOOST) * plain[wholesaler], rel_tol=1e-12)
+    assert in_month[logo] == plain[logo]  # another month: unchanged
     assert plain[logo] > plain[wholesaler]  # the shorter memory ranks first without the day ...
     top = engine.recall("What did Gina find for the store on 1 February, 2023?", limit=3).hits
     assert top[0].insight.content == "Gina found a wholesaler for the clothing store today"  # ... and second with it

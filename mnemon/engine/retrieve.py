@@ -15,8 +15,17 @@ from typing import TYPE_CHECKING
 from mnemon import entities as entity_extraction
 from mnemon.engine.core import EngineBase
 from mnemon.intent import detect_intent, parse_intent
-from mnemon.query_dates import query_days
-from mnemon.records import BM25_B, BM25_K1, CATEGORIES, QUERY_DAY_BOOST, QUERY_DERIVED_WEIGHT, Insight, Intent
+from mnemon.query_dates import query_days, query_months
+from mnemon.records import (
+    BM25_B,
+    BM25_K1,
+    CATEGORIES,
+    QUERY_DAY_BOOST,
+    QUERY_DERIVED_WEIGHT,
+    QUERY_MONTH_BOOST,
+    Insight,
+    Intent,
+)
 from mnemon.store import hotindex, insights, oplog
 from mnemon.text import POSSESSIVE_TERM, derived_query_terms, possessor_query_terms, recall_query_terms, tokenize
 from mnemon.validate import check_limit
@@ -214,7 +223,7 @@ class RetrievePipeline:
         """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
         plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms).
         A possessive's "s" counts only where the word it is attached to matches (text.POSSESSIVE_TERM).
-        A day the query names (query_dates) multiplies the scores of the memories written on it."""
+        A day or month the query names (query_dates) multiplies the scores of the memories written then."""
         import numpy as np
 
         n_docs = int(scope.sum())
@@ -238,14 +247,17 @@ class RetrievePipeline:
         derived = [t for t in index.term_ids(derived_query_terms(query)) if t not in qids]
         if derived:
             scores = scores + QUERY_DERIVED_WEIGHT * self._bm25_terms(index, derived, scope, stats, use_numba)
-        days = query_days(query)
-        if days:
-            # "on 1 February, 2023": the memories written that day (created_at's UTC date) match
-            # more. The stamps are fixed-width "YYYY-MM-DDThh:mm:ssZ", so their first ten bytes
-            # are a zero-copy view (every second S10 item of the S20 array).
+        days, months = query_days(query), query_months(query)
+        if days or months:
+            # "on 1 February, 2023" / "in October 2023": the memories written then (created_at's
+            # UTC date) match more. The stamps are fixed-width "YYYY-MM-DDThh:mm:ssZ", so their
+            # first ten bytes are a zero-copy view (every second S10 item of the S20 array).
             written = np.ascontiguousarray(index.created).view("S10")[::2]
-            on_day = np.isin(written, [day.encode() for day in days])
-            scores = np.where(on_day, scores * (1.0 + QUERY_DAY_BOOST), scores)
+            if days:
+                boost = np.where(np.isin(written, [day.encode() for day in days]), QUERY_DAY_BOOST, 0.0)
+            else:  # query_months names none when the query names a day
+                boost = np.where(np.isin(written.astype("S7"), [m.encode() for m in months]), QUERY_MONTH_BOOST, 0.0)
+            scores = scores * (1.0 + boost)
         return scores
 
     def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
