@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 # how much of the prompt the best memories carry against this store's background), unlike recall's
 # score, which is relative to the best candidate and so high for the top hit of any prompt. Limit and
 # floor were chosen on the development conversations with bench/relevance.py (bench/README.md): with
-# 3 lines a question's evidence is injected nearly as often (57% vs 61%) as with the old 5 lines at
+# 3 lines a question's evidence is injected nearly as often (58% vs 61%) as with the old 5 lines at
 # score 0.65, and an unrelated prompt injects something 4% of the time instead of 87%.
 RECALL_LIMIT = 3
 RECALL_FLOOR = PROMPT_FLOOR
