@@ -287,3 +287,14 @@ def test_a_day_or_month_named_in_the_query_boosts_the_memories_written_then(engi
     assert plain[logo] > plain[wholesaler]  # the shorter memory ranks first without the day ...
     top = engine.recall("What did Gina find for the store on 1 February, 2023?", limit=3).hits
     assert top[0].insight.content == "Gina found a wholesaler for the clothing store today"  # ... and second with it
+
+
+def test_created_days_reads_the_date_of_any_stamp_width() -> None:
+    from mnemon.engine.retrieve import created_days
+
+    plain = np.array([b"2023-02-01T13:56:00Z", b"2023-03-10T09:00:00Z"], dtype="S20")
+    assert created_days(plain).tolist() == [b"2023-02-01", b"2023-03-10"]
+    # one stamp with fractional seconds widens the whole array: the prefix is still the date
+    wide = np.array([b"2023-02-01T13:56:00.123456789Z", b"2023-03-10T09:00:00Z"], dtype="S30")
+    assert created_days(wide).tolist() == [b"2023-02-01", b"2023-03-10"]
+    assert created_days(plain[::-1]).tolist() == [b"2023-03-10", b"2023-02-01"]  # a non-contiguous view

@@ -249,10 +249,9 @@ class RetrievePipeline:
             scores = scores + QUERY_DERIVED_WEIGHT * self._bm25_terms(index, derived, scope, stats, use_numba)
         days, months = query_days(query), query_months(query)
         if days or months:
-            # "on 1 February, 2023" / "in October 2023": the memories written then (created_at's
-            # UTC date) match more. The stamps are fixed-width "YYYY-MM-DDThh:mm:ssZ", so their
-            # first ten bytes are a zero-copy view (every second S10 item of the S20 array).
-            written = np.ascontiguousarray(index.created).view("S10")[::2]
+            # "on 1 February, 2023" / "in October 2023": the memories written then (the date of
+            # created_at, UTC as the store writes it) match more.
+            written = created_days(index.created)
             if days:
                 boost = np.where(np.isin(written, [day.encode() for day in days]), QUERY_DAY_BOOST, 0.0)
             else:  # query_months names none when the query names a day
@@ -338,3 +337,15 @@ class RetrievePipeline:
         if index is not None and index.fp == before:
             hot.mark_current(store.path, index, replace(before, generation=before.generation + 1), readonly=False)
         self.ctx.after_write()
+
+
+def created_days(created: np.ndarray) -> np.ndarray:
+    """The ``YYYY-MM-DD`` prefix (S10) of each creation stamp. The stamps mnemon writes are 20
+    bytes ("YYYY-MM-DDThh:mm:ssZ"), whose prefixes are a zero-copy view (every second S10 item);
+    a wider array (one stamp longer than 20 bytes, fractional seconds say, widens the whole joined
+    array) is truncated instead: a view would misalign."""
+    import numpy as np
+
+    if created.dtype.itemsize == 20 and created.flags.c_contiguous:
+        return created.view("S10")[::2]
+    return np.asarray(created).astype("S10")
