@@ -14,12 +14,9 @@ An unreachable gateway is an error within :data:`CONNECT_TIMEOUT` seconds.
 
 from __future__ import annotations
 
-import http.client
 import json
-import socket
 import sys
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from mnemon import config
 from mnemon.errors import InputError, StoreError
@@ -207,6 +204,11 @@ def _reason(reply: bytes) -> str:
 
 def post(remote: registration.RemoteRegistration, body: bytes, token: str) -> tuple[int, bytes]:
     """POST one JSON-RPC message; (status, body). Connecting is bounded by CONNECT_TIMEOUT."""
+    # Imported here: every store command asks dispatch() first, and http.client (with the email package it
+    # loads) would cost each local command several milliseconds.
+    import http.client
+    from urllib.parse import urlsplit
+
     parts = urlsplit(remote.url)
     https = parts.scheme == "https"
     host, port = parts.hostname or "", parts.port or (443 if https else 80)
@@ -242,7 +244,7 @@ def post(remote: registration.RemoteRegistration, body: bytes, token: str) -> tu
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, socket.timeout):
+    if isinstance(exc, TimeoutError):  # socket.timeout is TimeoutError since Python 3.10
         return "timed out"
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
