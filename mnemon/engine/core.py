@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from mnemon.embed import Embedder
     from mnemon.engine.hot import HotIndex
     from mnemon.engine.vectors import Vectors
+    from mnemon.records import SimilarityScale
 
 
 def utc_now() -> datetime:
@@ -196,12 +197,29 @@ class EngineBase:
             model_dir=model_dir,
         )
 
+    def similarity_scale(self) -> SimilarityScale:
+        """The configured embedding model's thresholds (records.similarity_scale)."""
+        from mnemon.records import similarity_scale
+
+        if self._embedder is not None:
+            return similarity_scale(self._embedder.model)
+        s = self.settings
+        model = s.embed_model
+        if s.embed_protocol == "local":
+            from mnemon.embed.local import resolve_model
+
+            model = resolve_model(s.embed_model, s.embed_model_path, s.data_dir)[0]
+        return similarity_scale(model)
+
     def _server_refused(self) -> bool:
         """A local server endpoint that refuses connections (never asked of the in-process model)."""
         return self.settings.embed_protocol != "local" and _loopback_refused(self.settings.embed_endpoint)
 
-    def embed_text(self, text: str) -> NDArray[np.float64] | None:
+    def embed_text(self, text: str, *, query: bool = False) -> NDArray[np.float64] | None:
         """Embed ``text`` if the provider is available; None in embedding-free mode or on failure.
+
+        ``query``: ``text`` is a recall query, embedded on the query side where the model has one
+        (E5's "query: " prefix, ``LocalEmbedder.embed_query``); memories are embedded as passages.
 
         The first call of an engine lets the embed request stand in for the 2 s availability
         probe (``Embedder.probe_embed``): a healthy server answers one request instead of two.
@@ -213,7 +231,7 @@ class EngineBase:
             if embedder is None:
                 return None
             try:
-                return embedder.embed(text)
+                return _side(embedder, query)(text)
             except EmbedderError:
                 return None
         self._embedder_checked = True
@@ -226,7 +244,7 @@ class EngineBase:
             if combined is None:  # an embedder without the combined call: probe, then embed
                 self._embedder_ok = self._embedder.probe()
                 return self.embed_text(text) if self._embedder_ok else None
-            vector: NDArray[np.float64] = combined(text)
+            vector: NDArray[np.float64] = combined(text, query=True) if query and _has_sides(self._embedder) else combined(text)
             self._embedder_ok = True
             return vector
         except EmbedderUnavailable:
@@ -254,3 +272,13 @@ class EngineBase:
             except EmbedderError:
                 self._embedder_ok = False
         return self._embedder if self._embedder_ok else None
+
+
+def _has_sides(embedder: Embedder) -> bool:
+    """An embedder that embeds queries and memories differently (``embed_query``)."""
+    return callable(getattr(embedder, "embed_query", None))
+
+
+def _side(embedder: Embedder, query: bool) -> Callable[[str], NDArray[np.float64]]:
+    """The embed call for a query or for a memory."""
+    return embedder.embed_query if query and _has_sides(embedder) else embedder.embed  # type: ignore[attr-defined,no-any-return]

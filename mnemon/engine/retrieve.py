@@ -114,7 +114,7 @@ class RetrievePipeline:
         # (embedding an existing row records it too): no scan of every row per query.
         if not index.any_vector and vector_store.vector_meta(conn).dim is None:
             return None, None
-        embedded = self.ctx.embed_text(query)  # one request: it doubles as the availability probe
+        embedded = self.ctx.embed_text(query, query=True)  # one request: it doubles as the availability probe
         if embedded is None:
             return None, None
         qvec = np.asarray(embedded, dtype=np.float64)
@@ -162,6 +162,7 @@ class RetrievePipeline:
             csr_type=csr_type, csr_out=csr_out, superseded=index.derived("superseded"),
             prev=index.derived("prev"), next=index.derived("next"),
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
+            similarity_scale=self.ctx.similarity_scale(),
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)

@@ -46,12 +46,14 @@ class ChunkNeighbours:
     """
 
     def __init__(
-        self, index: VectorIndex | None, vectors: list[NDArray[np.float64] | None], dim: int, fmt: str
+        self, index: VectorIndex | None, vectors: list[NDArray[np.float64] | None], dim: int, fmt: str,
+        auto_link: float = SEMANTIC_AUTO_COSINE,
     ) -> None:
         import numpy as np
 
         import kernels
 
+        self.auto_link = auto_link  # the model's threshold (records.similarity_scale)
         self.index = index if index is not None and index.rows else None
         n = len(vectors)
         self.units = np.zeros((n, dim), dtype=np.float64)
@@ -109,7 +111,7 @@ class ChunkNeighbours:
                 other_id, other = self.ids[ref], self.units[ref]
             assert other_id is not None
             cosine = kernels.exact_cosine(unit, other)
-            if cosine >= SEMANTIC_AUTO_COSINE:
+            if cosine >= self.auto_link:
                 hits.append((other_id, cosine))
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[:SEMANTIC_AUTO_TOP]
@@ -138,7 +140,7 @@ class ChunkNeighbours:
         if not len(queries):
             return
         units = self.units32[queries]
-        floor = SEMANTIC_AUTO_COSINE - kernels.EXACT_MARGIN
+        floor = self.auto_link - kernels.EXACT_MARGIN
         # Earlier items of the same block, above the floor, unpruned (some may be skipped later).
         inside = units @ units.T
         inside[np.tril_indices(len(queries))] = -np.inf  # keep pairs (earlier j, later k) only

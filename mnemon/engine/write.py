@@ -25,10 +25,7 @@ from mnemon.records import (
     CAUSAL_CANDIDATE_DEPTH,
     CAUSAL_CANDIDATE_MAX,
     DIFF_CANDIDATES,
-    DIFF_COSINE_EXTRA,
-    SEMANTIC_AUTO_COSINE,
     SEMANTIC_AUTO_TOP,
-    SEMANTIC_CANDIDATE_COSINE,
     SEMANTIC_CANDIDATE_TOP,
     SEMANTIC_FALLBACK_SIMILARITY,
     Edge,
@@ -121,7 +118,7 @@ class WritePipeline:
             semantic_matches: list[tuple[str, float]] = []
             if vector is not None:
                 semantic_matches = self.ctx.vectors.cosine_neighbours(
-                    vector, SEMANTIC_AUTO_COSINE, SEMANTIC_AUTO_TOP, exclude=new.id
+                    vector, self.ctx.similarity_scale().auto_link, SEMANTIC_AUTO_TOP, exclude=new.id
                 )
                 graph.semantic_edges(conn, new, now, counts, semantic_matches)
             if new.entities:
@@ -150,12 +147,13 @@ class WritePipeline:
         top = scan.keyword(new_tokens, DIFF_CANDIDATES)
         cosines: dict[str, float] = {}
         extra: list[diffing.DiffCandidate] = []
+        scale = self.ctx.similarity_scale()
         if vector is not None:
             # Only the cosine extras need their rows' tokens: load just those few by id (the
             # whole store's rows cost ~0.8 s of re-tokenising at 10k insights).
             cosines = self.ctx.vectors.vector_cosines(vector, [hit.row.id for hit in top])
             present = {hit.row.id for hit in top}
-            for other_id, cos in self.ctx.vectors.cosine_neighbours(vector, DIFF_COSINE_EXTRA, DIFF_CANDIDATES + len(present)):
+            for other_id, cos in self.ctx.vectors.cosine_neighbours(vector, scale.diff_extra, DIFF_CANDIDATES + len(present)):
                 if other_id in present or len(extra) >= DIFF_CANDIDATES:
                     continue
                 row = scan.active_row(other_id)
@@ -168,7 +166,7 @@ class WritePipeline:
             )
             for hit in top
         ]
-        suggestion, _ = diffing.suggest(content, candidates, extra)
+        suggestion, _ = diffing.suggest(content, candidates, extra, scale)
         return suggestion
 
     def _semantic_candidates(
@@ -176,16 +174,15 @@ class WritePipeline:
     ) -> list[dict[str, object]]:
         """cosine ≥ 0.40 top 5; without vectors, ContentSimilarity ≥ 0.10 top 5 (§4.7)."""
         out: list[dict[str, object]] = []
+        scale = self.ctx.similarity_scale()
         if vector is not None:
-            for other_id, cos in self.ctx.vectors.cosine_neighbours(
-                vector, SEMANTIC_CANDIDATE_COSINE, SEMANTIC_CANDIDATE_TOP, exclude=new.id
-            ):
+            for other_id, cos in self.ctx.vectors.cosine_neighbours(vector, scale.candidate, SEMANTIC_CANDIDATE_TOP, exclude=new.id):
                 other = insights.get(self.ctx.store.conn, other_id)
                 if other is None:
                     continue
                 out.append({
                     "id": other.id, "content": other.content, "category": other.category,
-                    "cosine": cos, "auto_linked": cos >= SEMANTIC_AUTO_COSINE,
+                    "cosine": cos, "auto_linked": cos >= scale.auto_link,
                 })
         if out:
             return out

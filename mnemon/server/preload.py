@@ -59,8 +59,8 @@ def _local_model() -> None:
         return
     from mnemon.embed import local
 
-    _, model_dir = local.resolve_model(settings.embed_model, settings.embed_model_path, settings.data_dir)
-    local.warm(model_dir, threads=1)
+    model, model_dir = local.resolve_model(settings.embed_model, settings.embed_model_path, settings.data_dir)
+    local.warm(model_dir, threads=1, model=model)
 
 
 def _exercise() -> None:
