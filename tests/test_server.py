@@ -60,7 +60,13 @@ def _children(pid: int) -> list[int]:
     kids = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         kids += [int(k) for k in (task / "children").read_text().split()]
-    return sorted(kids, key=lambda k: int(Path(f"/proc/{k}/stat").read_text().rsplit(")", 1)[1].split()[19]))
+    started: list[tuple[int, int]] = []
+    for kid in kids:
+        try:  # a child listed a moment ago may be gone already (a spare reaped): it is no child any more
+            started.append((int(Path(f"/proc/{kid}/stat").read_text().rsplit(")", 1)[1].split()[19]), kid))
+        except OSError:
+            continue
+    return [kid for _, kid in sorted(started)]
 
 
 def _alive(pid: int) -> bool:
