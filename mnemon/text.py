@@ -78,6 +78,12 @@ def token_sequence(text: str) -> list[str]:
     yields itself. This sequence gives BM25 its term frequencies and document length
     (Decision 12); :func:`tokenize` is its set.
     """
+    return _sequence(text, han_characters=False)
+
+
+def _sequence(text: str, *, han_characters: bool) -> list[str]:
+    """The one tokenizing loop: words without stopwords, Han bigrams (a lone character as itself) and,
+    with ``han_characters``, a Han run's single characters after its bigrams."""
     out: list[str] = []
     for match in _RUN.finditer(_go_lower(text)):
         han = match.group(1)
@@ -89,6 +95,8 @@ def token_sequence(text: str) -> list[str]:
             out.append(han)
         else:
             out.extend(han[i : i + 2] for i in range(len(han) - 1))
+            if han_characters:
+                out.extend(han)
     return out
 
 
@@ -216,19 +224,7 @@ def recall_sequence(text: str, sequence: list[str] | None = None) -> list[str]:
     """
     if sequence is not None and not _HAN.search(text):
         return sequence
-    out: list[str] = []
-    for match in _RUN.finditer(_go_lower(text)):
-        han = match.group(1)
-        if han is None:
-            word = match.group(2)
-            if word not in STOPWORDS:
-                out.append(word)
-        elif len(han) == 1:
-            out.append(han)
-        else:
-            out.extend(han[i : i + 2] for i in range(len(han) - 1))
-            out.extend(han)
-    return out
+    return _sequence(text, han_characters=True)
 
 
 def recall_terms(text: str) -> list[str]:
