@@ -163,6 +163,9 @@ def _mcp_app(run: Runner) -> typer.Typer:
         max_body: int = typer.Option(8 * 1024 * 1024, "--max-body", help="largest request body in bytes (413 above)"),
         rate: float = typer.Option(50.0, "--rate-limit", help="requests per second per token (0: no limit)"),
         burst: int = typer.Option(200, "--burst", help="requests a token may send at once before --rate-limit applies"),
+        header_timeout: float = typer.Option(10.0, "--header-timeout", help="seconds to send a request's head"),
+        body_timeout: float = typer.Option(60.0, "--body-timeout", help="seconds to send a request's body (408)"),
+        call_timeout: float = typer.Option(540.0, "--call-timeout", help="seconds a tool call may take"),
     ) -> None:
         """Serve the memory tools to an MCP host: over stdin/stdout, or over HTTP with --http (bearer tokens)."""
         if not http:
@@ -173,7 +176,8 @@ def _mcp_app(run: Runner) -> typer.Typer:
         from mnemon.cli.gateway import serve_http
 
         serve_http(ctx.obj, run, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, behind_proxy=behind_proxy,
-                   allow_origin=allow_origin, max_body=max_body, rate=rate, burst=burst)
+                   allow_origin=allow_origin, max_body=max_body, rate=rate, burst=burst,
+                   timeouts=(header_timeout, body_timeout, call_timeout))
 
     from mnemon.cli.gateway import token_app
 

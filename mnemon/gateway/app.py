@@ -10,7 +10,8 @@ the SDK, one guard per request, in this order:
 2. ``Authorization: Bearer``: unknown, revoked or expired is 401 (``tokens.TokenTable``).
 3. ``/mcp/STORE`` naming another store than the token's is 403.
 4. The token's rate limit: 429 with Retry-After.
-5. The body: more than ``max_body`` bytes is 413, read before anything runs.
+5. The body: more than ``max_body`` bytes is 413, not whole within ``body_timeout`` is 408; read
+   before anything runs. (The request head has its own deadline: ``deadlines.HeaderDeadline``.)
 6. A ``tools/call`` that writes (``access.call_writes``) with a read-only token is 403.
 
 Only then does the SDK parse the JSON-RPC (malformed input: its JSON-RPC error, 400) and call a
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
+Outcome = tuple[str, bool, "dict[str, Any] | None"]  # a tool call's (text, is_error, structured content)
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 TOKEN_SCOPE_KEY = "mnemon.token"
@@ -85,7 +87,9 @@ class GatewayConfig:
     tls_cert: str | None = None
     tls_key: str | None = None
     behind_proxy: bool = False
-    timeout: float = 60.0  # seconds a call may wait for the command lock
+    header_timeout: float = 10.0  # seconds from connecting (or a request's first byte) to its complete head
+    body_timeout: float = 60.0  # seconds to receive the whole body once the head is in (408 after)
+    call_timeout: float = 540.0  # seconds a tool call may take, waiting included (under the client's 600)
 
     @property
     def loopback(self) -> bool:
@@ -183,18 +187,23 @@ class Gateway:
             raise access.Refused(400, "bad Content-Length") from None
         if declared > self.config.max_body:
             raise access.Refused(413, f"request body over {self.config.max_body} bytes")
-        chunks, size = [], 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                raise access.Refused(400, "client went away")
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.config.max_body:
-                raise access.Refused(413, f"request body over {self.config.max_body} bytes")
-            chunks.append(chunk)
-            if not message.get("more_body"):
-                return b"".join(chunks)
+        chunks: list[bytes] = []
+        size = 0
+        try:
+            with anyio.fail_after(self.config.body_timeout):  # a body announced but never sent holds nothing
+                while True:
+                    message = await receive()
+                    if message["type"] == "http.disconnect":
+                        raise access.Refused(400, "client went away")
+                    chunk = message.get("body", b"")
+                    size += len(chunk)
+                    if size > self.config.max_body:
+                        raise access.Refused(413, f"request body over {self.config.max_body} bytes")
+                    chunks.append(chunk)
+                    if not message.get("more_body"):
+                        return b"".join(chunks)
+        except TimeoutError:
+            raise access.Refused(408, f"request body not received within {self.config.body_timeout:g} s") from None
 
     # -- the tools -------------------------------------------------------------------------------
 
@@ -213,21 +222,33 @@ class Gateway:
         if name not in self.tool_table():
             return _result(f"Error: unknown tool: {name}", True)
         started = time.perf_counter()
-        text, is_error, structured = await anyio.to_thread.run_sync(self._run_locked, token, name, args)
+        call = _Call()
+        with anyio.move_on_after(self.config.call_timeout):
+            call.result = await anyio.to_thread.run_sync(self._run_locked, call, token, name, args,
+                                                         abandon_on_cancel=True)
+        text, is_error, structured = call.result or self._overran(call, name)
         _log(f'token={token.name} store={token.store} tool={name} {"error" if is_error else "ok"} '
              f"{(time.perf_counter() - started) * 1000:.1f}ms")
         return _result(text, is_error, structured)
 
-    def _run_locked(self, token: Token, name: str, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
+    def _overran(self, call: _Call, name: str) -> Outcome:
+        """The error of a call that ran over ``call_timeout``: whether its command ran is said exactly."""
+        limit = f"{self.config.call_timeout:g} s"
+        if call.abandon():
+            text = f"Error: the gateway is busy: no command slot within {limit} (the {name} call did not run)"
+        else:
+            text = (f"Error: the {name} call ran over {limit}; it is still running on the gateway and may yet "
+                    "complete (check before repeating a write)")
+        return text, True, ({"exit_code": 1, "stdout": "", "stderr": text + "\n"} if name == "cli" else None)
+
+    def _run_locked(self, call: _Call, token: Token, name: str, args: dict[str, Any]) -> Outcome:
         from mnemon.store import oplog
 
-        if not self.command_lock.acquire(timeout=self.config.timeout):
-            return f"Error: the gateway is busy (no command slot within {self.config.timeout:g} s)", True, None
-        try:
+        with self.command_lock:
+            if not call.start():  # the client was already told it did not run
+                return "", True, None
             with oplog.acting_as(token.name):  # the oplog names who wrote: the token's name
                 return self._run_as(token, name, args)
-        finally:
-            self.command_lock.release()
 
     def _run_as(self, token: Token, name: str, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
         options = replace(self.options, store=token.store, readonly=self.options.readonly or token.read_only,
@@ -254,6 +275,28 @@ class Gateway:
         code, out, err = tools.run_argv(self.run, options, argv, stdin)
         return out if code == 0 else tools.error_line(err, argv[0]), code != 0, \
             {"exit_code": code, "stdout": out, "stderr": err}
+
+
+class _Call:
+    """One tool call's race between its worker starting the command and the deadline giving up on it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "waiting"  # -> "running" (the worker) or "abandoned" (the deadline), never both
+        self.result: Outcome | None = None
+
+    def start(self) -> bool:
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "running"
+            return self._state == "running"
+
+    def abandon(self) -> bool:
+        """True when the command had not started (and now never will)."""
+        with self._lock:
+            if self._state == "waiting":
+                self._state = "abandoned"
+            return self._state == "abandoned"
 
 
 class _Limited(access.Refused):
@@ -288,7 +331,9 @@ class _Endpoint:
 
 
 async def _refuse(send: Send, exc: access.Refused) -> None:
-    headers = [(b"content-type", b"application/json")]
+    # Closed after the answer: a refused request's body may be unread (or never coming), and a connection left
+    # waiting for it would be held until the keep-alive timer.
+    headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
     if exc.status == 401:
         headers.append((b"www-authenticate", b'Bearer realm="mnemon"'))
     if isinstance(exc, _Limited):
@@ -348,9 +393,11 @@ def serve(options: GlobalOptions, run: tools.Runner, config: GatewayConfig) -> N
     gateway = Gateway(options, run, config)
     _log(f"serving MCP on {'https' if config.tls_cert else 'http'}://{config.host}:{config.port}/mcp "
          f"(store per token; data dir {gateway.data_dir})")
+    from mnemon.gateway import deadlines
+
     server = uvicorn.Server(uvicorn.Config(
         gateway.app, host=config.host, port=config.port, ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key,
         log_level="warning", access_log=False, timeout_keep_alive=30, timeout_graceful_shutdown=5,
-        lifespan="on", proxy_headers=config.behind_proxy,
+        lifespan="on", proxy_headers=config.behind_proxy, http=deadlines.header_protocol(config.header_timeout),
     ))
     server.run()
