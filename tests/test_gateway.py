@@ -276,6 +276,35 @@ def test_foreign_origin_is_403_and_a_loopback_origin_passes(world: World) -> Non
     assert insight_count(world.data) == before
 
 
+@pytest.mark.parametrize("origin", ["http://localhost:1", "http://127.0.0.1", "null", "http://[::1]:80"])
+def test_a_loopback_origin_on_another_port_is_403(world: World, origin: str) -> None:
+    """Another port on this machine is another origin (a local dev server's page must not reach the gateway)."""
+    before = insight_count(world.data)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "remember", "arguments": REMEMBER}}
+    status, body = world.gateway.post(message, world.rw, headers={"Origin": origin})
+    assert status == 403 and json.loads(body) == {"error": "origin not allowed"}
+    assert insight_count(world.data) == before
+
+
+@pytest.mark.parametrize("host", ["evil.example", "evil.example:{port}", "127.0.0.1", "127.0.0.1:1", "localhost:1",
+                                  "127.0.0.2:{port}", "0.0.0.0:{port}", "", "localhost.evil.example:{port}"])
+def test_a_host_header_other_than_the_bound_loopback_name_and_port_is_421(world: World, host: str) -> None:
+    """DNS rebinding: a page of evil.example resolved to 127.0.0.1 sends Host: evil.example (MCP spec)."""
+    before = insight_count(world.data)
+    message = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "remember", "arguments": REMEMBER}}
+    status, body = world.gateway.post(message, world.rw, headers={"Host": host.format(port=world.gateway.port)})
+    assert status == 421, body
+    assert json.loads(body)["error"].startswith("host not allowed: a loopback gateway answers only")
+    assert insight_count(world.data) == before
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}"])
+def test_the_bound_loopback_names_with_the_port_are_served(world: World, host: str) -> None:
+    status, body = world.gateway.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, world.rw,
+                                      headers={"Host": host.format(port=world.gateway.port)})
+    assert status == 200, body
+
+
 def test_oversized_body_is_413(world: World) -> None:
     before = insight_count(world.data)
     big = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",

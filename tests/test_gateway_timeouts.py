@@ -22,8 +22,8 @@ pytest.importorskip("mcp", reason="the gateway tests need mnemon[gateway] (the M
 
 from tests.gateway_server import Gateway, create_token, mnemon  # noqa: E402
 
-HEAD = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" \
-       b"Accept: application/json, text/event-stream\r\n"
+HEAD = "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n" \
+       "Accept: application/json, text/event-stream\r\n"
 
 
 class Slow:
@@ -35,6 +35,9 @@ class Slow:
         self.token = create_token(self.data, "alice", "team")
         self.gateway = Gateway(self.data, root / "gateway.log", "--rate-limit", "0", "--header-timeout", "1",
                                "--body-timeout", "1", "--call-timeout", "0.5")
+
+    def head(self) -> bytes:
+        return HEAD.format(port=self.gateway.port).encode()
 
     def connect(self) -> socket.socket:
         return socket.create_connection(("127.0.0.1", self.gateway.port), timeout=10)
@@ -79,7 +82,7 @@ def test_headers_trickled_byte_by_byte_are_cut_off_and_others_are_served_meanwhi
     started = time.monotonic()
 
     def trickle(i: int, sock: socket.socket) -> None:
-        for byte in HEAD * 100:
+        for byte in slow.head() * 100:
             if stop.is_set():
                 return
             try:
@@ -113,7 +116,7 @@ def test_a_body_announced_but_never_sent_is_408_and_stores_nothing(slow: Slow) -
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": "remember", "arguments": {"content": "half a body never lands"}}}).encode()
     with slow.connect() as sock:
-        sock.sendall(HEAD + f"Authorization: Bearer {slow.token}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
+        sock.sendall(slow.head() + f"Authorization: Bearer {slow.token}\r\nContent-Length: {len(body)}\r\n\r\n".encode()
                      + body[: len(body) // 2])
         seconds, sent = closed_after(sock)
     assert 0.8 <= seconds <= 4, seconds
@@ -126,7 +129,7 @@ def test_a_kept_alive_connection_gets_the_same_deadline_for_its_next_head(slow: 
     request = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                           "params": {"name": "status", "arguments": {}}}).encode()
     with slow.connect() as sock:
-        sock.sendall(HEAD + f"Authorization: Bearer {slow.token}\r\nContent-Length: {len(request)}\r\n\r\n".encode()
+        sock.sendall(slow.head() + f"Authorization: Bearer {slow.token}\r\nContent-Length: {len(request)}\r\n\r\n".encode()
                      + request)
         answer = b""
         while b"\r\n\r\n" not in answer:

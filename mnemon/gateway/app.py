@@ -5,8 +5,9 @@ stateless JSON mode: each POST is one self-contained exchange, so any number of 
 can serve one PostgreSQL store behind a load balancer), Starlette routing and uvicorn. In front of
 the SDK, one guard per request, in this order:
 
-1. Origin (DNS rebinding, per the MCP spec): a browser Origin outside the allowed list is 403; the
-   SDK also checks Host on a loopback bind.
+1. Host and Origin (DNS rebinding, per the MCP spec): on a loopback bind a Host that is not a loopback
+   name with the bound port is 421; a browser Origin other than the gateway's own or ``--allow-origin``
+   is 403 (the SDK checks both again behind us).
 2. ``Authorization: Bearer``: unknown, revoked or expired is 401 (``tokens.TokenTable``).
 3. ``/mcp/STORE`` naming another store than the token's is 403.
 4. The token's rate limit: 429 with Retry-After.
@@ -96,11 +97,17 @@ class GatewayConfig:
         return self.host in LOOPBACK_HOSTS
 
 
+def loopback_hosts(config: GatewayConfig) -> list[str]:
+    """The Host headers a loopback bind answers: a loopback name with the bound port (bare only on port 80).
+    A DNS-rebinding page reaches 127.0.0.1 under its own name, so its Host is that name."""
+    names = ("127.0.0.1", "localhost", "[::1]")
+    return [f"{name}:{config.port}" for name in names] + (list(names) if config.port == 80 else [])
+
+
 def _origins(config: GatewayConfig) -> list[str]:
-    return [f"{scheme}://{host}:*" for scheme in ("http", "https") for host in ("127.0.0.1", "localhost", "[::1]")] + [
-        *(f"{scheme}://{host}" for scheme in ("http", "https") for host in ("127.0.0.1", "localhost", "[::1]")),
-        *config.allowed_origins,
-    ]
+    """Browser origins allowed: this gateway's own loopback origin (same port), then --allow-origin."""
+    return [f"{scheme}://{host}" for scheme in ("http", "https") for host in loopback_hosts(config)] + \
+        list(config.allowed_origins)
 
 
 def origin_allowed(origin: str, allowed: list[str]) -> bool:
@@ -126,6 +133,7 @@ class Gateway:
         self.tokens = TokenTable(self.data_dir)
         self.limiter = limits.RateLimiter(config.rate, config.burst)
         self.origins = _origins(config)
+        self.hosts = frozenset(loopback_hosts(config)) if config.loopback else None
         self.command_lock = threading.Lock()
         self.server: Server[Any] = Server(
             "mnemon", version=__version__, instructions=tools.INSTRUCTIONS,
@@ -135,7 +143,7 @@ class Gateway:
         if config.loopback:  # the SDK's Host check: a rebinding page's Host is its own name
             security = TransportSecuritySettings(
                 enable_dns_rebinding_protection=True,
-                allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
+                allowed_hosts=loopback_hosts(config),
                 allowed_origins=self.origins,
             )
         self.manager = StreamableHTTPSessionManager(
@@ -158,6 +166,9 @@ class Gateway:
 
     async def guard(self, scope: Scope, receive: Receive) -> tuple[Token, bytes]:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        if self.hosts is not None and headers.get("host", "") not in self.hosts:
+            raise access.Refused(421, "host not allowed: a loopback gateway answers only 127.0.0.1, localhost or [::1] "
+                                 f"with its port {self.config.port} (DNS rebinding)")
         origin = headers.get("origin")
         if origin is not None and not origin_allowed(origin, self.origins):
             raise access.Refused(403, "origin not allowed")
