@@ -89,12 +89,23 @@ def store_digest(db: Path) -> str:
 
 
 def _assert_exact(db: Path) -> None:
-    """Every counter equals a real count and every counter trigger is there."""
-    from mnemon.store import counts
+    """Every counter equals a real count and every counter trigger is there; the entity rows are
+    the ones the triggers derive from the insights; the edges' target index (which a large
+    import builds at its end, ``store/bulkwrite.py``) is there and the schema is current."""
+    from mnemon.store import counts, schema
 
     conn = apsw.Connection(str(db))
     try:
         assert counts.problems(conn) == []
+        derived = sorted(conn.execute(
+            "SELECT j.value, i.created_at, i.id FROM insights i, json_each(i.entities) j "
+            "WHERE i.deleted_at IS NULL AND j.type = 'text'"
+        ))  # fmt: skip
+        assert sorted(conn.execute("SELECT entity, created_at, insight_id FROM insight_entities")) == derived
+        assert schema.is_current(conn)
+        assert conn.execute(
+            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?", (schema.EDGE_TARGET_INDEX,)
+        ).fetchone()[0] == 1
         assert counts.edge_count(conn) == conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
         assert counts.deleted_count(conn) == conn.execute(
             "SELECT COUNT(*) FROM insights WHERE deleted_at IS NOT NULL"
@@ -165,14 +176,25 @@ with Engine(settings, clock=lambda: datetime(2026, 9, 2, tzinfo=timezone.utc)) a
 
 @pytest.mark.parametrize("where", ["between", "counted"])
 def test_counts_are_exact_after_a_kill_9_mid_import_then_any_command(tmp_path: Path, where: str) -> None:
-    """kill -9 after the second chunk committed (its rows stay), or while the second edge write
-    has the trigger dropped and its counter bumped but not committed (all of it rolls back)."""
+    """kill -9 after the second chunk committed (its rows stay; the target index the import
+    builds at its end is missing, and the next command's open recreates it), or while the second
+    edge write has the trigger dropped and its counter bumped but not committed (all of it rolls
+    back)."""
     env = dict(os.environ, MNEMON_SERVER="off")
     proc = subprocess.run(
         [sys.executable, "-c", _CRASH.format(root=str(ROOT)), where, str(tmp_path)],
         capture_output=True, env=env, timeout=300,
     )
     assert proc.returncode == -signal.SIGKILL, proc.stderr.decode()
+    if where == "between":  # the import deferred the target index: gone, and the schema says so
+        from mnemon.store import schema
+
+        conn = apsw.Connection(str(_db(tmp_path)))
+        try:
+            assert not schema.is_current(conn)
+            assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (schema.EDGE_TARGET_INDEX,)).fetchall()
+        finally:
+            conn.close()
     status = subprocess.run(
         [sys.executable, "-m", "mnemon", "--data-dir", str(tmp_path), "status"],
         capture_output=True, env=dict(env, MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9"), timeout=120,
@@ -269,3 +291,41 @@ if __name__ == "__main__":
         import mnemon
 
         print(store_digest(_db(Path(scratch))), "by", Path(mnemon.__file__).parent)
+
+
+def test_a_command_between_two_chunks_of_a_large_import_gets_the_target_index_back(tmp_path: Path) -> None:
+    """A large import drops the edges' target index until its end; a writable open in between
+    (here ``remember`` through another engine) migrates, which recreates it and recounts, and the
+    import then finishes with the index kept, the counters exact and its own rows all written."""
+    from mnemon.config import Settings
+    from mnemon.engine import Engine
+    from mnemon.store import schema
+
+    db = _db(tmp_path)
+    calls: list[int] = []
+
+    def between_chunks(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 1:
+            conn = apsw.Connection(str(db))
+            try:
+                assert not schema.is_current(conn)  # deferred by the import's first chunk
+            finally:
+                conn.close()
+            settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
+            with Engine(settings, clock=lambda: NOW) as other:
+                other.remember("a note written while an import runs", no_diff=True)  # type: ignore[attr-defined]
+            conn = apsw.Connection(str(db))
+            try:
+                assert schema.is_current(conn)
+            finally:
+                conn.close()
+
+    report = _import(tmp_path, generate_draft(1200, seed=61), progress=between_chunks)
+    assert report["imported"] == 1200 and len(calls) >= 2
+    _assert_exact(db)
+    conn = apsw.Connection(str(db))
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM insights").fetchone()[0] == 1201
+    finally:
+        conn.close()

@@ -45,7 +45,7 @@ from mnemon.records import (
     ENTITY_EDGE_NEIGHBOURS,
     Insight,
 )
-from mnemon.store import StatementError, edges, insights, oplog
+from mnemon.store import StatementError, bulkwrite, edges, insights, oplog
 from mnemon.text import token_overlap, tokenize
 
 if TYPE_CHECKING:
@@ -308,6 +308,10 @@ class ImportPipeline:
         counts = {"imported": 0, "skipped": 0, "errors": 0}
         written: list[Any] = []  # per chunk: hashes of the edge keys it wrote
         stored = insights.active_count(store.conn)
+        # An import that at least doubles the store builds the edges' target index once at its end
+        # (a sort) instead of keeping it up row by row (store/bulkwrite.py).
+        defer_index = total >= max(IMPORT_BATCH, stored)
+        deferred = False
         start = 0
         while start < total:
             size = IMPORT_BATCH
@@ -321,6 +325,8 @@ class ImportPipeline:
                 if store.write_mark() != state.mark:
                     state.foreign |= state.mark != (-1, -1)
                     state.reset(conn)  # first batch, or another process wrote since our last commit
+                if defer_index and not deferred:
+                    deferred = bulkwrite.defer_edge_target_index(conn)
                 try:
                     with conn:  # a savepoint: the chunk's rows are written at once
                         out = self._import_chunk(
@@ -349,7 +355,7 @@ class ImportPipeline:
                 progress(start, total)
 
         inserted, pruned = self._finalize_import(
-            draft, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign)
+            draft, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred
         )
         return {
             "imported": counts["imported"], "updated": 0, "skipped": counts["skipped"], "errors": counts["errors"],
@@ -447,7 +453,7 @@ class ImportPipeline:
             result.update(id=new.id, action="added")
             out.counts["imported"] += 1
         state.pending = state.prefetched = None
-        insights.insert_many(conn, rows)
+        bulkwrite.insert_insights(conn, rows)
         for insight_id, vector in blobs:
             self.ctx.vectors.store_vector(conn, insight_id, vector)
         oplog.append_many(conn, log)
@@ -565,6 +571,7 @@ class ImportPipeline:
     def _finalize_import(
         self, draft: Draft, ids: list[str | None], added: list[str], sources: list[str], now: datetime,
         written: _Written,
+        deferred_index: bool,
     ) -> tuple[int, list[str]]:
         """Explicit edges, backbone repair, EI of touched nodes, auto-prune: one transaction.
 
@@ -616,6 +623,8 @@ class ImportPipeline:
             known = written.sorted()  # the chunks' and the explicit edges' keys
             for source in sources:
                 touched.update(dict.fromkeys(_repair_backbone(conn, source, added_set, stamp, known, own)))
+            if deferred_index:  # after the import's last edge write, before the first read by target
+                bulkwrite.restore_edge_target_index(conn)
             refresh_effective_importance(conn, touched, now)
             pruned = auto_prune(conn, self.ctx.settings, now, exclude=[], trigger=IMPORT_TRIGGER)
         self.ctx.after_write()

@@ -72,6 +72,7 @@ _SQL_TRIGGERS = (
     "DELETE FROM entity_counts WHERE entity = OLD.entity AND n <= 0; END",
 )
 TRIGGER_NAMES = tuple(s.split()[5] for s in _SQL_TRIGGERS)
+TRIGGER_SQL = _SQL_TRIGGERS  # for a bulk writer that drops and recreates some inside its transaction (bulkwrite)
 
 # The real counts, for the backfill, doctor and --repair (whole-table scans: never on a hot path).
 _SQL_REAL = (
@@ -140,6 +141,12 @@ def add_edges(conn: apsw.Connection, n: int) -> None:
     """Add ``n`` to the edge counter (a writer inside :func:`edge_inserts_counted`)."""
     if n:
         conn.execute(_SQL_ADD_EDGES, (n, n))
+
+
+def add(conn: apsw.Connection, key: str, n: int) -> None:
+    """Add ``n`` to the counter ``key`` (a bulk writer counting its own rows, ``bulkwrite``)."""
+    if n:
+        conn.execute(_bump("?", "?"), (key, n, n))
 
 
 def available(conn: apsw.Connection) -> bool:

@@ -82,6 +82,7 @@ _SQL_ENTITY_TRIGGERS = (
     "CREATE TRIGGER IF NOT EXISTS insights_entities_ad AFTER DELETE ON insights "
     "BEGIN DELETE FROM insight_entities WHERE insight_id = OLD.id; END",
 )
+ENTITY_TRIGGER_SQL = _SQL_ENTITY_TRIGGERS  # for a bulk writer (bulkwrite)
 _SQL_ENTITY_BACKFILL = (
     "INSERT OR IGNORE INTO insight_entities (entity, created_at, insight_id) "
     "SELECT j.value, i.created_at, i.id FROM insights i, "
@@ -103,6 +104,8 @@ BEGIN
     UPDATE insights SET stored_at = strftime('%Y-%m-%dT%H:%M:%SZ', 'now') WHERE rowid = NEW.rowid;
 END"""
 
+EDGE_TARGET_INDEX = "idx_edges_target_type"
+EDGE_TARGET_INDEX_SQL = f"CREATE INDEX IF NOT EXISTS {EDGE_TARGET_INDEX} ON edges(target_id, edge_type)"
 _SQL_INDEXES = (
     "CREATE INDEX IF NOT EXISTS idx_insights_category ON insights(category)",
     "CREATE INDEX IF NOT EXISTS idx_insights_ei ON insights(effective_importance)",
@@ -122,7 +125,7 @@ _SQL_INDEXES = (
     # Edges keep two b-trees besides the table: the primary key (source_id, target_id, edge_type)
     # serves every source_id lookup, this one every target_id lookup. Each edge row lands in every
     # index under a random UUID key, so each extra index made an import's edge writes slower.
-    "CREATE INDEX IF NOT EXISTS idx_edges_target_type ON edges(target_id, edge_type)",
+    EDGE_TARGET_INDEX_SQL,
     "CREATE INDEX IF NOT EXISTS idx_oplog_created ON oplog(created_at)",
 )
 # Superseded by the partial covering indexes in the newest schema, or by the edges primary key.
@@ -161,6 +164,16 @@ def is_current(conn: apsw.Connection) -> bool:
     if not _has_table(conn, "mnemon_meta"):
         return False
     return _meta_get(conn, "schema") == str(SCHEMA_VERSION)
+
+
+def mark_incomplete(conn: apsw.Connection) -> None:
+    """Mark the schema as not current (a bulk writer dropped an index it recreates at its end,
+    ``bulkwrite``): until :func:`mark_complete`, every writable open migrates, which recreates it."""
+    conn.execute("UPDATE mnemon_meta SET value = ? WHERE key = 'schema'", (f"{SCHEMA_VERSION}-bulk",))
+
+
+def mark_complete(conn: apsw.Connection) -> None:
+    conn.execute("UPDATE mnemon_meta SET value = ? WHERE key = 'schema'", (str(SCHEMA_VERSION),))
 
 
 def embedding_format(conn: apsw.Connection) -> str:
