@@ -1,7 +1,7 @@
 """Retrieval-quality harness over LoCoMo-format conversations (evidence recall@k and MRR per category).
 
     python bench/quality.py DATA.json [--units turns|facts] [--embed none|local|both]
-                            [--mode cli|inprocess] [--limit 20] [--out FILE.md]
+                            [--mode cli|inprocess] [--limit 20] [--long-query other|far|prev] [--out FILE.md]
 
 Each conversation becomes its own store in a fresh data dir, loaded with ``import --no-diff``:
 
@@ -19,6 +19,8 @@ averaged per category (1 multi-hop, 2 temporal, 3 open-domain, 4 single-hop, 5 a
 over categories 1-4 (the headline, question-weighted). Latency is the wall time of each recall.
 A second table gives R@10 over categories 1-4 per conversation and the mean of the conversations
 (each weighed once), the figures a ranking change is judged on (bench/quality-ablations.md).
+``--long-query other|far|prev`` asks each question after a borrowed dialogue turn (``long_query``):
+long queries, where a few words matter among many, as in a probe that is a whole dialogue turn.
 
 ``--mode cli`` (the default, and the only mode whose figures are reported) runs every command as a
 whole process, as an agent would. ``--mode inprocess`` calls ``mnemon.cli.main`` in this process
@@ -121,6 +123,48 @@ def fact_units(sample: dict[str, Any]) -> list[Unit]:
     return units
 
 
+def conversation_turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every dialogue turn of ``sample`` in conversation order."""
+    return [turn for _, _, turns in _sessions(sample["conversation"]) for turn in turns]
+
+
+LONG_QUERY_KINDS = ("other", "far", "prev")
+
+
+def long_query(question: str, evidence: set[str], turns: list[dict[str, Any]], position: dict[str, int],
+               kind: str, foreign: list[dict[str, Any]] | None = None) -> tuple[str, str]:
+    """A long query built from a question: (query, the dialogue id of the borrowed turn when that turn
+    is a memory of the store, else "").
+
+    The held-out Chinese probes are whole dialogue turns, where the words that matter are a few among
+    many. These views make such queries from the development questions without reading the held-out
+    set, by putting a dialogue turn's text before the question:
+
+    - ``other``: the turn at the same position (modulo its length) of another conversation
+      (``foreign``; the next one in the file): words that match no memory of this store on purpose,
+      as most of a real probe's words do not, with nothing of the answer in them;
+    - ``far``: the turn half this conversation away from the first evidence turn: off topic, and its
+      own neighbours in the store match it well (a harder, pessimistic view);
+    - ``prev``: the turn just before the first evidence turn (after the last when the first opens the
+      conversation): on topic, but flattering: the evidence is that turn's backbone neighbour, which
+      recall lifts on purpose, where a real probe's turn is no memory at all.
+
+    The borrowed turn of ``far`` and ``prev`` is left out of the ranking (a probe's turn is no memory).
+    """
+    ordered = sorted(position[e] for e in evidence if e in position)
+    if not ordered:
+        return question, ""
+    if kind == "other" and foreign:
+        return f"{foreign[ordered[0] % len(foreign)]['text']} {question}", ""
+    if kind == "prev":
+        i = ordered[0] - 1 if ordered[0] > 0 else min(ordered[-1] + 1, len(turns) - 1)
+    else:
+        i = (ordered[0] + len(turns) // 2) % len(turns)
+        while turns[i]["dia_id"] in evidence:
+            i = (i + 1) % len(turns)
+    return f"{turns[i]['text']} {question}", str(turns[i]["dia_id"])
+
+
 def draft_of(units: list[Unit]) -> dict[str, Any]:
     items = [{"content": u.content, "created_at": u.created_at, "source": u.source} for u in units]
     return {"schema_version": "1", "insights": items}
@@ -207,7 +251,8 @@ class RunResult:
 
 
 def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str], mode: str, limit: int,
-                     root: Path, embed: str) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
+                     root: Path, embed: str, long: str = "",
+                     foreign: list[dict[str, Any]] | None = None) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
     units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
     data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
     run = Runner(data_dir, env, mode)
@@ -224,15 +269,21 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
     by_category = {c: Scores() for c in CATEGORIES}
     latencies: list[float] = []
     per_question = []
+    turns = conversation_turns(sample)
+    position = {str(t["dia_id"]): i for i, t in enumerate(turns)}
     for qa in sample["qa"]:
         evidence = evidence_ids(qa.get("evidence", []))
         category = int(qa["category"])
         if not evidence or category not in CATEGORIES:
             continue
-        elapsed, out = run("recall", str(qa["question"]), "--limit", str(limit), "--verbose")
+        query, borrowed = (long_query(str(qa["question"]), evidence, turns, position, long, foreign) if long
+                           else (str(qa["question"]), ""))  # fmt: skip
+        elapsed, out = run("recall", query, "--limit", str(limit + 1 if borrowed else limit), "--verbose")
         latencies.append(elapsed)
         results = json.loads(out)["results"]
         ranked = [covers.get((r["insight"]["content"], r["insight"]["created_at"]), frozenset()) for r in results]
+        if borrowed:
+            ranked = [c for c in ranked if c != {borrowed}][:limit]
         by_category[category].add(ranked, evidence)
         per_question.append({"conv": str(sample.get("sample_id", "conv")), "q": qa["question"], "cat": category,
                              "evidence": sorted(evidence),
@@ -241,7 +292,7 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
 
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None,
-            server: str = "off", model: str | None = None) -> RunResult:
+            server: str = "off", model: str | None = None, long: str = "") -> RunResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     # one kind of process per run: with the default "auto" a warm server would start part-way
     # through and the latency percentiles would mix served and one-shot calls
@@ -258,8 +309,9 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, 
     latencies: list[float] = []
     per_question: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mnemon-quality-") as tmp:
-        for sample in data:
-            cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed)
+        for k, sample in enumerate(data):
+            foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
+            cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed, long, foreign)
             for c, s in cats.items():
                 by_category[c].extend(s)
             latencies.extend(lat)
@@ -287,7 +339,8 @@ def plain_terms(text: str) -> list[str]:
     return out
 
 
-def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int) -> tuple[dict[int, Scores], list[dict[str, Any]]]:
+def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int, long: str = "",
+                            foreign: list[dict[str, Any]] | None = None) -> tuple[dict[int, Scores], list[dict[str, Any]]]:  # fmt: skip
     """The baseline the Chinese targets are set against, on the same units and questions; equal
     scores keep the units' order (the conversation's)."""
     import math
@@ -301,6 +354,8 @@ def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int)
     for d in docs:
         df.update(d.keys())
     n = len(docs)
+    turns = conversation_turns(sample)
+    position = {str(t["dia_id"]): i for i, t in enumerate(turns)}
     by_category = {c: Scores() for c in CATEGORIES}
     per_question: list[dict[str, Any]] = []
     for qa in sample["qa"]:
@@ -308,7 +363,9 @@ def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int)
         category = int(qa["category"])
         if not evidence or category not in CATEGORIES:
             continue
-        query = set(plain_terms(str(qa["question"])))
+        question, borrowed = (long_query(str(qa["question"]), evidence, turns, position, long, foreign) if long
+                              else (str(qa["question"]), ""))  # fmt: skip
+        query = set(plain_terms(question))
         scores = []
         for i, d in enumerate(docs):
             total = 0.0
@@ -317,18 +374,19 @@ def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int)
                 tf = d[t]
                 total += idf * tf * (_PLAIN_K1 + 1) / (tf + _PLAIN_K1 * (1 - _PLAIN_B + _PLAIN_B * lengths[i] / avgdl))
             scores.append((-total, i))
-        top = [i for s, i in sorted(scores)[:limit] if s < 0]
+        top = [i for s, i in sorted(scores) if s < 0 and units[i].covers != {borrowed}][:limit]
         by_category[category].add([units[i].covers for i in top], evidence)
         per_question.append({"conv": str(sample.get("sample_id", "conv")), "cat": category,
                              "r10": by_category[category].recall[10][-1]})  # fmt: skip
     return by_category, per_question
 
 
-def plain_bm25(data: list[dict[str, Any]], units_kind: str, limit: int) -> RunResult:
+def plain_bm25(data: list[dict[str, Any]], units_kind: str, limit: int, long: str = "") -> RunResult:
     by_category = {c: Scores() for c in CATEGORIES}
     per_question: list[dict[str, Any]] = []
-    for sample in data:
-        cats, pq = plain_bm25_conversation(sample, units_kind, limit)
+    for k, sample in enumerate(data):
+        foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
+        cats, pq = plain_bm25_conversation(sample, units_kind, limit, long, foreign)
         for c, scores in cats.items():
             by_category[c].extend(scores)
         per_question.extend(pq)
@@ -405,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="--mode cli: every recall one-shot (off, the default) or through the warm server")  # fmt: skip
     parser.add_argument("--baseline", action="store_true",
                         help="also score a plain BM25 over Han characters, Han bigrams and words on the same units")  # fmt: skip
+    parser.add_argument("--long-query", choices=LONG_QUERY_KINDS, default="",
+                        help="long queries: the question after a borrowed dialogue turn (long_query): of another "
+                        "conversation (other), half this one away (far), or just before the evidence (prev)")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
     args = parser.parse_args(argv)
@@ -412,16 +473,17 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     embeds = ("none", "local") if args.embed == "both" else (args.embed,)
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, server {args.server}, "
-             f"recall --limit {args.limit}", ""]
+             f"recall --limit {args.limit}" + (f", long queries ({args.long_query})" if args.long_query else ""), ""]
     dumps = {}
     if args.baseline:
-        plain = plain_bm25(data, args.units, args.limit)
+        plain = plain_bm25(data, args.units, args.limit, args.long_query)
         baseline = table(plain).split("\n\nrecall latency")[0] + "\n\n" + conversation_table(plain)
         parts.append(baseline)
         print(baseline, flush=True)
     try:
         for embed in embeds:
-            result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server, args.embed_model)
+            result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server, args.embed_model,
+                             args.long_query)  # fmt: skip
             report = table(result) + "\n" + conversation_table(result)
             parts.append(report)
             dumps[embed] = result.per_question

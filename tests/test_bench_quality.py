@@ -75,3 +75,21 @@ def test_scores_through_the_cli_in_process(units: str) -> None:
     per_conversation = quality.conversation_table(result)  # R@10 over categories 1-4, by conversation
     assert "| tiny | 2 | 100.0 | 100.0 | - | - | 100.0 |" in per_conversation
     assert "| **mean of 1** | 2 | **100.0** |" in per_conversation
+
+
+def test_long_queries_borrow_a_turn_and_leave_it_out_of_the_ranking() -> None:
+    turns = quality.conversation_turns(SAMPLE)
+    position = {t["dia_id"]: i for i, t in enumerate(turns)}
+    question = "Where does Comet like to go?"
+    assert quality.long_query(question, {"D2:1"}, turns, position, "prev") == (
+        "Lovely! I started pottery classes. " + question, "D1:2")  # fmt: skip
+    assert quality.long_query(question, {"D1:1"}, turns, position, "prev")[1] == "D1:2"  # the first turn: the next one
+    assert quality.long_query(question, {"D1:1"}, turns, position, "far")[1] == "D2:1"  # half the conversation away
+    other = [{"dia_id": "D1:1", "text": "Der Zug fährt um acht."}]
+    assert quality.long_query(question, {"D2:1"}, turns, position, "other", other) == ("Der Zug fährt um acht. " + question, "")
+    # The borrowed turn never counts as a result; the scores stay in [0, 1] for both engines.
+    for long in ("prev", "far"):
+        result = quality.run_all([SAMPLE], "turns", "none", "inprocess", 20, None, long=long)
+        assert all(0.0 <= v <= 1.0 for s in result.by_category.values() for v in s.recall[10])
+        plain = quality.plain_bm25([SAMPLE], "turns", 20, long)
+        assert plain.by_category[4].recall[10] == [1.0]
