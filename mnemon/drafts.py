@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import re
+from array import array
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, overload
 
 from mnemon.errors import InputError, MnemonError
 from mnemon.lifecycle import format_timestamp, parse_timestamp
@@ -66,10 +68,73 @@ class DraftEdge(NamedTuple):
     reason: str = ""
 
 
+class DraftEdges(Sequence[DraftEdge]):
+    """A draft's explicit edges column by column, read back as :class:`DraftEdge` tuples.
+
+    A dense draft has dozens of edges per insight (16M at 1M insights): as tuples they took
+    about 160 bytes each, in these arrays about 21.
+    """
+
+    __slots__ = ("_source", "_target", "_type", "_weight", "_reason", "_reasons", "_reason_ids")
+
+    def __init__(self) -> None:
+        self._source = array("l")
+        self._target = array("l")
+        self._type = array("b")
+        self._weight = array("d")
+        self._reason = array("l")
+        self._reasons: list[str] = [""]
+        self._reason_ids: dict[str, int] = {"": 0}
+
+    def append(self, edge: DraftEdge) -> None:
+        self._source.append(edge.source_index)
+        self._target.append(edge.target_index)
+        self._type.append(_EDGE_TYPE_CODE[edge.edge_type])
+        self._weight.append(edge.weight)
+        rid = self._reason_ids.get(edge.reason)
+        if rid is None:
+            rid = self._reason_ids[edge.reason] = len(self._reasons)
+            self._reasons.append(edge.reason)
+        self._reason.append(rid)
+
+    def __len__(self) -> int:
+        return len(self._source)
+
+    def _edge(self, k: int) -> DraftEdge:
+        return DraftEdge(
+            self._source[k], self._target[k], EDGE_TYPES[self._type[k]], self._weight[k], self._reasons[self._reason[k]]
+        )
+
+    @overload
+    def __getitem__(self, k: int) -> DraftEdge: ...
+    @overload
+    def __getitem__(self, k: slice) -> list[DraftEdge]: ...
+    def __getitem__(self, k: int | slice) -> DraftEdge | list[DraftEdge]:
+        if isinstance(k, slice):
+            return [self._edge(i) for i in range(*k.indices(len(self)))]
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError("draft edge index out of range")
+        return self._edge(k)
+
+    def __iter__(self) -> Iterator[DraftEdge]:
+        reasons = self._reasons
+        for s, t, kind, w, r in zip(self._source, self._target, self._type, self._weight, self._reason):
+            yield DraftEdge(s, t, EDGE_TYPES[kind], w, reasons[r])
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 @dataclass(frozen=True, slots=True)
 class Draft:
     insights: list[DraftInsight]
-    edges: list[DraftEdge]
+    edges: Sequence[DraftEdge]
 
 
 def _invalid(message: str) -> InputError:
@@ -77,8 +142,164 @@ def _invalid(message: str) -> InputError:
 
 
 def load_draft(path: str, stdin_text: str | None = None) -> Draft:
-    """Read a draft from ``path`` (or ``stdin_text`` when ``path`` is ``-``) and validate it."""
-    return parse_draft(stdin_text if path == "-" and stdin_text is not None else read_draft_text(path))
+    """Read a draft from ``path`` (or ``stdin_text`` when ``path`` is ``-``) and validate it.
+
+    A file is read as a stream (:func:`_stream_draft`) when it is a well-formed, valid draft in
+    the usual key order; anything else is parsed whole by :func:`parse_draft`, which then
+    reports the error exactly as it always did.
+    """
+    if path == "-" and stdin_text is not None:
+        return parse_draft(stdin_text)
+    draft = _stream_draft(path)
+    return draft if draft is not None else parse_draft(read_draft_text(path))
+
+
+_STREAM_BLOCK = 1 << 20  # characters read at a time
+_WHITESPACE = " \t\n\r"  # what the json module skips between tokens
+
+
+class _Fallback(Exception):
+    """The streamed draft is not the plain case: parse it whole (which phrases any error)."""
+
+
+class _Stream:
+    """JSON values read one by one from a text file through a buffer of about one block."""
+
+    def __init__(self, fh: Any) -> None:
+        self.fh = fh
+        self.buf = ""
+        self.pos = 0
+        self.eof = False
+        self.decode = json.JSONDecoder(parse_constant=_reject_constant).raw_decode
+
+    def _fill(self, grow: bool = False) -> bool:
+        """Read the next block; ``grow``: at least as much as the buffer holds (a value longer
+        than a block is then read in O(its length), not O(length squared))."""
+        if self.eof:
+            return False
+        more = self.fh.read(max(_STREAM_BLOCK, len(self.buf) - self.pos) if grow else _STREAM_BLOCK)
+        if not more:
+            self.eof = True
+            return False
+        self.buf = self.buf[self.pos :] + more
+        self.pos = 0
+        return True
+
+    def peek(self) -> str:
+        """The next character that is not whitespace ('' at the end of the file)."""
+        while True:
+            buf, pos = self.buf, self.pos
+            while pos < len(buf) and buf[pos] in _WHITESPACE:
+                pos += 1
+            self.pos = pos
+            if pos < len(buf):
+                return buf[pos]
+            if not self._fill():
+                return ""
+
+    def expect(self, char: str) -> None:
+        if self.peek() != char:
+            raise _Fallback
+        self.pos += 1
+
+    def value(self) -> Any:
+        """The next JSON value; one that ends at the buffer's end is read again with more text
+        (a number could go on), as is one the buffer cuts."""
+        self.peek()
+        while True:
+            try:
+                value, end = self.decode(self.buf, self.pos)
+            except ValueError:
+                if self._fill(grow=True):
+                    continue
+                raise _Fallback from None
+            if end == len(self.buf) and self._fill(grow=True):
+                continue
+            self.pos = end
+            return value
+
+    def array(self) -> Iterator[Any]:
+        """The elements of the JSON array that comes next, one at a time."""
+        self.expect("[")
+        if self.peek() == "]":
+            self.pos += 1
+            return
+        decode = self.decode
+        while True:
+            # The usual case first: a compact element followed by a comma, well inside the buffer.
+            buf, pos = self.buf, self.pos
+            try:
+                value, end = decode(buf, pos)
+            except ValueError:
+                end = len(buf)
+            if end < len(buf) - 1 and buf[end] == ",":
+                self.pos = end + 1
+                yield value
+                continue
+            yield self.value()
+            nxt = self.peek()
+            self.pos += 1
+            if nxt == "]":
+                return
+            if nxt != ",":
+                raise _Fallback
+
+
+def _stream_draft(path: str) -> Draft | None:
+    """The draft at ``path`` read as a stream, validated item by item as it arrives, so neither
+    the file's text nor its parsed objects are ever held whole; None for anything but a valid
+    draft whose ``schema_version`` and ``source`` come before ``insights``, and ``insights``
+    before ``edges``, each key once (what ``export`` and the generators write)."""
+    try:
+        with open(path, encoding="utf-8", newline="") as fh:
+            return _walk(_Stream(fh))
+    except (_Fallback, InputError, OSError, ValueError, RecursionError):
+        return None  # UnicodeDecodeError is a ValueError
+
+
+def _walk(stream: _Stream) -> Draft:
+    stream.expect("{")
+    seen: dict[str, Any] = {}
+    insights: list[DraftInsight] | None = None
+    edges = DraftEdges()
+    if stream.peek() == "}":
+        raise _Fallback
+    while True:
+        if stream.peek() != '"':
+            raise _Fallback
+        key = stream.value()
+        stream.expect(":")
+        if key in seen:
+            raise _Fallback  # the last one wins in a whole parse
+        if key == "insights":
+            if seen.get("schema_version") != DRAFT_SCHEMA_VERSION or stream.peek() != "[":
+                raise _Fallback
+            source = seen.get("source")
+            if source is not None and not isinstance(source, str):
+                raise _Fallback
+            default_source = _clean_text(source, "source") if source else IMPORT_SOURCE
+            insights = [_insight(i, item, default_source) for i, item in enumerate(stream.array())]
+            seen[key] = None
+        elif key == "edges":
+            if insights is None or stream.peek() != "[":
+                raise _Fallback
+            n, reasons = len(insights), dict[str, str]()
+            for i, item in enumerate(stream.array()):
+                edges.append(_plain_edge(item, n, reasons) or _edge(i, item, n))
+            seen[key] = None
+        else:
+            if key == "source" and insights is not None:
+                raise _Fallback  # the insights took their default source already
+            seen[key] = stream.value()
+        nxt = stream.peek()
+        stream.pos += 1
+        if nxt == "}":
+            break
+        if nxt != ",":
+            raise _Fallback
+    if stream.peek() != "" or not insights:
+        raise _Fallback
+    return Draft(insights, edges)
 
 
 def read_draft_text(path: str) -> str:
@@ -126,7 +347,9 @@ def parse_draft(text: str) -> Draft:
         raise _invalid("edges must be an array")
     n = len(insights)
     reasons: dict[str, str] = {}
-    edges = [_plain_edge(item, n, reasons) or _edge(i, item, n) for i, item in enumerate(raw_edges)]
+    edges = DraftEdges()
+    for i, item in enumerate(raw_edges):
+        edges.append(_plain_edge(item, n, reasons) or _edge(i, item, n))
     return Draft(insights, edges)
 
 
@@ -250,6 +473,7 @@ _EDGE_TYPE_SET = frozenset(EDGE_TYPES)
 # edge types and a few reasons over millions of edges, so its edges keep one object per distinct
 # value instead (about 20 MB fewer for the 164k edges of a 10k-insight draft).
 _EDGE_TYPE_OF = {t: t for t in EDGE_TYPES}
+_EDGE_TYPE_CODE = {t: k for k, t in enumerate(EDGE_TYPES)}
 _REASONS_KEPT = 4096
 
 
