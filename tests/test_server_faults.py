@@ -200,21 +200,57 @@ def test_server_stop_during_a_long_import_lets_it_complete(tmp_path: Path) -> No
     server = int(_start(runtime)["pid"])  # type: ignore[call-overload]
     try:
         assert _mnemon(runtime, "require", ["--data-dir", str(data), "status"]).returncode == 0
+        # stdout to a file: the import prints 1.5 MB, which would fill a pipe nobody reads during the
+        # stop and block the import (and so the stop) until the wait ran out
+        out_file = open(tmp_path / "import.out", "w+b")  # noqa: SIM115 (closed below)
         proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "import", str(draft)],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(runtime, "require"))
+                                stdout=out_file, stderr=subprocess.PIPE, env=_env(runtime, "require"))
         worker = _busy_worker(server)
         time.sleep(0.3)
         assert proc.poll() is None, "the import ended before the stop: make it longer"
-        stop = _mnemon(runtime, "off", ["server", "stop"])
+        # --wait: long enough for the import on a loaded machine (under the 120 s run cap)
+        stop = _mnemon(runtime, "off", ["server", "stop", "--wait", "100"])
         assert proc.poll() is None or proc.returncode == 0
-        out, err = proc.communicate(timeout=300)
+        _, err = proc.communicate(timeout=300)
         # It was acknowledged before the stop, so it completes (the stop waits for it) and says so.
         assert proc.returncode == 0 and err == b"", err
-        assert json.loads(out)["imported"] == items
+        out_file.seek(0)
+        assert json.loads(out_file.read())["imported"] == items
+        out_file.close()
         assert _stored_count(data) == items
         assert json.loads(stop.stdout)["stopped"] is True
         assert _wait(lambda: not _alive(server) and not _alive(worker), 60)
         assert _server_pid(runtime) is None
+        _doctor_clean(runtime, data)
+    finally:
+        stop_servers(runtime)
+
+
+def test_server_stop_that_outwaits_its_wait_says_stopping_not_stopped(tmp_path: Path) -> None:
+    """A stop whose --wait runs out while a long import still runs in the server says so truthfully
+    ("stopping", not "stopped"); the import completes and the server then exits on its own."""
+    runtime, data = _runtime(tmp_path), tmp_path / "data"
+    items = 8000
+    draft = _long_import(tmp_path, items)
+    server = int(_start(runtime)["pid"])  # type: ignore[call-overload]
+    try:
+        assert _mnemon(runtime, "require", ["--data-dir", str(data), "status"]).returncode == 0
+        out_file = open(tmp_path / "import.out", "w+b")  # noqa: SIM115 (closed below); a file, not a pipe: see above
+        proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "import", str(draft)],
+                                stdout=out_file, stderr=subprocess.PIPE, env=_env(runtime, "require"))
+        _busy_worker(server)
+        time.sleep(0.3)
+        assert proc.poll() is None, "the import ended before the stop: make it longer"
+        stop = _mnemon(runtime, "off", ["server", "stop", "--wait", "0.1"])
+        assert stop.returncode == 0, stop.stderr
+        assert json.loads(stop.stdout) == {"stopped": False, "stopping": True, "pid": server}
+        assert b"no longer takes commands" in stop.stderr
+        _, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0 and err == b"", err
+        out_file.seek(0)
+        assert json.loads(out_file.read())["imported"] == items
+        out_file.close()
+        assert _wait(lambda: not _alive(server), 60)
         _doctor_clean(runtime, data)
     finally:
         stop_servers(runtime)

@@ -3,12 +3,14 @@
 These always run in-process (the client never forwards them). Each prints one JSON object:
 ``{"running", "pid", "socket", "fingerprint", "current", "started_at", "idle_exit_seconds"}``
 (``current`` says whether the server runs this installation's files; a stale one is not used).
-``start`` waits until the server listens; ``stop`` waits until it has exited.
+``start`` waits until the server listens; ``stop`` waits until it has exited (``--wait`` seconds at most: a server still finishing a long
+command is reported as ``{"stopped": false, "stopping": true, "pid"}``).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 import time
 
 import typer
@@ -58,12 +60,23 @@ def start() -> None:
 
 
 @server_app.command("stop")
-def stop() -> None:
+def stop(
+    wait: float = typer.Option(30.0, "--wait", min=0.0, help="Seconds to wait for running commands to finish."),
+) -> None:
     """Stop this installation's server (running commands finish first)."""
     from mnemon.server import control
 
-    stopped = control.stop(config.process_environment())
-    render.emit_json({"stopped": stopped is not None, **({"pid": stopped.pid} if stopped else {})})
+    result = control.stop(config.process_environment(), timeout=wait)
+    if result is None:
+        render.emit_json({"stopped": False})
+    elif result.gone:
+        render.emit_json({"stopped": True, "pid": result.server.pid})
+    else:
+        # Said as it is: the server no longer takes commands, but a long one (an import, say) is
+        # still running in it and it exits when that ends; "stopped": true would be untrue here.
+        render.emit_json({"stopped": False, "stopping": True, "pid": result.server.pid})
+        print(f"mnemon server {result.server.pid} no longer takes commands and exits when its running "
+              f"commands end (still running after {wait:g} s)", file=sys.stderr)
 
 
 @server_app.command("status")

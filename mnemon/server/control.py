@@ -14,6 +14,8 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
+from pathlib import Path
 
 from mnemon.server import paths
 
@@ -120,9 +122,18 @@ def wait_current(environ: dict[bytes, bytes], fingerprint: str, timeout: float) 
     return None
 
 
-def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> ServerInfo | None:
+@dataclass(frozen=True)
+class Stop:
+    """What ``stop`` saw: the server it asked to exit, and whether it was gone before the wait ran out
+    (a server finishing a long command, such as a large import, exits later on its own)."""
+
+    server: ServerInfo
+    gone: bool
+
+
+def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> Stop | None:
     """Ask the live server to exit (SIGTERM: it stops listening, lets running commands finish)
-    and wait until it has released its lock and is gone; return what was stopped, None when none ran."""
+    and wait up to ``timeout`` seconds until it has released its lock and is gone; None when none ran."""
     found = info(environ)
     if found is None and held(environ):
         # a server still preloading (just started in the background by a first call) holds the lock
@@ -133,14 +144,27 @@ def stop(environ: dict[bytes, bytes], timeout: float = 30.0) -> ServerInfo | Non
     try:
         os.kill(found.pid, signal.SIGTERM)
     except ProcessLookupError:
-        return found
+        return Stop(found, gone=True)
     deadline = time.monotonic() + timeout
-    while (held(environ) or _exists(found.pid)) and time.monotonic() < deadline:
+    while held(environ) or _exists(found.pid):
+        if time.monotonic() >= deadline:
+            return Stop(found, gone=False)
         time.sleep(0.02)
-    return found
+    return Stop(found, gone=True)
 
 
 def _exists(pid: int) -> bool:
+    """Whether the process still runs. A zombie does not: it has exited and released its lock, and
+    only waits for a parent to reap it, which an init that reaps lazily (as in some containers and
+    micro-VMs) may not do for a long time; counting it as alive made ``stop`` wait its whole timeout."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        stat = ""
+    if stat:
+        return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
