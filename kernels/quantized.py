@@ -166,7 +166,7 @@ def exact_scorer(
 
     def numba_rows(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
         picked = _check_rows(np.ascontiguousarray(rows, dtype=np.int64), n)
-        return _cosine_rows(vectors, norms, query, query_norm, picked)  # type: ignore[no-any-return]
+        return _cosine_rows(vectors, norms, query, query_norm, picked)
 
     def numpy_rows(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
         picked = _check_rows(np.ascontiguousarray(rows, dtype=np.int64), n)

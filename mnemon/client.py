@@ -183,7 +183,7 @@ def _stdio() -> list[tuple[str, str]] | None:
     streams = (sys.stdin, sys.stdout, sys.stderr)
     if any(s is None for s in streams):
         return None  # a closed descriptor: only the in-process run behaves as before
-    return [(s.encoding, s.errors or "strict") for s in streams]  # type: ignore[union-attr]
+    return [(s.encoding, s.errors or "strict") for s in streams]
 
 
 def run(argv: list[str]) -> int:

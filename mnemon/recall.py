@@ -273,7 +273,7 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
         def before_read(rows: np.ndarray) -> None:
             bounds.refine(similarity, rows)
 
-        return kernels.beam_search_numpy(  # type: ignore[no-any-return]
+        return kernels.beam_search_numpy(
             a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
             params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
             tie, a.scope, edges, None, before_read,

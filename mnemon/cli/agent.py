@@ -11,13 +11,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from mnemon.cli import render
 from mnemon.cli.state import open_engine
 from mnemon.errors import InputError
+
+if TYPE_CHECKING:
+    from mnemon.setup.targets import Target
 
 Runner = Callable[..., int]  # mnemon.cli.run: (argv, *, stdin, stdout, stderr, options) -> exit status
 
@@ -93,7 +96,7 @@ def _version() -> str:
     return __version__
 
 
-def _pick(detected: list, eject: bool):  # type: ignore[no-untyped-def]
+def _pick(detected: list[Target], eject: bool) -> Target:
     """The Go program's menu: one host among the detected ones."""
     for n, t in enumerate(detected, 1):
         typer.echo(f"  {n}. {t.display} ({t.name})")
@@ -103,7 +106,7 @@ def _pick(detected: list, eject: bool):  # type: ignore[no-untyped-def]
     return detected[choice - 1]
 
 
-def _ask_scope(target) -> bool:  # type: ignore[no-untyped-def]
+def _ask_scope(target: Target) -> bool:
     """Install scope; Global by default for OpenClaw and Nanobot, as the Go program asks."""
     default = "global" if target.default_global else "local"
     answer = typer.prompt("Install scope (local/global)", default=default).strip().lower()

@@ -281,4 +281,4 @@ def _has_sides(embedder: Embedder) -> bool:
 
 def _side(embedder: Embedder, query: bool) -> Callable[[str], NDArray[np.float64]]:
     """The embed call for a query or for a memory."""
-    return embedder.embed_query if query and _has_sides(embedder) else embedder.embed  # type: ignore[attr-defined,no-any-return]
+    return embedder.embed_query if query and _has_sides(embedder) else embedder.embed  # type: ignore[attr-defined]

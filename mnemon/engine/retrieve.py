@@ -273,7 +273,7 @@ class RetrievePipeline:
         post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
         assert post.tf is not None  # plain=False: the postings carry their term frequencies
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
-        return score(  # type: ignore[no-any-return]
+        return score(
             post.ptr, post.rows, post.tf, doc_len, np.array(local, dtype=np.int32),
             n_docs, avgdl, BM25_K1, BM25_B, scope,
         )  # fmt: skip

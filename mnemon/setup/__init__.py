@@ -191,7 +191,7 @@ def install(placement: Placement, options: Options) -> Report:
     """Install for one target; re-running replaces our own entries only (idempotent)."""
     target = placement.target
     if target.module:
-        return _host_module(target).install(placement, options)  # type: ignore[no-any-return]
+        return _host_module(target).install(placement, options)
     report = Report.start(placement)
     hooks = [h for h in options.hooks if h in target.events] if placement.installs_hooks else []
     previous = read_manifest(placement.hook_dir) or {}
@@ -262,7 +262,7 @@ def eject(placement: Placement, options: Options) -> Report:
     """Remove our skill, hook scripts and config entries for one target, and nothing else."""
     target = placement.target
     if target.module:
-        return _host_module(target).eject(placement, options)  # type: ignore[no-any-return]
+        return _host_module(target).eject(placement, options)
     report = Report.start(placement)
     manifest = read_manifest(placement.hook_dir)
     if target.has_hooks and target.registration and placement.settings_path.exists():
