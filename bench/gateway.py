@@ -3,7 +3,10 @@
 1. MCP ``recall`` and ``remember`` as one ``tools/call`` POST each over a keep-alive connection (what
    any Streamable HTTP client sends in stateless mode), and the same calls through the official SDK
    client session (its own overhead included): p50 / p90 in ms.
-2. ``recall`` requests per second with 8 clients at once (threads, a connection each).
+2. ``recall`` requests per second with 8 clients at once (threads, a connection each): the gateway
+   with its command workers (``--workers``, default 2) against one with ``--workers 0`` (commands one at
+   a time in the gateway's process, as before issue 25's concurrency work) on the same store, rounds
+   alternating A B A B, medians and the median per-round ratio.
 3. The remote CLI as a hook runs it: ``mnemon recall`` on a remote store through the warm server,
    paired against ``mnemon recall`` on the gateway's store itself through the warm server (A B A B,
    medians and the median per-pair ratio).
@@ -11,7 +14,7 @@
 The gateway runs as its own process (``mnemon mcp serve --http --rate-limit 0``) with no embedder
 (a closed port). Prints Markdown and the load average.
 
-    python bench/gateway.py [--size 1000] [--calls 200] [--runs 15] [--dir /tmp/mnemon-gateway-bench]
+    python bench/gateway.py [--size 1000] [--calls 200] [--runs 15] [--rounds 7] [--workers 2] [--dir DIR]
 
 Targets (issue 25): MCP recall p50 <= 30 ms, remember p50 <= 40 ms at 1k.
 """
@@ -108,6 +111,42 @@ class Direct:
         return elapsed
 
 
+def start_gateway(data: Path, env: dict[str, str], log: Any, *flags: str) -> tuple[subprocess.Popen[bytes], int]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "mcp", "serve", "--http",
+                             "--port", str(port), "--rate-limit", "0", *flags], stdout=log, stderr=log,
+                            env={**env, "MNEMON_SERVER": "off"}, cwd=REPO)
+    for _ in range(1200):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    return proc, port
+
+
+def stop_gateway(proc: subprocess.Popen[bytes]) -> None:
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+
+
+def eight_clients(port: int, token: str, per: int) -> tuple[float, list[float]]:
+    """``recall`` from 8 clients at once, ``per`` calls each: (requests per second, per-call ms)."""
+    done: list[float] = []
+
+    def worker() -> None:
+        c = Client(port, token)
+        done.extend(c.call("recall", {"query": QUERIES[i % len(QUERIES)]}) for i in range(per))
+
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    t0 = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return len(done) / (time.perf_counter() - t0), done
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -138,6 +177,8 @@ def main() -> int:
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--calls", type=int, default=200, help="timed calls per tool")
     parser.add_argument("--runs", type=int, default=15, help="timed pairs of the remote CLI")
+    parser.add_argument("--rounds", type=int, default=7, help="paired rounds of the 8-client recall load")
+    parser.add_argument("--workers", type=int, default=2, help="the gateway's --workers")
     parser.add_argument("--dir", default=str(Path(tempfile.gettempdir()) / "mnemon-gateway-bench"))
     opts = parser.parse_args()
     root = Path(opts.dir)
@@ -148,33 +189,30 @@ def main() -> int:
     data = build(root, opts.size, env)
     token = json.loads(run(env, "--data-dir", str(data), "mcp", "token", "create", f"bench{time.time_ns()}",
                            "--store", "default").stdout)["token"]
-    port = free_port()
     log = open(root / "gateway.log", "ab")  # noqa: SIM115
-    gateway = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "mcp", "serve", "--http",
-                                "--port", str(port), "--rate-limit", "0"], stdout=log, stderr=log,
-                               env={**env, "MNEMON_SERVER": "off"}, cwd=REPO)
+    gateway, port = start_gateway(data, env, log, "--workers", str(opts.workers))
     client_dir = root / f"client-{port}"
+    serial = None
     try:
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.05)
         print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; python "
               f"{sys.version.split()[0]}; store of {opts.size} insights; {opts.calls} calls per tool\n")
-        client = Client(port, token)
+        serial, serial_port = start_gateway(data, env, log, "--workers", "0")
+        client, one = Client(port, token), Client(serial_port, token)
         for q in QUERIES:  # warm-up: the engine's imports and the hot index
             client.call("recall", {"query": q})
+            one.call("recall", {"query": q})
         # Each gateway call paired with the same command run in this process (cli.run, kernels loaded: the floor
         # under any transport), alternately, so the ratio holds while the shared machine's speed drifts.
         direct = Direct(data)
         recall, recall_direct, remember, remember_direct = [], [], [], []
+        recall_one, remember_one = [], []  # the same through the --workers 0 gateway (no worker hop)
         for i in range(opts.calls):
             recall.append(client.call("recall", {"query": QUERIES[i % len(QUERIES)]}))
+            recall_one.append(one.call("recall", {"query": QUERIES[i % len(QUERIES)]}))
             recall_direct.append(direct.call("recall", {"query": QUERIES[i % len(QUERIES)]}))
         for i in range(opts.calls // 2):
             remember.append(client.call("remember", {"content": f"Gateway benchmark note {time.time_ns()} {i}"}))
+            remember_one.append(one.call("remember", {"content": f"Serial gateway note {time.time_ns()} {i}"}))
             remember_direct.append(direct.call("remember", {"content": f"In-process note {time.time_ns()} {i}"}))
         import anyio
 
@@ -183,6 +221,8 @@ def main() -> int:
         print("|---|---|---:|---:|---:|---:|---:|")
         rows = [("one JSON POST per call", "recall", recall, 30, fmt_ratio(recall, recall_direct)),
                 ("one JSON POST per call", "remember", remember, 40, fmt_ratio(remember, remember_direct)),
+                ("the same, --workers 0", "recall", recall_one, 30, fmt_ratio(recall_one, recall_direct)),
+                ("the same, --workers 0", "remember", remember_one, 40, fmt_ratio(remember_one, remember_direct)),
                 ("MCP SDK ClientSession", "recall", sdk["recall"], 30, ""),
                 ("MCP SDK ClientSession", "remember", sdk["remember"], 40, ""),
                 ("in-process, no transport", "recall", recall_direct, 30, ""),
@@ -190,22 +230,26 @@ def main() -> int:
         for who, tool, values, target, ratio in rows:
             print(f"| {who} | {tool} | {len(values)} | {statistics.median(values):.1f} | {pct(values, 0.9):.1f} | "
                   f"{target} | {ratio} |")
-        # 8 clients at once
-        per, done = max(10, opts.calls // 4), []
-
-        def worker() -> None:
-            c = Client(port, token)
-            done.extend(c.call("recall", {"query": QUERIES[i % len(QUERIES)]}) for i in range(per))
-
-        threads = [threading.Thread(target=worker) for _ in range(8)]
-        t0 = time.perf_counter()
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-        wall = time.perf_counter() - t0
-        print(f"\nrecall with 8 clients: {len(done)} calls in {wall:.2f} s = {len(done) / wall:.1f} requests/s "
-              f"(p50 {statistics.median(done):.1f} ms, p90 {pct(done, 0.9):.1f} ms per call)\n")
+        # 8 clients at once: the command workers against commands one at a time, rounds alternating
+        per = max(10, opts.calls // 4)
+        for p in (port, serial_port):  # warm-up round each
+            eight_clients(p, token, 5)
+        rates: dict[str, list[float]] = {"workers": [], "serial": []}
+        calls: dict[str, list[float]] = {"workers": [], "serial": []}
+        for _ in range(opts.rounds):
+            for name, p in (("workers", port), ("serial", serial_port)):
+                rate, done = eight_clients(p, token, per)
+                rates[name].append(rate)
+                calls[name].extend(done)
+        print(f"\n| recall, 8 clients x {per} calls, {opts.rounds} rounds A B | requests/s median (min-max) | "
+              "p50 ms | p90 ms | A/B (median of rounds) |")
+        print("|---|---:|---:|---:|---:|")
+        ratio = statistics.median(a / b for a, b in zip(rates["workers"], rates["serial"], strict=True))
+        for name, label in (("workers", f"A: --workers {opts.workers}"), ("serial", "B: --workers 0 (one at a time)")):
+            r, c = rates[name], calls[name]
+            print(f"| {label} | {statistics.median(r):.1f} ({min(r):.1f}-{max(r):.1f}) | {statistics.median(c):.1f} | "
+                  f"{pct(c, 0.9):.1f} | {f'{ratio:.2f}' if name == 'workers' else ''} |")
+        print()
         # the remote CLI through the warm server, paired against the local warm CLI on the gateway's store
         run(env, "--data-dir", str(client_dir), "store", "create", "team", "--remote", f"http://127.0.0.1:{port}/mcp")
         run(env, "server", "start")
@@ -229,8 +273,9 @@ def main() -> int:
     finally:
         subprocess.run([sys.executable, "-m", "mnemon", "server", "stop"], env={**env, "MNEMON_SERVER": "off"},
                        capture_output=True, cwd=REPO)
-        gateway.send_signal(signal.SIGTERM)
-        gateway.wait(timeout=30)
+        stop_gateway(gateway)
+        if serial is not None:
+            stop_gateway(serial)
         log.close()
         shutil.rmtree(runtime, ignore_errors=True)
         shutil.rmtree(client_dir, ignore_errors=True)

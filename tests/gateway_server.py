@@ -101,6 +101,21 @@ class Gateway:
                                   "params": {"name": tool, "arguments": arguments}}, token, path)
         return status, json.loads(body) if body else None
 
+    def family(self) -> set[int]:
+        """The gateway's descendants (its forkserver and command workers), from /proc."""
+        parents: dict[int, int] = {}
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    parents[int(entry.name)] = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+                except (OSError, IndexError, ValueError):
+                    continue
+        found, frontier = set(), {self.proc.pid}
+        while frontier:
+            frontier = {pid for pid, parent in parents.items() if parent in frontier} - found
+            found |= frontier
+        return found
+
     def stop(self) -> None:
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
@@ -115,3 +130,20 @@ class Gateway:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=20)
         self.log_fh.close()
+
+
+def alive(pids: set[int], within: float) -> set[int]:
+    """Those of ``pids`` still running (zombies count as gone) after waiting up to ``within`` seconds."""
+    deadline = time.monotonic() + within
+    while True:
+        left = set()
+        for pid in pids:
+            try:
+                if Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                    left.add(pid)
+            except (OSError, IndexError):
+                continue
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.1)
+

@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the gateway tests need mnemon[gateway] (the MCP SDK)")
 
-from tests.gateway_server import HEADERS, Gateway, create_token, mnemon  # noqa: E402
+from tests.gateway_server import HEADERS, Gateway, alive, create_token, mnemon  # noqa: E402
 
 CLIENTS = 8
 PER_CLIENT = int(os.environ.get("MNEMON_TEST_GATEWAY_LOAD", "25"))
@@ -163,7 +163,10 @@ def test_kill_9_mid_load_loses_no_acknowledged_write(tmp_path: Path) -> None:
     deadline = time.monotonic() + 120
     while sum(len(w.acked) for w in writers) < 60 and time.monotonic() < deadline:
         time.sleep(0.05)
+    workers = gateway.family()
+    assert len(workers) >= 3  # the forkserver and the two command workers
     gateway.kill()  # kill -9 while eight clients are mid-request
+    assert alive(workers, within=10) == set(), "no worker outlives a kill -9 of its gateway"
     stop.set()
     for w in writers:
         w.join(timeout=120)
@@ -185,5 +188,7 @@ def test_kill_9_mid_load_loses_no_acknowledged_write(tmp_path: Path) -> None:
     try:
         up = mnemon(client, "--store", "team", "remember", "after the restart", env={"MNEMON_TOKEN": token})
         assert json.loads(up.stdout)["action"] == "added"
+        workers = gateway.family()
     finally:
         gateway.stop()
+    assert alive(workers, within=10) == set(), "a stopped gateway ends its workers"

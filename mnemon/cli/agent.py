@@ -169,6 +169,8 @@ def _mcp_app(run: Runner) -> typer.Typer:
         header_timeout: float = typer.Option(10.0, "--header-timeout", help="seconds to send a request's head"),
         body_timeout: float = typer.Option(60.0, "--body-timeout", help="seconds to send a request's body (408)"),
         call_timeout: float = typer.Option(540.0, "--call-timeout", help="seconds a tool call may take"),
+        workers: int = typer.Option(2, "--workers", help="command worker processes (0: one command at a time, "
+                                    "in the gateway's process)"),
     ) -> None:
         """Serve the memory tools to an MCP host: over stdin/stdout, or over HTTP with --http (bearer tokens)."""
         if not http:
@@ -180,7 +182,7 @@ def _mcp_app(run: Runner) -> typer.Typer:
 
         serve_http(ctx.obj, run, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, behind_proxy=behind_proxy,
                    allow_origin=allow_origin, max_body=max_body, rate=rate, burst=burst,
-                   timeouts=(header_timeout, body_timeout, call_timeout))
+                   timeouts=(header_timeout, body_timeout, call_timeout), workers=workers)
 
     from mnemon.cli.gateway import token_app
 

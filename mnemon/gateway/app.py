@@ -16,25 +16,22 @@ the SDK, one guard per request, in this order:
 6. A ``tools/call`` that writes (``access.call_writes``) with a read-only token is 403.
 
 Only then does the SDK parse the JSON-RPC (malformed input: its JSON-RPC error, 400) and call a
-tool. A tool runs the very command the shell runs (``mnemon.mcp.run_tool``, or the ``cli`` tool of
-the remote CLI) against the token's store, with ``--readonly`` for a read-only token, in a worker
-thread under one lock: ``cli.run`` binds the process's ``sys.std*`` for the command's duration, so
-one gateway process runs one command at a time (SQLite serialises writers anyway; for more
-throughput run more gateway processes on a PostgreSQL store). Refused requests run nothing, so they
-store nothing. The log names the token's name, never the token.
+tool. A tool runs the very command the shell runs (``commands.execute``: ``mnemon.mcp.run_tool``, or
+the ``cli`` tool of the remote CLI) against the token's store, with ``--readonly`` for a read-only
+token, in one of ``--workers`` command worker processes (``workers.Pool``: several calls at once, as
+several CLI processes would run them; ``--workers 0`` runs them one at a time in this process).
+Refused requests run nothing, so they store nothing. The log names the token's name, never the token.
 """
 
 from __future__ import annotations
 
 import json
-import shutil
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -48,34 +45,20 @@ from starlette.routing import Route
 
 from mnemon import __version__
 from mnemon import mcp as tools
-from mnemon.gateway import access, limits
+from mnemon.gateway import access, commands, limits
 from mnemon.gateway.tokens import Token, TokenTable
 
 if TYPE_CHECKING:
     from mnemon.cli.state import GlobalOptions
+    from mnemon.gateway import workers
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
-Outcome = tuple[str, bool, "dict[str, Any] | None"]  # a tool call's (text, is_error, structured content)
+Outcome = commands.Outcome
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 TOKEN_SCOPE_KEY = "mnemon.token"
-
-CLI_TOOL: dict[str, Any] = {
-    "description": "Run one mnemon memory command line on this store (the remote CLI's transport): argv without "
-    "the program name or global flags; stdin is what the command reads for '-'. Returns its stdout as text and "
-    "exit_code, stdout and stderr as structured content.",
-    "inputSchema": {
-        "type": "object", "additionalProperties": False, "required": ["argv"],
-        "properties": {
-            "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
-            "stdin": {"type": "string"},
-            "readonly": {"type": "boolean", "description": "run as with --readonly"},
-        },
-    },
-}
-
 
 @dataclass
 class GatewayConfig:
@@ -91,6 +74,7 @@ class GatewayConfig:
     header_timeout: float = 10.0  # seconds from connecting (or a request's first byte) to its complete head
     body_timeout: float = 60.0  # seconds to receive the whole body once the head is in (408 after)
     call_timeout: float = 540.0  # seconds a tool call may take, waiting included (under the client's 600)
+    workers: int = 2  # command worker processes (0: commands run one at a time in the gateway's process)
 
     @property
     def loopback(self) -> bool:
@@ -125,8 +109,10 @@ def _log(message: str) -> None:
 class Gateway:
     """The ASGI application: guard, then the SDK's stateless Streamable HTTP transport."""
 
-    def __init__(self, options: GlobalOptions, run: tools.Runner, config: GatewayConfig) -> None:
+    def __init__(self, options: GlobalOptions, run: tools.Runner, config: GatewayConfig,
+                 pool: workers.Pool | None = None) -> None:
         self.options = options
+        self.pool = pool
         self.run = run
         self.config = config
         self.data_dir: Path = options.settings().data_dir
@@ -159,8 +145,12 @@ class Gateway:
 
     @asynccontextmanager
     async def _lifespan(self, _app: Starlette) -> AsyncIterator[None]:
-        async with self.manager.run():
-            yield
+        try:
+            async with self.manager.run():
+                yield
+        finally:  # here, not after uvicorn returns: it re-raises SIGTERM once the server has stopped
+            if self.pool is not None:
+                await anyio.to_thread.run_sync(self.pool.shutdown)
 
     # -- the guard -------------------------------------------------------------------------------
 
@@ -219,7 +209,7 @@ class Gateway:
     # -- the tools -------------------------------------------------------------------------------
 
     def tool_table(self) -> dict[str, dict[str, Any]]:
-        return {**tools.TOOLS, "cli": CLI_TOOL}
+        return {**tools.TOOLS, "cli": commands.CLI_TOOL}
 
     async def _list_tools(self, _ctx: Any, _params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[
@@ -233,59 +223,26 @@ class Gateway:
         if name not in self.tool_table():
             return _result(f"Error: unknown tool: {name}", True)
         started = time.perf_counter()
-        call = _Call()
-        with anyio.move_on_after(self.config.call_timeout):
-            call.result = await anyio.to_thread.run_sync(self._run_locked, call, token, name, args,
-                                                         abandon_on_cancel=True)
-        text, is_error, structured = call.result or self._overran(call, name)
+        caller = commands.Caller(token.name, token.store, token.read_only)
+        if self.pool is not None:
+            outcome = await self.pool.call(self.config.call_timeout, str(self.data_dir), caller, name, args)
+        else:
+            call = _Call()
+            with anyio.move_on_after(self.config.call_timeout):
+                call.result = await anyio.to_thread.run_sync(self._run_locked, call, caller, name, args,
+                                                             abandon_on_cancel=True)
+            outcome = call.result or commands.overran(call.abandon(), name, self.config.call_timeout)
+        text, is_error, structured = outcome
         _log(f'token={token.name} store={token.store} tool={name} {"error" if is_error else "ok"} '
              f"{(time.perf_counter() - started) * 1000:.1f}ms")
         return _result(text, is_error, structured)
 
-    def _overran(self, call: _Call, name: str) -> Outcome:
-        """The error of a call that ran over ``call_timeout``: whether its command ran is said exactly."""
-        limit = f"{self.config.call_timeout:g} s"
-        if call.abandon():
-            text = f"Error: the gateway is busy: no command slot within {limit} (the {name} call did not run)"
-        else:
-            text = (f"Error: the {name} call ran over {limit}; it is still running on the gateway and may yet "
-                    "complete (check before repeating a write)")
-        return text, True, ({"exit_code": 1, "stdout": "", "stderr": text + "\n"} if name == "cli" else None)
-
-    def _run_locked(self, call: _Call, token: Token, name: str, args: dict[str, Any]) -> Outcome:
-        from mnemon.store import oplog
-
+    def _run_locked(self, call: _Call, caller: commands.Caller, name: str, args: dict[str, Any]) -> Outcome:
+        """``--workers 0``: one command at a time in this process (``cli.run`` binds its ``sys.std*``)."""
         with self.command_lock:
             if not call.start():  # the client was already told it did not run
                 return "", True, None
-            with oplog.acting_as(token.name):  # the oplog names who wrote: the token's name
-                return self._run_as(token, name, args)
-
-    def _run_as(self, token: Token, name: str, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
-        options = replace(self.options, store=token.store, readonly=self.options.readonly or token.read_only,
-                          environ=None, data_dir=str(self.data_dir))
-        if name != "cli":
-            text, is_error = tools.run_tool(self.run, options, name, args)
-            return text, is_error, None
-        return self._run_cli(options, args)
-
-    def _run_cli(self, options: GlobalOptions, args: dict[str, Any]) -> tuple[str, bool, dict[str, Any] | None]:
-        unknown = sorted(set(args) - set(CLI_TOOL["inputSchema"]["properties"]))
-        stdin, readonly = args.get("stdin", ""), args.get("readonly", False)
-        try:
-            if unknown:
-                raise access.Refused(400, f"unknown argument(s): {', '.join(unknown)}")
-            if not isinstance(stdin, str) or not isinstance(readonly, bool):
-                raise access.Refused(400, 'arguments "stdin" (a string) and "readonly" (a boolean) have the wrong type')
-            argv = access.check_argv(args.get("argv"))
-        except access.Refused as exc:
-            text = f"Error: {exc}"
-            return text, True, {"exit_code": 1, "stdout": "", "stderr": text + "\n"}
-        if readonly:
-            options.readonly = True
-        code, out, err = tools.run_argv(self.run, options, argv, stdin)
-        return out if code == 0 else tools.error_line(err, argv[0]), code != 0, \
-            {"exit_code": code, "stdout": out, "stderr": err}
+            return commands.execute(self.run, self.options, str(self.data_dir), caller, name, args)
 
 
 class _Call:
@@ -377,35 +334,20 @@ def _result(text: str, is_error: bool, structured: dict[str, Any] | None = None)
                                 structured_content=structured)
 
 
-def warm(options: GlobalOptions, run: tools.Runner) -> None:
-    """Load the compiled kernels and run the everyday commands once on a throwaway store, as the warm server
-    does before it listens: otherwise the first calls import and compile, and recall runs the numpy beam
-    (about twice as slow as the compiled one at 1k)."""
-    import kernels
-
-    kernels.warmup()
-    scratch = tempfile.mkdtemp(prefix="mnemon-gateway-warm-")
-    quiet = replace(options, data_dir=scratch, store="default", readonly=False,
-                    environ={"MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"})  # never a real embedder
-    try:
-        for argv in (["remember", "Chose SQLite because the store must stay one file", "--cat", "decision"],
-                     ["remember", "SQLite WAL mode lets readers run during writes"], ["recall", "why SQLite"],
-                     ["search", "SQLite"], ["status"], ["log"], ["export"]):
-            tools.run_argv(run, quiet, argv)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-
-
 def serve(options: GlobalOptions, run: tools.Runner, config: GatewayConfig) -> None:
     """Run the gateway until SIGINT/SIGTERM (uvicorn's handlers)."""
     import uvicorn
 
-    warm(options, run)
-    gateway = Gateway(options, run, config)
+    from mnemon.gateway import deadlines, workers
+
+    pool = None
+    if config.workers > 0:
+        pool = workers.Pool(config.workers, options, run)  # forked and warmed before the gateway has a thread
+    else:
+        commands.warm(options, run)
+    gateway = Gateway(options, run, config, pool)
     _log(f"serving MCP on {'https' if config.tls_cert else 'http'}://{config.host}:{config.port}/mcp "
          f"(store per token; data dir {gateway.data_dir})")
-    from mnemon.gateway import deadlines
-
     server = uvicorn.Server(uvicorn.Config(
         gateway.app, host=config.host, port=config.port, ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key,
         log_level="warning", access_log=False, timeout_keep_alive=30, timeout_graceful_shutdown=5,
