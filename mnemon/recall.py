@@ -29,6 +29,7 @@ from mnemon.records import (
     NEIGHBOUR_EXPANSION_EMBEDDED,
     NEIGHBOUR_EXPANSION_TOKENS,
     NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED,
+    NEIGHBOUR_BRIDGE_SHORTER,
     NEIGHBOUR_LIFT_WEIGHTS_TOKENS,
     RERANK_WEIGHTS_EMBEDDED,
     RERANK_WEIGHTS_TOKENS,
@@ -108,6 +109,10 @@ class RecallArrays:
     # The query embedding model's scale: its anchor floor and the similarity signal's floor
     # (records.similarity_scale); the contract's for every model not calibrated on its own.
     similarity_scale: SimilarityScale = CONTRACT_SIMILARITY
+    # int32 (n,): each row's length in BM25 terms, and their mean in scope (BM25's avgdl): a short
+    # backbone neighbour bridges the lift (records.NEIGHBOUR_BRIDGE_SHORTER). None: no bridging.
+    doc_len: np.ndarray | None = None
+    mean_doc_len: float = 0.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,12 +333,14 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     def graph(rows: np.ndarray) -> np.ndarray:
         return np.where(is_cand[rows], (best[rows] - lo) / graph_div, 0.0)
 
-    # Decision 14: prev/next on the backbone; non-candidates count 0; their neighbours join.
-    neighbours = np.concatenate([a.prev[scored], a.next[scored]])
-    neighbours = neighbours[neighbours >= 0]
+    # Decision 14: prev/next on the backbone; non-candidates count 0; their neighbours join, and the
+    # rows beyond a short neighbour (records.NEIGHBOUR_BRIDGE_SHORTER), which it bridges to.
+    short = _bridge(a)
+    neighbours = _backbone_side(a, scored, short)
     joined = np.unique(neighbours[a.scope[neighbours] & ~is_cand[neighbours]])
     cand = np.concatenate([scored, joined]).astype(np.int64)
     prev_c, next_c = a.prev[cand], a.next[cand]
+    prev2_c, next2_c = _bridged(a.prev, prev_c, short), _bridged(a.next, next_c, short)
     rerank_weights = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
     lift_weights = NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS
     after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
@@ -353,6 +360,9 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
             return out
 
         lift = np.maximum(after * neighbour_score(prev_c), before * neighbour_score(next_c))
+        if short is not None:
+            bridged = np.maximum(after * after * neighbour_score(prev2_c), before * before * neighbour_score(next2_c))
+            lift = np.maximum(lift, bridged)
         final = mix(cand, rerank_weights, similarity) + lift
         final[a.superseded[cand]] *= SUPERSEDED_FACTOR
         return final
@@ -379,8 +389,7 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
             final_hi = final_scores(lambda rows: signal(sims[rows] + slack[rows]))
             kth = np.partition(final_lo, cand.size - limit)[cand.size - limit]
             ranked = cand[final_hi >= kth]
-        side = np.concatenate([a.prev[ranked], a.next[ranked]])
-        bounds.refine(a.similarity, np.concatenate([ranked, side[side >= 0]]))
+        bounds.refine(a.similarity, np.concatenate([ranked, _backbone_side(a, ranked, short)]))
     exact = a.similarity
 
     def similarity(rows: np.ndarray) -> np.ndarray:
@@ -408,6 +417,34 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         ))  # fmt: skip
     hint = "sparse_results" if len(hits) < limit // 2 or not hits else None
     return RecallOutcome(hits, int(anchor_rows.size), traversed, hint)
+
+
+def _bridge(a: RecallArrays) -> Callable[[np.ndarray], np.ndarray] | None:
+    """Whether each of some rows is short enough to bridge the lift (records.NEIGHBOUR_BRIDGE_SHORTER
+    x the mean length in scope); None without lengths. Read at the rows asked only."""
+    if a.doc_len is None or a.mean_doc_len <= 0.0:
+        return None
+    lengths, cut = a.doc_len, NEIGHBOUR_BRIDGE_SHORTER * a.mean_doc_len
+    return lambda rows: lengths[rows] < cut
+
+
+def _bridged(links: np.ndarray, rows: np.ndarray, short: Callable[[np.ndarray], np.ndarray] | None) -> np.ndarray:
+    """The row one step beyond each of ``rows`` along ``links`` where that row is short; else -1."""
+    import numpy as np
+
+    if short is None:
+        return np.full(rows.shape[0], -1, dtype=links.dtype)
+    at = np.maximum(rows, 0)
+    return np.where((rows >= 0) & short(at), links[at], -1)
+
+
+def _backbone_side(a: RecallArrays, rows: np.ndarray, short: Callable[[np.ndarray], np.ndarray] | None) -> np.ndarray:
+    """The backbone neighbours of ``rows`` and the rows their short neighbours bridge to."""
+    import numpy as np
+
+    prev, nxt = a.prev[rows], a.next[rows]
+    side = np.concatenate([prev, nxt, _bridged(a.prev, prev, short), _bridged(a.next, nxt, short)])
+    return side[side >= 0]
 
 
 def _order_rows(final: np.ndarray, rows: np.ndarray, a: RecallArrays) -> np.ndarray:

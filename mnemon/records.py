@@ -117,6 +117,15 @@ NEIGHBOUR_EXPANSION_TOKENS: tuple[float, float] = (0.55, 0.25)
 # turns/local 76.0 -> 77.1, facts/none 61.5 -> 62.0 against lending the rerank score itself.
 NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED: tuple[float, float, float, float] = (0.40, 0.10, 0.47, 0.03)
 NEIGHBOUR_LIFT_WEIGHTS_TOKENS: tuple[float, float, float, float] = (0.70, 0.15, 0.0, 0.05)
+# A short backbone neighbour ("How did they react?", "Wow, really?") carries little of its own, so the
+# context flows across it: a row whose neighbour is shorter than NEIGHBOUR_BRIDGE_SHORTER x the mean
+# length of the memories in scope is also lifted by the row beyond that neighbour, at the lift's
+# weight applied twice (after x after x score(prev(prev(i))), before x before x score(next(next(i))),
+# as if the neighbour had passed on its lift). Five development conversations
+# (bench/quality-ablations.md, issue 23): turns 72.2 -> 73.0, turns/MiniLM 76.1 -> 76.3, the facts
+# views (long, self-contained memories) and the Chinese view unchanged, no conversation lower; a
+# bridge through any neighbour raised turns more but lowered facts (conv-30 -1.3).
+NEIGHBOUR_BRIDGE_SHORTER = 0.7
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,6 +74,33 @@ def test_neighbour_expansion_lifts_by_the_backbone_neighbours_directionally() ->
     assert out.anchor_count == 2 and out.traversed == 2 and out.hint == "sparse_results"  # 4 < 10 // 2
 
 
+def test_a_short_neighbour_bridges_the_lift_to_the_row_beyond_it() -> None:
+    # Row 0 matches; row 1 ("How did they react?") is short, so row 2 (the reply) is lifted by row 0
+    # at the lift's weight applied twice; row 3 lies beyond a long row 2 and stays out.
+    def with_lengths(lengths: list[int]) -> recall.RecallArrays:
+        a = arrays(5, bm25=[2.0, 0.0, 0.0, 0.0, 0.0], prev=[-1, 0, 1, 2, 3], nxt=[1, 2, 3, 4, -1])
+        doc_len = np.array(lengths, dtype=np.int32)
+        return recall.RecallArrays(**{**{f: getattr(a, f) for f in a.__dataclass_fields__},
+                                      "doc_len": doc_len, "mean_doc_len": float(doc_len.mean())})  # fmt: skip
+
+    after, before = NEIGHBOUR_EXPANSION_TOKENS
+    lent0 = NEIGHBOUR_LIFT_WEIGHTS_TOKENS[0] * 1.0  # keyword 1.0; the graph signal of a lone candidate is 0
+    bridged = {h.row: h for h in recall.run(with_lengths([10, 2, 10, 10, 10]), Intent.GENERAL, 10).hits}
+    assert sorted(bridged) == [0, 1, 2]
+    assert math.isclose(bridged[1].score, after * lent0)
+    assert bridged[2].via == "neighbor" and math.isclose(bridged[2].score, after * after * lent0)
+    # every row as long as the others (and without lengths at all): one step only, as before
+    assert sorted(h.row for h in recall.run(with_lengths([10] * 5), Intent.GENERAL, 10).hits) == [0, 1]
+    plain = recall.run(arrays(5, bm25=[2.0, 0.0, 0.0, 0.0, 0.0], prev=[-1, 0, 1, 2, 3], nxt=[1, 2, 3, 4, -1]),
+                       Intent.GENERAL, 10)  # fmt: skip
+    assert sorted(h.row for h in plain.hits) == [0, 1]
+    # the other way: a short row before a match bridges to the row before it, at before x before
+    back = {h.row: h for h in recall.run(recall.RecallArrays(**{
+        **{f: getattr(with_lengths([10, 10, 10, 2, 10]), f) for f in recall.RecallArrays.__dataclass_fields__},
+        "bm25": np.array([0.0, 0.0, 0.0, 0.0, 2.0])}), Intent.GENERAL, 10).hits}  # fmt: skip
+    assert sorted(back) == [2, 3, 4] and math.isclose(back[2].score, before * before * lent0)
+
+
 def test_supersedes_demotion_after_expansion_and_flag() -> None:
     plain = recall.run(arrays(3, bm25=[1.0, 2.0, 0.0], prev=[-1, 0, 1], nxt=[1, 2, -1]), Intent.GENERAL, 10)
     demoted = recall.run(arrays(3, bm25=[1.0, 2.0, 0.0], prev=[-1, 0, 1], nxt=[1, 2, -1], superseded=[1]),

@@ -154,15 +154,16 @@ class RetrievePipeline:
                 bounds.restrict(scope)
         overlap, n_query_entities = self._entity_overlap(index, query)
         (csr_ptr, csr_nbr, csr_weight, csr_type, csr_out), delta = index.edge_arrays()
+        mean_len = float(index.doc_len[scope].mean()) if scope.any() else 0.0  # BM25's avgdl, once
         arrays = pipeline.RecallArrays(
-            scope=scope, bm25=self._bm25(index, query, scope, use_numba), similarity=similarity,
+            scope=scope, bm25=self._bm25(index, query, scope, use_numba, mean_len), similarity=similarity,
             entity_overlap=np.where(scope, overlap, 0), query_entity_count=n_query_entities,
             importance=np.asarray(index.importance), created_rank=index.derived("created_rank"),
             id_rank=index.derived("id_rank"), csr_ptr=csr_ptr, csr_nbr=csr_nbr, csr_weight=csr_weight,
             csr_type=csr_type, csr_out=csr_out, superseded=index.derived("superseded"),
             prev=index.derived("prev"), next=index.derived("next"),
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
-            similarity_scale=self.ctx.similarity_scale(),
+            similarity_scale=self.ctx.similarity_scale(), doc_len=index.doc_len, mean_doc_len=mean_len,
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)
@@ -220,11 +221,13 @@ class RetrievePipeline:
         self.record_hits([i.id for i in found], "recall:basic", f"q={query} hits={len(found)}")
         return found
 
-    def _bm25(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool) -> np.ndarray:
+    def _bm25(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
+              mean_len: float | None = None) -> np.ndarray:
         """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
         plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms).
         A possessive's "s" counts only where the word it is attached to matches (text.POSSESSIVE_TERM).
-        A day or month the query names (query_dates) multiplies the scores of the memories written then."""
+        A day or month the query names (query_dates) multiplies the scores of the memories written then.
+        ``mean_len``: the rows' mean length in scope when the caller has it (BM25's avgdl)."""
         import numpy as np
 
         n_docs = int(scope.sum())
@@ -236,7 +239,8 @@ class RetrievePipeline:
         if n_docs == 0:
             return np.zeros(index.n, dtype=np.float64)
         # the collection statistics once for every pass: each is O(rows)
-        stats = (n_docs, float(index.doc_len[scope].mean()), np.asarray(index.doc_len, dtype=np.float64))
+        avgdl = float(index.doc_len[scope].mean()) if mean_len is None else mean_len
+        stats = (n_docs, avgdl, np.asarray(index.doc_len, dtype=np.float64))
         scores = self._bm25_terms(index, qids, scope, stats, use_numba)
         possessive = index.term_ids([POSSESSIVE_TERM]) if owners else []
         if possessive:
