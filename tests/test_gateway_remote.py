@@ -135,6 +135,40 @@ def test_commands_without_a_remote_form_say_so(pair: Pair, args: list[str], show
     assert not (pair.client / "data" / "team" / "mnemon.db").exists()
 
 
+@pytest.mark.parametrize("args", [
+    ["--embed-model", "all-minilm", "remember", "a note under another model"],
+    ["remember", "a note under another model", "--embed-model=all-minilm"],
+    ["--embed-model", "all-minilm", "recall", "note"],
+])
+def test_embed_model_is_refused_on_a_remote_store_and_nothing_is_stored(pair: Pair, args: list[str]) -> None:
+    before = json.loads(pair.local("--readonly", "status").stdout)["total_insights"]
+    proc = pair.remote(*args)
+    assert (proc.returncode, proc.stdout) == (1, b"")
+    assert proc.stderr.decode() == ('Error: --embed-model has no remote form: store "team" embeds with its '
+                                    "gateway's model (set MNEMON_EMBED_MODEL where the gateway runs)\n")
+    assert json.loads(pair.local("--readonly", "status").stdout)["total_insights"] == before
+
+
+def test_the_other_global_flags_reach_the_gateway_side_command(pair: Pair, tmp_path: Path) -> None:
+    """--readonly travels (the gateway runs the command read-only), --store and --data-dir pick the registration
+    wherever they stand on the line, --version answers locally."""
+    before = json.loads(pair.local("--readonly", "status").stdout)["total_insights"]
+    refused = pair.remote("remember", "written under readonly", "--readonly")
+    assert refused.returncode == 1 and refused.stderr == pair.local("--readonly", "remember", "x").stderr
+    assert json.loads(pair.local("--readonly", "status").stdout)["total_insights"] == before
+    other = tmp_path / "elsewhere"  # an empty data dir: "team" named with --store in it is not registered
+    mnemon(other, "store", "create", "solo")
+    made = mnemon(pair.client, "remember", "picked by --store after the command", "--store", "team",
+                  env={"MNEMON_TOKEN": pair.token})
+    assert json.loads(made.stdout)["action"] == "added"
+    seen = pair.local("--readonly", "search", "picked by --store after the command")
+    assert b"picked by --store after the command" in seen.stdout
+    proc = mnemon(other, "--store", "solo", "status")  # --data-dir elsewhere: a local store, not the gateway's
+    assert json.loads(proc.stdout)["db_path"].startswith(str(other))
+    version = pair.remote("--version")
+    assert version.returncode == 0 and version.stdout.startswith(b"mnemon")
+
+
 def test_setup_style_store_open_and_store_copy_refuse_a_remote_store(pair: Pair) -> None:
     proc = mnemon(pair.client, "store", "copy", "team", "other", check=False)
     assert proc.returncode == 1 and b"store copy has no remote form" in proc.stderr

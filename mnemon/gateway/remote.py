@@ -68,6 +68,12 @@ def dispatch(argv: list[str], options: GlobalOptions) -> int | None:
         shown = "gc --compact" if command == "gc" else command
         raise InputError(f'{shown} has no remote form: store "{remote.name}" lives behind a mnemon gateway '
                          f"({remote.url}); run it on the gateway's machine")
+    if options.embed_model:
+        # The gateway embeds with the model its operator set: vectors recorded under a model each client picks
+        # would split one store's vector space. --readonly travels (arguments["readonly"]); --data-dir and
+        # --store chose this registration; --version never reaches a store command.
+        raise InputError(f'--embed-model has no remote form: store "{remote.name}" embeds with its gateway\'s model '
+                         "(set MNEMON_EMBED_MODEL where the gateway runs)")
     sent, stdin, output = _prepare(argv)
     arguments: dict[str, Any] = {"argv": sent, "stdin": stdin}
     if options.readonly:
