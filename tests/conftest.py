@@ -125,9 +125,12 @@ def pytest_configure(config: pytest.Config) -> None:
 REMOTE = os.environ.get("MNEMON_TEST_REMOTE", "")
 
 
-# Tests of those suites that cannot run against a remote store, and why (each still runs locally).
-_CLOCK = "sets this process's clock (engine_kwargs); the gateway runs on its own clock"
-_FILES = "reads the store's database file or engine in this process"
+# Tests of those suites that cannot run against a remote store, and why (each still runs locally). A test that
+# checks what a command stored reads the gateway's store (tests.gateway_server.store_dir), so only these remain.
+_CLOCK = ("fixes the engine's clock in this process (engine_kwargs); a remote command runs on the gateway's clock, "
+          "which a client may not set (it would backdate a shared store)")
+_GATEWAY_NAME = "asserts the store's local name or path; a remote command reports the gateway's store, by its name there"
+_NO_REMOTE_FORM = "has no remote form (its 'has no remote form' error is tested in tests/test_gateway_remote.py)"
 REMOTE_SKIPS = {
     "test_log_table_truncation_and_limit": "a gateway's oplog entries start with the token's name, by design",
     "test_gc_candidates_keep_and_compact": _CLOCK,
@@ -136,14 +139,17 @@ REMOTE_SKIPS = {
     "test_link_defaults_and_relink_replaces": _CLOCK,
     "test_link_rejects_bad_flags": _CLOCK,
     "test_link_unknown_endpoints": _CLOCK,
-    "test_receipt_hashes_instead_of_raw": _CLOCK,
     "test_related_bfs_depth_and_edge_filter": _CLOCK,
     "test_related_rejects_depth_zero_and_unknown": _CLOCK,
     "test_supersedes_is_one_way_and_self_supersede_rejected": _CLOCK,
-    "test_status_layout_for_hooks": "asserts the local database path",
-    "test_store_resolution_precedence": "asserts the local database path",
+    "test_status_layout_for_hooks": _GATEWAY_NAME,
+    "test_receipt_hashes_instead_of_raw": _GATEWAY_NAME,
+    "test_store_resolution_precedence": _GATEWAY_NAME + " (and resolves several local stores)",
     "test_invalid_utf8_in_argv_and_stdin": "runs a process with an environment of its own (no token)",
-    "test_readonly_refusals_and_missing_database": "gc --compact and a missing database file are local notions",
+    "test_readonly_refusals_and_missing_database": "gc --compact " + _NO_REMOTE_FORM + "; a missing database file is "
+                                                   "a local notion",
+    "test_store_subcommands_and_messages": "store subcommands act on the client's own data directory",
+    "test_legacy_database_is_migrated_once": "migrates a legacy database file in the client's data directory",
     "test_auto_prune_respects_grace_then_prunes_aged_rows": _CLOCK,
     "test_auto_prune_without_grace": _CLOCK,
     "test_causal_edge_new_to_prev_and_subtypes": _CLOCK,
@@ -152,16 +158,11 @@ REMOTE_SKIPS = {
     "test_qdrant_rust_causal_edge_prev_to_new": _CLOCK,
     "test_temporal_backbone_and_proximity_metadata": _CLOCK,
     "test_backdated_items_repair_the_temporal_backbone": _CLOCK,
-    "test_bad_drafts_fail_with_the_contract_message_and_change_nothing": _FILES,
-    "test_batched_import_equals_one_by_one": _FILES,
-    "test_dry_run_writes_nothing": _FILES,
-    "test_explicit_edges_are_one_direction_with_defaults_and_item_fields": _CLOCK,
-    "test_export_then_import_reproduces_insights_and_edges": _FILES,
-    "test_import_between_two_old_neighbours_replaces_their_backbone_pair": _CLOCK,
-    "test_repeat_of_an_existing_insight_is_skipped_and_edges_attach_to_it": _CLOCK,
+    "test_batched_import_equals_one_by_one": "patches this process's import batch size; the gateway's workers keep "
+                                             "theirs",
     "test_depth_two_causal_chain_is_found_and_why_ordered": _CLOCK,
-    "test_readonly_recall_changes_no_byte_even_with_a_stale_index": _FILES,
     "test_verbose_signals_and_meta": _CLOCK,
+    "test_equal_scores_tie_by_importance_then_recency_then_id": _CLOCK + " (equal stamps make the tie)",
 }
 
 
@@ -269,9 +270,13 @@ def _remote_data_dir(path: Path, backend: str, request: pytest.FixtureRequest) -
                               registration.RemoteRegistration("default", f"{gateway.url}/{name}", "MNEMON_TOKEN"))
     monkeypatch: pytest.MonkeyPatch = request.getfixturevalue("monkeypatch")
     monkeypatch.setenv("MNEMON_TOKEN", token)
+    from tests.gateway_server import SERVER_STORES
+
+    SERVER_STORES[path / "data" / "default"] = server_store
     try:
         yield path
     finally:
+        SERVER_STORES.pop(path / "data" / "default", None)
         if schema is not None:
             from tests import pg_cluster
 

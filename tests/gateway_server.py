@@ -20,6 +20,18 @@ HEADERS = {"Content-Type": "application/json", "Accept": "application/json, text
            "MCP-Protocol-Version": "2025-06-18"}
 
 
+# (Here, not in conftest: pytest's conftest module and an imported tests.conftest are two modules.)
+# A remote test store's directory (the client's registration) -> the gateway's store directory behind it, so that
+# a test that checks what a command stored reads the store the gateway wrote (its SQLite file, or its schema).
+SERVER_STORES: dict[Path, Path] = {}
+
+
+def store_dir(data_dir: Path, store: str = "default") -> Path:
+    """The directory of ``store``'s database: the gateway's when the test's store is remote."""
+    local = data_dir / "data" / store
+    return SERVER_STORES.get(local, local)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, Result
+from tests.gateway_server import store_dir
 
 SEED = "Seeded memory about Rust services"
 
@@ -28,7 +29,11 @@ def snapshot(root: Path) -> dict[str, object]:
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*")) if p.is_file()
     }
-    if registration.is_postgres(root / "data" / "default"):
+    server = store_dir(root)
+    if server != root / "data" / "default":  # a remote store: the files of the gateway's store too
+        files.update({f"<gateway>/{p.relative_to(server)}": hashlib.sha256(p.read_bytes()).hexdigest()
+                      for p in sorted(server.rglob("*")) if p.is_file()})
+    if registration.is_postgres(server):
         files["<postgres rows>"] = stored_state(root)
     return files
 

@@ -19,6 +19,7 @@ import pytest
 from mnemon.cli import main
 from mnemon.cli.state import GlobalOptions
 from tests.conftest import Result, run_process
+from tests.gateway_server import store_dir
 
 T0 = datetime(2026, 2, 18, 10, 0, 0, tzinfo=timezone.utc)
 
@@ -49,7 +50,7 @@ def ok_at(data_dir: Path, capsys: pytest.CaptureFixture[str], moment: datetime |
 
 
 def db_path(data_dir: Path, store: str = "default") -> Path:
-    return data_dir / "data" / store / "mnemon.db"
+    return store_dir(data_dir, store) / "mnemon.db"  # the gateway's, when the store is remote
 
 
 def stored_state(data_dir: Path, store: str = "default") -> object:

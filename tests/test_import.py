@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_cli_remember import query, stored_state
+from tests.test_cli_remember import db_path, query, stored_state
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -24,7 +24,7 @@ def _write(tmp_path: Path, draft: object, name: str = "draft.json") -> str:
 
 
 def _db(data_dir: Path) -> Path:
-    return data_dir / "data" / "default" / "mnemon.db"
+    return db_path(data_dir)
 
 
 def _edges(data_dir: Path) -> list[tuple[str, str, str, float, dict[str, str]]]:

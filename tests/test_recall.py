@@ -16,6 +16,7 @@ from conftest import Result
 from mnemon.cli import main
 from mnemon.cli.state import GlobalOptions
 from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, NEIGHBOUR_LIFT_WEIGHTS_TOKENS, RERANK_WEIGHTS_TOKENS
+from tests.gateway_server import store_dir
 from tests.test_cli_errors import snapshot  # the byte (and PostgreSQL row) snapshot the readonly tests compare
 
 SIGNALS = ("keyword", "entity", "similarity", "graph")  # the order of the weight tables
@@ -66,7 +67,7 @@ def tcli(data_dir: Path, capsys: pytest.CaptureFixture[str]) -> TimedCli:
 
 
 def db_file(data_dir: Path) -> Path:
-    return data_dir / "data" / "default" / "mnemon.db"
+    return store_dir(data_dir) / "mnemon.db"  # the gateway's, when the store is remote
 
 
 def verbose(tcli: TimedCli, *args: str) -> dict:
