@@ -39,7 +39,7 @@ def _overlap_counts(post_indptr, post_rows, query_ids, n_rows):
 
 
 @jit()
-def _bm25_scores(post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, avgdl, k1, b, row_mask):
+def _bm25_scores(post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, avgdl, k1, b, row_mask, idf_power):
     n_rows = doc_len.shape[0]
     scores = np.zeros(n_rows, dtype=np.float64)
     has_mask = row_mask.shape[0] != 0
@@ -60,6 +60,8 @@ def _bm25_scores(post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, av
         if df == 0:
             continue
         idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        if idf_power != 1.0:
+            idf = idf**idf_power
         for j in range(lo, hi):
             r = post_rows[j]
             if has_mask and not row_mask[r]:
@@ -161,6 +163,7 @@ def bm25_scores(
     k1: float,
     b: float,
     row_mask: npt.NDArray[np.bool_] | None = None,
+    idf_power: float = 1.0,
 ) -> npt.NDArray[np.float64]:
     """Return the Okapi BM25 score of every row for the query (Decision 12; numba path).
 
@@ -173,6 +176,8 @@ def bm25_scores(
       masked-in rows in it.
     - Rows outside ``row_mask`` score exactly 0. ``avgdl <= 0`` disables length normalisation
       (``len/avgdl`` taken as 1).
+    - ``idf_power`` p: each term weighs ``idf(t)**p`` instead (1, the default, is Okapi's own,
+      bit for bit); p > 1 lets the rare terms of a long query dominate its common ones.
 
     Parameters
     ----------
@@ -181,7 +186,7 @@ def bm25_scores(
     query_ids : integer (q,), query token ids; de-duplicated, ids outside ``[0, V)`` ignored.
     n_docs : int, N. avgdl : float, mean document length over the scope. k1, b : floats
         (``records.BM25_K1``, ``records.BM25_B``).
-    row_mask : bool (n,) or None.
+    row_mask : bool (n,) or None. idf_power : float, p (``records.LONG_QUERY_IDF_POWER`` for long queries).
 
     Returns
     -------
@@ -190,7 +195,7 @@ def bm25_scores(
     post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
     return _bm25_scores(
         post_indptr, post_rows, post_tf, doc_len, _check_query(query_ids),
-        float(n_docs), float(avgdl), float(k1), float(b), mask,
+        float(n_docs), float(avgdl), float(k1), float(b), mask, float(idf_power),
     )  # fmt: skip
 
 
@@ -205,6 +210,7 @@ def bm25_scores_numpy(
     k1: float,
     b: float,
     row_mask: npt.NDArray[np.bool_] | None = None,
+    idf_power: float = 1.0,
 ) -> npt.NDArray[np.float64]:
     """Same contract as :func:`bm25_scores`, with numpy only (same operation order, same floats)."""
     post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
@@ -223,6 +229,8 @@ def bm25_scores_numpy(
         if df == 0:
             continue
         idf = math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+        if idf_power != 1.0:
+            idf = idf ** float(idf_power)
         ratio = doc_len[rows] / avgdl if avgdl > 0.0 else 1.0
         scores[rows] += idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
     return scores

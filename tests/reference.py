@@ -81,8 +81,10 @@ def ref_bm25(
     in_scope: Sequence[bool] | None = None,
     n_docs: int | None = None,
     avgdl: float | None = None,
+    idf_power: float = 1.0,
 ) -> list[float]:
     """Okapi BM25 per document; docs are token sequences with repeats (tf = count, len = length).
+    Each term weighs idf(t) ** idf_power.
 
     idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), df = in-scope documents containing t,
     N = in-scope documents (unless given), avgdl = mean in-scope length (unless given).
@@ -104,7 +106,7 @@ def ref_bm25(
             if tf[t] == 0:
                 continue
             df = sum(1 for d in members if t in d)
-            idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+            idf = math.log(1 + (n - df + 0.5) / (df + 0.5)) ** idf_power
             ratio = len(doc) / avgdl if avgdl > 0 else 1.0
             score += idf * tf[t] * (k1 + 1) / (tf[t] + k1 * (1 - b + b * ratio))
         out.append(score)

@@ -107,7 +107,8 @@ def test_bm25_mask_counts_df_over_masked_in_rows(bm25_scores):
 @pytest.mark.parametrize("bm25_scores", BM25)
 @pytest.mark.parametrize("n, vocab", [(0, 4), (1, 2), (50, 12), (400, 80)])
 @pytest.mark.parametrize("masked", [False, True])
-def test_bm25_matches_oracle(bm25_scores, n, vocab, masked):
+@pytest.mark.parametrize("idf_power", [1.0, 2.0])
+def test_bm25_matches_oracle(bm25_scores, n, vocab, masked, idf_power):
     rng = np.random.default_rng(n * 7 + vocab + masked)
     docs = random_docs(rng, n, vocab)
     indptr, rows, tf, doc_len = build_postings(docs, vocab)
@@ -116,9 +117,10 @@ def test_bm25_matches_oracle(bm25_scores, n, vocab, masked):
     n_docs, avgdl = len(members), (sum(members) / len(members) if members else 0.0)
     query = rng.choice(vocab, 5).tolist() + [-1, vocab + 3]
     got = bm25_scores(
-        indptr, rows, tf, doc_len, query, n_docs, avgdl, BM25_K1, BM25_B, readonly(scope) if masked else None
-    )
-    want = ref_bm25(docs, query, BM25_K1, BM25_B, scope.tolist())
+        indptr, rows, tf, doc_len, query, n_docs, avgdl, BM25_K1, BM25_B, readonly(scope) if masked else None,
+        idf_power,
+    )  # fmt: skip
+    want = ref_bm25(docs, query, BM25_K1, BM25_B, scope.tolist(), idf_power=idf_power)
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=0)
     assert np.all(got >= 0.0)
 
@@ -130,6 +132,9 @@ def test_bm25_numba_and_numpy_paths_agree_bit_for_bit():
     query = rng.choice(50, 6)
     args = (indptr, rows, tf, doc_len, query, 500, float(doc_len.mean()), BM25_K1, BM25_B)
     np.testing.assert_array_equal(kernels.bm25_scores(*args), kernels.bm25_scores_numpy(*args))
+    # idf_power 1 is Okapi's own bit for bit; another power agrees across the paths too
+    np.testing.assert_array_equal(kernels.bm25_scores(*args, None, 1.0), kernels.bm25_scores(*args))
+    np.testing.assert_array_equal(kernels.bm25_scores(*args, None, 2.0), kernels.bm25_scores_numpy(*args, None, 2.0))
 
 
 @pytest.mark.parametrize("bm25_scores", BM25)

@@ -334,3 +334,27 @@ def test_readonly_recall_changes_no_byte_even_with_a_stale_index(tcli: TimedCli,
 def test_recall_on_a_missing_store_under_readonly_is_an_error(tcli: TimedCli, data_dir: Path) -> None:
     err = tcli.error("--readonly", "recall", "x")
     assert err.startswith("Error: database not found:")
+
+
+def test_a_long_query_is_led_by_its_rare_terms(tcli: TimedCli, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long query (a whole dialogue turn: more than records.LONG_QUERY_TERMS terms the index knows)
+    weighs each term by idf ** LONG_QUERY_IDF_POWER: the one memory carrying its rare word comes
+    first, not a memory that shares many of its everyday words; a short query keeps plain BM25."""
+    from mnemon.engine import retrieve
+    from mnemon.records import LONG_QUERY_TERMS
+
+    common = ("weekend busy weather plans kids garden neighbours dinner party movie school traffic coffee "
+              "shopping holiday rain bicycle concert laundry bakery museum football picnic homework").split()  # fmt: skip
+    for k in range(8):  # each everyday word is in half the memories
+        tcli.remember(" ".join(common[(k + j) % len(common)] for j in range(0, len(common), 2)) + f" note{k}")
+    rare = tcli.remember("Grandma keeps a sourdough starter")
+    query = "the " + " and the ".join(common) + " and grandma asked about the sourdough"
+    assert len(common) + 2 > LONG_QUERY_TERMS  # the terms the index knows: every everyday word, grandma, sourdough
+
+    def first(q: str) -> str:
+        return tcli.ok("recall", q, "--limit", "3")["results"][0]["id"]  # type: ignore[index]
+
+    assert first(query) == rare
+    monkeypatch.setattr(retrieve, "LONG_QUERY_TERMS", 10**6)  # plain idf: the everyday words win
+    assert first(query) != rare
+    assert first("sourdough starter") == rare

@@ -20,6 +20,8 @@ from mnemon.records import (
     BM25_B,
     BM25_K1,
     CATEGORIES,
+    LONG_QUERY_IDF_POWER,
+    LONG_QUERY_TERMS,
     QUERY_DAY_BOOST,
     QUERY_DERIVED_WEIGHT,
     QUERY_MONTH_BOOST,
@@ -238,9 +240,11 @@ class RetrievePipeline:
         qids = index.term_ids(terms)
         if n_docs == 0:
             return np.zeros(index.n, dtype=np.float64)
-        # the collection statistics once for every pass: each is O(rows)
+        # the collection statistics once for every pass: each is O(rows); a long query's rare terms
+        # dominate its common ones (records.LONG_QUERY_IDF_POWER), in every pass below
         avgdl = float(index.doc_len[scope].mean()) if mean_len is None else mean_len
-        stats = (n_docs, avgdl, np.asarray(index.doc_len, dtype=np.float64))
+        power = LONG_QUERY_IDF_POWER if len(qids) > LONG_QUERY_TERMS else 1.0
+        stats = (n_docs, avgdl, np.asarray(index.doc_len, dtype=np.float64), power)
         scores = self._bm25_terms(index, qids, scope, stats, use_numba)
         possessive = index.term_ids([POSSESSIVE_TERM]) if owners else []
         if possessive:
@@ -265,21 +269,21 @@ class RetrievePipeline:
         return scores
 
     def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
-                    stats: tuple[int, float, np.ndarray], use_numba: bool) -> np.ndarray:
+                    stats: tuple[int, float, np.ndarray, float], use_numba: bool) -> np.ndarray:
         """BM25 of the term ids ``qids`` over the rows in ``scope`` (zeros without terms); ``stats``
-        is (rows in scope, their mean length, every row's length as float64)."""
+        is (rows in scope, their mean length, every row's length as float64, the idf power)."""
         import kernels
         import numpy as np
 
         if not qids:
             return np.zeros(index.n, dtype=np.float64)
-        n_docs, avgdl, doc_len = stats
+        n_docs, avgdl, doc_len, power = stats
         post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
         assert post.tf is not None  # plain=False: the postings carry their term frequencies
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         return score(
             post.ptr, post.rows, post.tf, doc_len, np.array(local, dtype=np.int32),
-            n_docs, avgdl, BM25_K1, BM25_B, scope,
+            n_docs, avgdl, BM25_K1, BM25_B, scope, power,
         )  # fmt: skip
 
     def _entity_overlap(self, index: HotIndex, query: str) -> tuple[np.ndarray, int]:
