@@ -434,3 +434,23 @@ def test_the_index_an_import_leaves_uses_its_token_sequences_and_equals_a_rebuil
     finally:
         store.close()
     assert _views(left) == _views(rebuilt)
+
+
+def test_the_preparation_pool_runs_a_bounded_number_of_blocks_ahead(monkeypatch):
+    """Tasks are submitted ``PARALLEL_AHEAD`` blocks ahead of the block read, not all at once
+    (their results wait in the importing process: a whole 1M draft's took about 2 GB)."""
+    texts = [item["content"] for item in generate_draft(700, seed=23)["insights"]]
+    monkeypatch.setattr(prepare, "PARALLEL_AHEAD", 2)
+    prepared = prepare.Preparer(texts, threshold=10, chunk=64)
+    try:
+        if prepared.pool is None:
+            pytest.skip("no fork here: no pool")
+        assert len(prepared.futures) == 11 and prepared.submitted == 3
+        got = [prepared.get(k) for k in range(5 * 64 + 1)]
+        assert prepared.submitted == 8  # block 5 read: blocks up to 7 submitted, 8-10 not yet
+        assert all(f is None for f in prepared.futures[8:])
+        got += [prepared.get(k) for k in range(5 * 64 + 1, len(texts))]
+        assert prepared.submitted == 11
+    finally:
+        prepared.close()
+    assert got == prepare.prepare_texts(texts)

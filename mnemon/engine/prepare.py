@@ -23,6 +23,9 @@ from mnemon.text import token_sequence
 PARALLEL_THRESHOLD = 5_000  # drafts with fewer items never start a pool
 PARALLEL_WORKERS = 2
 PARALLEL_CHUNK = 2_000  # items per task
+# Tasks in flight or done ahead of the block the import reads: their results wait in this process,
+# so the whole draft submitted at once held every prepared item (about 2 KB each: 2 GB at 1M).
+PARALLEL_AHEAD = 8
 
 # (extracted entities, index-aware candidate words, token sequence, causal keyword, sub-type flags)
 Prepared = tuple[list[str], list[str], list[str], bool, int]
@@ -84,6 +87,7 @@ class Preparer:
         self.chunk = max(1, PARALLEL_CHUNK if chunk is None else chunk)
         self.done: dict[int, list[Prepared]] = {}
         self.futures: list[Any] = []
+        self.submitted = 0  # blocks whose task was submitted (or that never get one)
         self.pool: Any = None
         if len(texts) >= threshold and threshold >= 0:
             self._start()
@@ -97,19 +101,31 @@ class Preparer:
                 return
             workers = max(1, min(PARALLEL_WORKERS, os.cpu_count() or 1))
             self.pool = ProcessPoolExecutor(max_workers=workers, mp_context=context)
-            self.futures = [
-                self.pool.submit(prepare_texts, self.texts[start : start + self.chunk])
-                for start in range(0, len(self.texts), self.chunk)
-            ]
+            self.futures = [None] * -(-len(self.texts) // self.chunk)  # one per block, submitted ahead
+            self._submit_ahead(0)
         except Exception:  # noqa: BLE001 -- no pool: everything is prepared in process
             self.close()
             self.futures = []
+
+    def _submit_ahead(self, block: int) -> None:
+        """Submit the tasks of the blocks up to ``PARALLEL_AHEAD`` after ``block`` (each once)."""
+        end = min(len(self.futures), block + 1 + PARALLEL_AHEAD)
+        while self.pool is not None and self.submitted < end:
+            k = self.submitted
+            if self.futures[k] is None:
+                self.futures[k] = self.pool.submit(prepare_texts, self.texts[k * self.chunk : (k + 1) * self.chunk])
+            self.submitted += 1
 
     def get(self, index: int) -> Prepared:
         block = index // self.chunk
         rows = self.done.get(block)
         if rows is None:
             rows = None
+            try:
+                self._submit_ahead(block)
+            except Exception:  # noqa: BLE001 -- a broken pool: prepare the rest in process
+                self.close()
+                self.futures = []
             future = self.futures[block] if block < len(self.futures) else None
             if future is not None:
                 self.futures[block] = None  # its rows live in ``done`` now
