@@ -181,6 +181,8 @@ def test_kill_9_mid_load_loses_no_acknowledged_write(tmp_path: Path) -> None:
     acked = check_every_ack_stored_once(data, writers)
     assert acked >= 60
     assert sum(stored(data).values()) - acked <= CLIENTS  # at most the writes in flight, committed unacknowledged
+    print(f"\nkill -9 mid-load: {acked} acknowledged, all stored once; {sum(stored(data).values())} stored; "
+          f"client errors {sorted({e for w in writers for e in w.errors})}")
     doctor = mnemon(data, "--store", "team", "doctor", check=False)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     # The restarted gateway serves, on the same port.
