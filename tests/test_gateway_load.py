@@ -68,8 +68,12 @@ class Writer(threading.Thread):
 
 
 def stored(data_dir: Path, store: str = "team") -> dict[str, int]:
-    """Active insight id -> how many rows hold its content (from the export, i.e. the database)."""
-    draft = json.loads(mnemon(data_dir, "--store", store, "--readonly", "export").stdout)
+    """Active insight content -> how many rows hold it (from the export, i.e. the database).
+
+    Not ``--readonly``: that is the immutable snapshot open (contract §2.3: not for following a live
+    database), which reads the main file only; after a kill -9 the last commits are still in the WAL
+    until a normal open recovers it, and the snapshot would not show them."""
+    draft = json.loads(mnemon(data_dir, "--store", store, "export").stdout)
     counts: dict[str, int] = {}
     for item in draft["insights"]:
         counts[item["content"]] = counts.get(item["content"], 0) + 1
