@@ -163,6 +163,8 @@ REMOTE_SKIPS = {
     "test_depth_two_causal_chain_is_found_and_why_ordered": _CLOCK,
     "test_verbose_signals_and_meta": _CLOCK,
     "test_equal_scores_tie_by_importance_then_recency_then_id": _CLOCK + " (equal stamps make the tie)",
+    "test_a_long_query_is_led_by_its_rare_terms": "patches this process's long-query bound "
+                                                  "(retrieve.LONG_QUERY_TERMS); the gateway's workers keep theirs",
 }
 
 
