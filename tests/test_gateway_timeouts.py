@@ -9,8 +9,10 @@ over ``--call-timeout`` gets an error that says whether its command ran.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
+import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -177,14 +179,30 @@ def test_calls_that_never_got_a_worker_say_they_did_not_run_and_did_not(tmp_path
         draft = {"schema_version": "1", "insights": [
             {"content": f"Batch job {i} retries its upload {i % 5} times before paging"} for i in range(15000)]}
         answers: dict[int, str] = {}
+        importing = threading.Event()
+
+        def watch_import() -> None:
+            """Set ``importing`` once the import's first chunk is committed: it holds the one worker then.
+            (A fixed delay raced on a quiet machine: the remembers reached the worker before the import.)"""
+            db = f"file:{data / 'data' / 'team' / 'mnemon.db'}?mode=ro"
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline and not importing.is_set():
+                try:
+                    with contextlib.closing(sqlite3.connect(db, uri=True, timeout=5)) as conn:
+                        if conn.execute("SELECT COUNT(*) FROM insights").fetchone()[0] > 0:
+                            importing.set()
+                except sqlite3.Error:
+                    pass  # not created yet, or busy: look again
+                time.sleep(0.02)
 
         def remember(i: int) -> None:
-            time.sleep(0.5)  # after the import has the worker (it runs for several seconds)
+            assert importing.wait(120), "the import never started"
             _, body = gateway.call(token, "remember", {"content": f"Queued note number {i} about the cache warmer",
                                                        "no_diff": True})
             answers[i] = body["result"]["content"][0]["text"]
 
         threads = [threading.Thread(target=remember, args=(i,)) for i in range(6)]
+        threads.append(threading.Thread(target=watch_import))
         for t in threads:
             t.start()
         gateway.call(token, "import", {"draft": draft})
