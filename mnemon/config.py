@@ -59,6 +59,9 @@ class Settings:
     data_dir: Path
     store: str
     readonly: bool = False
+    # Read-only over a store others are writing (the gateway's read-only calls): the live read-only open,
+    # not --readonly's immutable snapshot (store/connection.open_readonly). Never set from a flag.
+    readonly_live: bool = False
     embed_endpoint: str = DEFAULT_EMBED_ENDPOINT
     embed_model: str = DEFAULT_EMBED_MODEL
     embed_dimensions: int | None = None
@@ -165,6 +168,7 @@ def resolve(
     data_dir: str | None = None,
     store: str | None = None,
     readonly: bool = False,
+    readonly_live: bool = False,
     embed_model: str | None = None,
     environ: dict[str, str] | None = None,
 ) -> Settings:
@@ -218,6 +222,7 @@ def resolve(
         data_dir=base,
         store=name,
         readonly=readonly,
+        readonly_live=readonly and readonly_live,
         embed_endpoint=env.get("MNEMON_EMBED_ENDPOINT", "").strip() or DEFAULT_EMBED_ENDPOINT,
         embed_model=(embed_model or env.get("MNEMON_EMBED_MODEL", "").strip() or DEFAULT_EMBED_MODEL),
         embed_dimensions=dimensions,

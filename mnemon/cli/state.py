@@ -31,6 +31,7 @@ class GlobalOptions:
     data_dir: str | None = None
     store: str | None = None
     readonly: bool = False
+    readonly_live: bool = False  # with readonly: the live read-only open (the gateway's calls; no flag sets it)
     embed_model: str | None = None
     version: bool = False
     engine_kwargs: dict[str, Any] = field(default_factory=dict)
@@ -38,7 +39,7 @@ class GlobalOptions:
 
     def settings(self) -> config.Settings:
         resolved = config.resolve(
-            data_dir=self.data_dir, store=self.store, readonly=self.readonly,
+            data_dir=self.data_dir, store=self.store, readonly=self.readonly, readonly_live=self.readonly_live,
             embed_model=self.embed_model, environ=self.environ,
         )
         for warning in resolved.warnings:

@@ -118,7 +118,7 @@ class EngineBase:
             moved = migrate_legacy(settings.data_dir)
             if moved is not None:
                 self._notice(f"mnemon: migrated database to {moved}")
-        return Store.open(settings.db_path, readonly=settings.readonly, now=self.now_ts())
+        return Store.open(settings.db_path, readonly=settings.readonly, now=self.now_ts(), live=settings.readonly_live)
 
     def notice(self, message: str) -> None:
         """A one-line notice for the user (stderr by default; the engine itself never prints)."""

@@ -49,8 +49,10 @@ def execute(run: tools.Runner, options: GlobalOptions, data_dir: str, caller: Ca
             args: dict[str, Any]) -> Outcome:
     from mnemon.store import oplog
 
-    options = replace(options, store=caller.store, readonly=options.readonly or caller.read_only, environ=None,
-                      data_dir=data_dir)
+    # Read-only calls (a read-only token, or the remote CLI's --readonly) read the live store: the gateway
+    # serves a store other tokens write, which --readonly's immutable snapshot open would not follow.
+    options = replace(options, store=caller.store, readonly=options.readonly or caller.read_only, readonly_live=True,
+                      environ=None, data_dir=data_dir)
     with oplog.acting_as(caller.name):  # the oplog names who wrote: the token's name
         if tool != "cli":
             text, is_error = tools.run_tool(run, options, tool, args)

@@ -39,8 +39,11 @@ class Store:
         self.embedding_format = schema.embedding_format(conn)
 
     @classmethod
-    def open(cls, path: Path, *, readonly: bool, now: str) -> Store:
-        """Open ``path``; a writable open creates and migrates it, a read-only open never writes."""
+    def open(cls, path: Path, *, readonly: bool, now: str, live: bool = False) -> Store:
+        """Open ``path``; a writable open creates and migrates it, a read-only open never writes: an
+        immutable snapshot (``--readonly``), or with ``live`` a reader that follows other writers
+        (the gateway's read-only calls). A PostgreSQL read-only open is always live: read-only
+        transactions, each statement seeing what was committed before it."""
         if registration.is_remote(path.parent):  # only the memory commands travel to a gateway (gateway/remote)
             raise StoreError(f'store "{path.parent.name}" lives behind a mnemon gateway: this command has no remote '
                              "form; run it on the gateway's machine")
@@ -49,7 +52,7 @@ class Store:
 
             return PostgresStore.open_registered(path.parent, readonly=readonly, now=now)
         if readonly:
-            return cls(connection.open_readonly(path), path, readonly=True)
+            return cls(connection.open_readonly(path, live=live), path, readonly=True)
         conn = connection.open_writable(path)
         try:
             if not schema.is_current(conn):

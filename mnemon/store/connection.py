@@ -2,9 +2,11 @@
 
 Writable: WAL, foreign keys on, a busy timeout (the Go program set none and lost writes to
 "database is locked"), synchronous FULL so an acknowledged write survives a power cut, double
-quoted string literals off. Read-only: an absolute ``file:`` URI with ``mode=ro&immutable=1`` so
-no ``-wal``/``-shm`` side file ever appears and the bytes stay identical. Directories are created
-0700 and the database 0600: memories are private. Only this package imports apsw.
+quoted string literals off. Read-only (``--readonly``): an absolute ``file:`` URI with
+``mode=ro&immutable=1`` so no ``-wal``/``-shm`` side file ever appears and the bytes stay identical; a
+snapshot, "not for following a live DB". Live read-only (the gateway's read-only calls, which serve a
+store other tokens write): ``mode=ro`` alone, reading through the WAL like any reader. Directories are
+created 0700 and the database 0600: memories are private. Only this package imports apsw.
 """
 
 from __future__ import annotations
@@ -183,8 +185,17 @@ def foreign_keys_unchecked(conn: apsw.Connection) -> Iterator[None]:
             pass  # a closed connection enforces nothing any more
 
 
-def open_readonly(path: Path) -> apsw.Connection:
-    """Open ``path`` immutable and read-only; the file must exist and is never modified."""
+def open_readonly(path: Path, *, live: bool = False) -> apsw.Connection:
+    """Open ``path`` read-only; the file must exist and its database is never modified.
+
+    By default immutable (``--readonly``, contract §2.3): SQLite reads the main file alone, takes no
+    lock and writes no side file, so the bytes stay identical; but commits still in the WAL are not
+    seen and a checkpoint running meanwhile may rewrite a page under it. ``live`` is the reader of a
+    store others are writing (the gateway's read-only tokens): ``mode=ro`` without ``immutable``, a
+    WAL reader with its shared-memory locks, which sees every commit and is safe against a concurrent
+    checkpoint. It may create the ``-wal``/``-shm`` files a WAL reader needs (a writer's next close
+    removes them); the database itself is never written (``query_only`` as well as ``mode=ro``).
+    """
     # Same refusal as a writable open: a symlinked store or database is never followed.
     if path.parent.is_symlink():
         raise StoreError(f"refusing to use symlinked directory: {path.parent}")
@@ -193,9 +204,11 @@ def open_readonly(path: Path) -> apsw.Connection:
     absolute = path.resolve()
     if not absolute.is_file():
         raise NotFoundError(f"database not found: {path}")
-    uri = "file:" + quote(str(absolute), safe="/") + "?mode=ro&immutable=1"
+    uri = "file:" + quote(str(absolute), safe="/") + ("?mode=ro" if live else "?mode=ro&immutable=1")
     try:
         conn = apsw.Connection(uri, flags=apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI, vfs=VFS_NAME)
+        if live:  # a reader can meet a lock (a WAL recovery, a checkpoint's reset): wait as a writer would
+            conn.set_busy_timeout(BUSY_TIMEOUT_MS)
         _pragma(conn, "PRAGMA query_only=ON")
     except apsw.Error as exc:
         raise StoreError(f"cannot open database {path}: {exc}") from exc
