@@ -312,11 +312,13 @@ def run_tool(run: Runner, options: GlobalOptions, tool: str, args: dict[str, Any
     return out, False
 
 
-def run_argv(run: Runner, options: GlobalOptions, argv: list[str], stdin: str = "") -> tuple[int, str, str]:
-    """Run one command line in-process with ``stdin`` as its input; return (status, stdout, stderr)."""
+def run_argv(run: Runner, options: GlobalOptions, argv: list[str], stdin: str | bytes = "") -> tuple[int, str, str]:
+    """Run one command line in-process with ``stdin`` (text, or the bytes a client sent) as its input; return
+    (status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     # never the protocol stream: the command reads only what the request carried
-    given = io.TextIOWrapper(io.BytesIO(stdin.encode("utf-8", "surrogatepass")), encoding="utf-8")
+    data = stdin if isinstance(stdin, bytes) else stdin.encode("utf-8", "surrogatepass")
+    given = io.TextIOWrapper(io.BytesIO(data), encoding="utf-8")
     code = run(argv, stdin=given, stdout=out, stderr=err, options=dataclasses.replace(options))
     return code, out.getvalue(), err.getvalue()
 

@@ -127,42 +127,23 @@ REMOTE = os.environ.get("MNEMON_TEST_REMOTE", "")
 
 # Tests of those suites that cannot run against a remote store, and why (each still runs locally). A test that
 # checks what a command stored reads the gateway's store (tests.gateway_server.store_dir), so only these remain.
-_CLOCK = ("fixes the engine's clock in this process (engine_kwargs); a remote command runs on the gateway's clock, "
-          "which a client may not set (it would backdate a shared store)")
 _GATEWAY_NAME = "asserts the store's local name or path; a remote command reports the gateway's store, by its name there"
+_SETTINGS = ("sets MNEMON_MAX_INSIGHTS / MNEMON_AUTO_PRUNE_MIN_AGE in this process; a gateway's store prunes by "
+             "the settings of the gateway's own environment, which a client does not choose")
 _NO_REMOTE_FORM = "has no remote form (its 'has no remote form' error is tested in tests/test_gateway_remote.py)"
 REMOTE_SKIPS = {
     "test_log_table_truncation_and_limit": "a gateway's oplog entries start with the token's name, by design",
-    "test_gc_candidates_keep_and_compact": _CLOCK,
-    "test_gc_survives_unparsable_timestamps": _CLOCK,
-    "test_link_both_directions_with_meta": _CLOCK,
-    "test_link_defaults_and_relink_replaces": _CLOCK,
-    "test_link_rejects_bad_flags": _CLOCK,
-    "test_link_unknown_endpoints": _CLOCK,
-    "test_related_bfs_depth_and_edge_filter": _CLOCK,
-    "test_related_rejects_depth_zero_and_unknown": _CLOCK,
-    "test_supersedes_is_one_way_and_self_supersede_rejected": _CLOCK,
     "test_status_layout_for_hooks": _GATEWAY_NAME,
     "test_receipt_hashes_instead_of_raw": _GATEWAY_NAME,
     "test_store_resolution_precedence": _GATEWAY_NAME + " (and resolves several local stores)",
-    "test_invalid_utf8_in_argv_and_stdin": "runs a process with an environment of its own (no token)",
     "test_readonly_refusals_and_missing_database": "gc --compact " + _NO_REMOTE_FORM + "; a missing database file is "
                                                    "a local notion",
     "test_store_subcommands_and_messages": "store subcommands act on the client's own data directory",
     "test_legacy_database_is_migrated_once": "migrates a legacy database file in the client's data directory",
-    "test_auto_prune_respects_grace_then_prunes_aged_rows": _CLOCK,
-    "test_auto_prune_without_grace": _CLOCK,
-    "test_causal_edge_new_to_prev_and_subtypes": _CLOCK,
-    "test_entity_edges_link_insights_sharing_an_entity": _CLOCK,
-    "test_proximity_ignores_insights_older_than_a_day": _CLOCK,
-    "test_qdrant_rust_causal_edge_prev_to_new": _CLOCK,
-    "test_temporal_backbone_and_proximity_metadata": _CLOCK,
-    "test_backdated_items_repair_the_temporal_backbone": _CLOCK,
+    "test_auto_prune_without_grace": _SETTINGS,
+    "test_auto_prune_respects_grace_then_prunes_aged_rows": _SETTINGS,
     "test_batched_import_equals_one_by_one": "patches this process's import batch size; the gateway's workers keep "
                                              "theirs",
-    "test_depth_two_causal_chain_is_found_and_why_ordered": _CLOCK,
-    "test_verbose_signals_and_meta": _CLOCK,
-    "test_equal_scores_tie_by_importance_then_recency_then_id": _CLOCK + " (equal stamps make the tie)",
     "test_a_long_query_is_led_by_its_rare_terms": "patches this process's long-query bound "
                                                   "(retrieve.LONG_QUERY_TERMS); the gateway's workers keep theirs",
 }
@@ -240,7 +221,8 @@ def remote_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]
     from tests.gateway_server import Gateway
 
     root = tmp_path_factory.mktemp("gateway")
-    gateway = Gateway(root / "server", root / "gateway.log", "--rate-limit", "0")
+    # --test-clock: the tests that fix the engine's clock (engine_kwargs) send it with each call
+    gateway = Gateway(root / "server", root / "gateway.log", "--rate-limit", "0", "--test-clock")
     try:
         yield gateway
     finally:

@@ -32,6 +32,13 @@ def store_dir(data_dir: Path, store: str = "default") -> Path:
     return SERVER_STORES.get(local, local)
 
 
+def unsigned(detail: str) -> str:
+    """An oplog entry's detail without the ``[token NAME] `` a gateway puts in front of what a token wrote."""
+    if detail.startswith("[token ") and "] " in detail:
+        return detail.split("] ", 1)[1]
+    return detail
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

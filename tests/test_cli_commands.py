@@ -16,6 +16,7 @@ import pytest
 from mnemon import __version__
 from mnemon.cli import main
 from tests.conftest import Result, run_process
+from tests.gateway_server import store_dir, unsigned
 from tests.test_cli_remember import T0, db_path, ok_at, query, run_at
 
 DAY = timedelta(days=1)
@@ -93,7 +94,7 @@ def test_link_both_directions_with_meta(data_dir, capsys, trio) -> None:
     rows = query(data_dir, "SELECT source_id, target_id, weight, metadata FROM edges ORDER BY rowid")
     assert {(r[0], r[1]) for r in rows} == {(a["id"], b["id"]), (b["id"], a["id"])}
     assert all(r[3] == '{"created_by":"claude","reason":"because"}' for r in rows)
-    detail = query(data_dir, "SELECT detail FROM oplog WHERE operation = 'link'")[0][0]
+    detail = unsigned(query(data_dir, "SELECT detail FROM oplog WHERE operation = 'link'")[0][0])
     assert detail == f"{a['id'][:8]}→{b['id'][:8]} type=causal weight=0.80"
 
 
@@ -225,8 +226,8 @@ def test_gc_candidates_keep_and_compact(data_dir, capsys) -> None:
     assert cand["effective_importance"] == pytest.approx(0.15 * 0.25 * 1.2)  # one proximity pair: 2 edge rows
     assert cand["days_since_access"] == pytest.approx(60) and cand["edge_count"] == 2
     assert out["actions"] == {"purge": "mnemon forget <id>", "keep": "mnemon gc --keep <id>"}
-    gc_row = query(data_dir, "SELECT detail FROM oplog WHERE operation = 'gc'")
-    assert gc_row == [("threshold=0.50 found=1 total=2",)]
+    gc_row = [unsigned(r[0]) for r in query(data_dir, "SELECT detail FROM oplog WHERE operation = 'gc'")]
+    assert gc_row == ["threshold=0.50 found=1 total=2"]
 
     kept = ok_at(data_dir, capsys, later, "gc", "--keep", low["id"])
     assert list(kept) == ["status", "id", "content", "new_access", "effective_importance", "immune"]
@@ -234,6 +235,9 @@ def test_gc_candidates_keep_and_compact(data_dir, capsys) -> None:
     assert ok_at(data_dir, capsys, later, "gc")["candidates_found"] == 0
     assert run_at(data_dir, capsys, later, "gc", "--keep", "ghost").err == "Error: insight ghost not found\n"
 
+    if store_dir(data_dir) != data_dir / "data" / "default":  # remote: compacting is for the gateway's machine
+        assert "Error: gc --compact has no remote form" in run_at(data_dir, capsys, later, "gc", "--compact").err
+        return
     compact = ok_at(data_dir, capsys, later, "gc", "--compact")
     assert compact["status"] == "compacted" and compact["after_bytes"] > 0
 

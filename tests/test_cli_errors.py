@@ -31,8 +31,12 @@ def snapshot(root: Path) -> dict[str, object]:
     }
     server = store_dir(root)
     if server != root / "data" / "default":  # a remote store: the files of the gateway's store too
+        # except what a gateway's read-only call may add: it reads the live store through the WAL (not the CLI's
+        # immutable snapshot), so an empty -wal and the -shm index of WAL readers can appear; any write shows up
+        # in the database's bytes or as WAL content
         files.update({f"<gateway>/{p.relative_to(server)}": hashlib.sha256(p.read_bytes()).hexdigest()
-                      for p in sorted(server.rglob("*")) if p.is_file()})
+                      for p in sorted(server.rglob("*")) if p.is_file() and not p.name.endswith("-shm")
+                      and not (p.name.endswith("-wal") and p.stat().st_size == 0)})
     if registration.is_postgres(server):
         files["<postgres rows>"] = stored_state(root)
     return files
@@ -123,7 +127,8 @@ def test_imp_abc_and_missing_value_use_cobra_wording(cli, seeded) -> None:
 
 def run_raw(argv: list[bytes], data_dir: Path, stdin: bytes | None = None) -> Result:
     """Run a whole process with raw bytes in argv (the OS passes them through undecoded)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    # MNEMON_TOKEN kept: a remote test store's token (tests/conftest.py), which no local store reads
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_") or k == "MNEMON_TOKEN"}
     env["MNEMON_EMBED_ENDPOINT"] = "http://127.0.0.1:9"
     env["PYTHONPATH"] = str(REPO)
     proc = subprocess.run(

@@ -342,6 +342,63 @@ def test_rate_limit_is_429_with_retry_after(tmp_path: Path) -> None:
     assert statuses[:3] == [200, 200, 200] and statuses[3:] == [429, 429]
 
 
+def test_a_clock_argument_is_refused_unless_the_gateway_was_started_for_tests(world: World, tmp_path: Path) -> None:
+    """The remote CLI tests fix the engine's clock through a gateway started with --test-clock; any other gateway
+    refuses the argument (a client that sets the clock could backdate a shared store), and it binds loopback only."""
+    before = insight_count(world.data)
+    backdated = {"argv": ["remember", "backdated to 2020"], "clock": "2020-01-01T00:00:00+00:00"}
+    status, body = world.gateway.call(world.rw, "cli", backdated)
+    assert status == 200 and body["result"]["isError"] is True
+    assert body["result"]["content"][0]["text"] == "Error: unknown argument(s): clock"
+    assert insight_count(world.data) == before
+    proc = mnemon(tmp_path / "d", "mcp", "serve", "--http", "--host", "0.0.0.0", "--behind-tls-proxy", "--test-clock",
+                  check=False)
+    assert proc.returncode == 1 and proc.stderr.decode() == \
+        "Error: --test-clock is for tests: it serves a loopback address only\n"
+
+    data = tmp_path / "tests"
+    mnemon(data, "store", "create", "team")
+    token = create_token(data, "tester", "team")
+    gateway = Gateway(data, tmp_path / "test-clock.log", "--test-clock", "--workers", "0")
+    try:
+        status, body = gateway.call(token, "cli", backdated)
+        assert status == 200 and not body["result"]["isError"], body
+        assert json.loads(body["result"]["content"][0]["text"])["created_at"] == "2020-01-01T00:00:00Z"
+        for bad in ("2020-01-01T00:00:00", "yesterday", 5):  # no offset, no time, no string
+            status, body = gateway.call(token, "cli", {"argv": ["remember", "never stored"], "clock": bad})
+            assert body["result"]["isError"] is True and "must be an ISO 8601 time with its UTC offset" in \
+                body["result"]["content"][0]["text"]
+    finally:
+        gateway.stop()
+    assert insight_count(data) == 1
+    assert "--test-clock: clients may fix the clock" in (tmp_path / "test-clock.log").read_text()
+
+
+def test_raw_calls_carry_bytes_that_are_not_utf8_and_a_read_only_token_may_send_them(world: World) -> None:
+    """The remote CLI sends argv and stdin that are not UTF-8 as base64 (JSON has no string for them): the
+    command meets the same bytes as a local run and refuses them in its own words; what a raw call would run
+    decides a read-only token's 403 as for any other call."""
+    import base64
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode()
+
+    before = insight_count(world.data)
+    show = {"argv": [b64(b"show"), b64(b"\xff")], "stdin": "", "raw": True}
+    for token in (world.rw, world.ro):
+        status, body = world.gateway.call(token, "cli", show)
+        assert status == 200 and body["result"]["content"][0]["text"] == "Error: id is not valid UTF-8", body
+    status, body = world.gateway.call(world.rw, "cli", {"argv": [b64(b"remember"), b64(b"-")], "raw": True,
+                                                        "stdin": b64(b"piped \xc3\x28 invalid")})
+    assert body["result"]["content"][0]["text"] == "Error: content is not valid UTF-8"
+    status, body = world.gateway.call(world.ro, "cli", {"argv": [b64(b"remember"), b64(b"fine")], "raw": True})
+    assert status == 403, body
+    for bad in ({"argv": ["not base64!"], "raw": True}, {"argv": [b64(b"status")], "stdin": "%%", "raw": True}):
+        status, body = world.gateway.call(world.rw, "cli", bad)
+        assert body["result"]["isError"] is True and "base64" in body["result"]["content"][0]["text"], body
+    assert insight_count(world.data) == before
+
+
 # -- 1,000 hostile tool calls ---------------------------------------------------------------------
 
 _JUNK = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(allow_nan=False),

@@ -171,6 +171,8 @@ def _mcp_app(run: Runner) -> typer.Typer:
         call_timeout: float = typer.Option(540.0, "--call-timeout", help="seconds a tool call may take"),
         workers: int = typer.Option(2, "--workers", help="command worker processes (0: one command at a time, "
                                     "in the gateway's process)"),
+        test_clock: bool = typer.Option(False, "--test-clock", help="TESTS ONLY (loopback): the cli tool's calls may "
+                                        "fix the engine's clock (a 'clock' argument); never on a real store"),
     ) -> None:
         """Serve the memory tools to an MCP host: over stdin/stdout, or over HTTP with --http (bearer tokens)."""
         if not http:
@@ -182,7 +184,7 @@ def _mcp_app(run: Runner) -> typer.Typer:
 
         serve_http(ctx.obj, run, host=host, port=port, tls_cert=tls_cert, tls_key=tls_key, behind_proxy=behind_proxy,
                    allow_origin=allow_origin, max_body=max_body, rate=rate, burst=burst,
-                   timeouts=(header_timeout, body_timeout, call_timeout), workers=workers)
+                   timeouts=(header_timeout, body_timeout, call_timeout), workers=workers, test_clock=test_clock)
 
     from mnemon.cli.gateway import token_app
 

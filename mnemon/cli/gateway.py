@@ -32,7 +32,8 @@ def _loopback(host: str) -> bool:
 
 def serve_http(options: GlobalOptions, run: object, *, host: str, port: int, tls_cert: str, tls_key: str,
                behind_proxy: bool, allow_origin: list[str], max_body: int, rate: float, burst: int,
-               timeouts: tuple[float, float, float] = (10.0, 60.0, 540.0), workers: int = 2) -> None:
+               timeouts: tuple[float, float, float] = (10.0, 60.0, 540.0), workers: int = 2,
+               test_clock: bool = False) -> None:
     if not 0 < port < 65536:
         raise InputError(f"--port must be between 1 and 65535, got {port}")
     if bool(tls_cert) != bool(tls_key):
@@ -47,6 +48,9 @@ def serve_http(options: GlobalOptions, run: object, *, host: str, port: int, tls
     for flag, seconds in zip(("--header-timeout", "--body-timeout", "--call-timeout"), timeouts, strict=True):
         if not 0 < seconds <= 86_400:
             raise InputError(f"{flag} must be between 0 and 86400 seconds, got {seconds:g}")
+    if test_clock and not _loopback(host):
+        # A client that sets the clock can backdate a shared store's memories (and their pruning): tests only.
+        raise InputError("--test-clock is for tests: it serves a loopback address only")
     if not 0 <= workers <= 64:
         raise InputError(f"--workers must be between 0 and 64, got {workers}")
     try:
@@ -57,6 +61,7 @@ def serve_http(options: GlobalOptions, run: object, *, host: str, port: int, tls
         host=host, port=port, max_body=max_body, rate=rate, burst=burst, allowed_origins=list(allow_origin),
         tls_cert=tls_cert or None, tls_key=tls_key or None, behind_proxy=behind_proxy,
         header_timeout=timeouts[0], body_timeout=timeouts[1], call_timeout=timeouts[2], workers=workers,
+        test_clock=test_clock,
     )
     app.serve(options, run, gateway_config)  # type: ignore[arg-type]
 

@@ -9,6 +9,8 @@ writes ``--output`` itself). Which calls write decides the 403 of a read-only to
 
 from __future__ import annotations
 
+import base64
+import binascii
 from typing import Any
 
 # Memory commands with a remote form (argv[0] of the cli tool).
@@ -60,6 +62,20 @@ def check_argv(argv: object) -> list[str]:
     return list(argv)
 
 
+def cli_words(arguments: dict[str, Any]) -> object:
+    """The argv a ``cli`` call carries: as sent, or for a ``raw`` call (bytes that are not UTF-8) each word
+    decoded from base64 into the string a local process's argv holds for those bytes (lone surrogates)."""
+    words = arguments.get("argv")
+    if arguments.get("raw") is not True:
+        return words
+    if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
+        raise Refused(400, 'argument "argv" must be a non-empty list of strings')
+    try:
+        return [base64.b64decode(w, validate=True).decode("utf-8", "surrogateescape") for w in words]
+    except (ValueError, binascii.Error):
+        raise Refused(400, 'a "raw" call carries argv\'s words in base64') from None
+
+
 def argv_writes(argv: list[str]) -> bool:
     """Whether this command line can change the store."""
     command, words = argv[0], _options(argv[1:])
@@ -75,9 +91,8 @@ def argv_writes(argv: list[str]) -> bool:
 def call_writes(tool: str, arguments: Any) -> bool:
     """Whether a tools/call can change the store (a malformed cli argv counts as a write: refuse early)."""
     if tool == "cli":
-        argv = arguments.get("argv") if isinstance(arguments, dict) else None
         try:
-            return argv_writes(check_argv(argv))
+            return argv_writes(check_argv(cli_words(arguments) if isinstance(arguments, dict) else None))
         except Refused:
             return True
     if tool == "import":

@@ -75,6 +75,7 @@ class GatewayConfig:
     body_timeout: float = 60.0  # seconds to receive the whole body once the head is in (408 after)
     call_timeout: float = 540.0  # seconds a tool call may take, waiting included (under the client's 600)
     workers: int = 2  # command worker processes (0: commands run one at a time in the gateway's process)
+    test_clock: bool = False  # tests only: the cli tool's "clock" argument fixes the engine's clock (commands.py)
 
     @property
     def loopback(self) -> bool:
@@ -225,7 +226,8 @@ class Gateway:
         started = time.perf_counter()
         caller = commands.Caller(token.name, token.store, token.read_only)
         if self.pool is not None:
-            outcome = await self.pool.call(self.config.call_timeout, str(self.data_dir), caller, name, args)
+            outcome = await self.pool.call(self.config.call_timeout, str(self.data_dir), caller, name, args,
+                                           self.config.test_clock)
         else:
             call = _Call()
             with anyio.move_on_after(self.config.call_timeout):
@@ -242,7 +244,8 @@ class Gateway:
         with self.command_lock:
             if not call.start():  # the client was already told it did not run
                 return "", True, None
-            return commands.execute(self.run, self.options, str(self.data_dir), caller, name, args)
+            return commands.execute(self.run, self.options, str(self.data_dir), caller, name, args,
+                                    self.config.test_clock)
 
 
 class _Call:
@@ -348,6 +351,8 @@ def serve(options: GlobalOptions, run: tools.Runner, config: GatewayConfig) -> N
     gateway = Gateway(options, run, config, pool)
     _log(f"serving MCP on {'https' if config.tls_cert else 'http'}://{config.host}:{config.port}/mcp "
          f"(store per token; data dir {gateway.data_dir})")
+    if config.test_clock:
+        _log("--test-clock: clients may fix the clock of every store's commands (tests only, never a real store)")
     server = uvicorn.Server(uvicorn.Config(
         gateway.app, host=config.host, port=config.port, ssl_certfile=config.tls_cert, ssl_keyfile=config.tls_key,
         log_level="warning", access_log=False, timeout_keep_alive=30, timeout_graceful_shutdown=5,

@@ -8,9 +8,13 @@ command worker process (``workers.Pool``) or, with ``--workers 0``, in the gatew
 
 from __future__ import annotations
 
+import base64
+import binascii
 import shutil
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mnemon import mcp as tools
@@ -31,6 +35,8 @@ CLI_TOOL: dict[str, Any] = {
             "argv": {"type": "array", "items": {"type": "string"}, "minItems": 1},
             "stdin": {"type": "string"},
             "readonly": {"type": "boolean", "description": "run as with --readonly"},
+            "raw": {"type": "boolean", "description": "argv's words and stdin are base64 of bytes that are not all "
+                    "UTF-8, as the client's OS gave them (JSON carries no such string)"},
         },
     },
 }
@@ -46,7 +52,9 @@ class Caller:
 
 
 def execute(run: tools.Runner, options: GlobalOptions, data_dir: str, caller: Caller, tool: str,
-            args: dict[str, Any]) -> Outcome:
+            args: dict[str, Any], test_clock: bool = False) -> Outcome:
+    """Run one tool call for ``caller``; ``test_clock`` (``--test-clock``, tests only) lets the ``cli`` tool's
+    ``clock`` argument fix the engine's clock, which every other gateway refuses as an unknown argument."""
     from mnemon.store import oplog
 
     # Read-only calls (a read-only token, or the remote CLI's --readonly) read the live store: the gateway
@@ -57,25 +65,50 @@ def execute(run: tools.Runner, options: GlobalOptions, data_dir: str, caller: Ca
         if tool != "cli":
             text, is_error = tools.run_tool(run, options, tool, args)
             return text, is_error, None
-        return _run_cli(run, options, args)
+        return _run_cli(run, options, args, test_clock)
 
 
-def _run_cli(run: tools.Runner, options: GlobalOptions, args: dict[str, Any]) -> Outcome:
-    unknown = sorted(set(args) - set(CLI_TOOL["inputSchema"]["properties"]))
-    stdin, readonly = args.get("stdin", ""), args.get("readonly", False)
+def _run_cli(run: tools.Runner, options: GlobalOptions, args: dict[str, Any], test_clock: bool) -> Outcome:
+    known = set(CLI_TOOL["inputSchema"]["properties"]) | ({"clock"} if test_clock else set())
+    unknown = sorted(set(args) - known)
+    stdin, readonly, raw = args.get("stdin", ""), args.get("readonly", False), args.get("raw", False)
     try:
         if unknown:
             raise access.Refused(400, f"unknown argument(s): {', '.join(unknown)}")
-        if not isinstance(stdin, str) or not isinstance(readonly, bool):
-            raise access.Refused(400, 'arguments "stdin" (a string) and "readonly" (a boolean) have the wrong type')
-        argv = access.check_argv(args.get("argv"))
+        if not isinstance(stdin, str) or not isinstance(readonly, bool) or not isinstance(raw, bool):
+            raise access.Refused(400, 'arguments "stdin" (a string), "readonly" and "raw" (booleans) have the wrong '
+                                 "type")
+        argv = access.check_argv(access.cli_words(args))
+        given: str | bytes = _raw_stdin(stdin) if raw else stdin
+        if "clock" in args:
+            options.engine_kwargs = {"clock": _fixed_clock(args["clock"])}
     except access.Refused as exc:
         return failed(f"Error: {exc}")
     if readonly:
         options.readonly = True
-    code, out, err = tools.run_argv(run, options, argv, stdin)
+    code, out, err = tools.run_argv(run, options, argv, given)
     return out if code == 0 else tools.error_line(err, argv[0]), code != 0, \
         {"exit_code": code, "stdout": out, "stderr": err}
+
+
+def _raw_stdin(stdin: str) -> bytes:
+    """A ``raw`` call's stdin: the client's bytes, which the command reads and refuses as a local run does."""
+    try:
+        return base64.b64decode(stdin, validate=True)
+    except (ValueError, binascii.Error):
+        raise access.Refused(400, 'a "raw" call carries stdin in base64') from None
+
+
+def _fixed_clock(value: object) -> Callable[[], datetime]:
+    """The engine clock of a ``--test-clock`` call: the moment the test's own clock showed (ISO 8601, with
+    its offset), as the test's in-process run would have used it."""
+    try:
+        moment = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        moment = None
+    if moment is None or moment.tzinfo is None:
+        raise access.Refused(400, 'argument "clock" must be an ISO 8601 time with its UTC offset')
+    return lambda: moment
 
 
 def failed(text: str, tool: str = "cli") -> Outcome:

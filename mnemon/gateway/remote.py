@@ -75,9 +75,14 @@ def dispatch(argv: list[str], options: GlobalOptions) -> int | None:
         raise InputError(f'--embed-model has no remote form: store "{remote.name}" embeds with its gateway\'s model '
                          "(set MNEMON_EMBED_MODEL where the gateway runs)")
     sent, stdin, output = _prepare(argv)
-    arguments: dict[str, Any] = {"argv": sent, "stdin": stdin}
+    arguments: dict[str, Any] = _wire(sent, stdin)
     if options.readonly:
         arguments["readonly"] = True
+    clock = options.engine_kwargs.get("clock")
+    if clock is not None:
+        # A test's injected clock (engine_kwargs: never set by the CLI) travels with the call; only a gateway
+        # started with --test-clock accepts it, any other refuses the call.
+        arguments["clock"] = clock().isoformat()
     result = call(remote, "cli", arguments, options)
     structured = result.get("structuredContent")
     if not isinstance(structured, dict) or not isinstance(structured.get("exit_code"), int):
@@ -151,13 +156,36 @@ def _prepare(argv: list[str]) -> tuple[list[str], str, str | None]:
     return argv, "", None
 
 
+def _wire(argv: list[str], stdin: str) -> dict[str, Any]:
+    """argv and stdin as the cli tool's arguments. Bytes that are not UTF-8 (in a local process they reach the
+    command as lone surrogates, which it refuses with its own wording) cannot be a JSON string the gateway's
+    parser accepts; then the words and stdin travel as base64 of their bytes (``raw``), so the gateway's command
+    meets the same bytes and words the same error."""
+    try:
+        for text in (*argv, stdin):
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return {"argv": [_b64(word) for word in argv], "stdin": _b64(stdin), "raw": True}
+    return {"argv": argv, "stdin": stdin}
+
+
+def _b64(text: str) -> str:
+    import base64
+
+    try:
+        data = text.encode("utf-8", "surrogateescape")  # the bytes the OS gave (or stdin held)
+    except UnicodeEncodeError:
+        data = text.encode("utf-8", "surrogatepass")  # another lone surrogate: still not UTF-8 on the other side
+    return base64.b64encode(data).decode("ascii")
+
+
 def _read_stdin() -> str:
     try:
         data = sys.stdin.buffer.read()
     except (OSError, ValueError) as exc:
         raise InputError(f"read file: {exc}: -") from None
-    # Undecodable bytes travel as lone surrogates and fail the gateway's strict decode, which then
-    # words the error exactly as a local run does.
+    # Undecodable bytes become lone surrogates here and travel as the bytes they were (_wire), so the
+    # gateway's command words the error exactly as a local run does.
     return data.decode("utf-8", "surrogateescape")
 
 

@@ -92,15 +92,16 @@ class Pool:
         self._executor.shutdown(wait=True, cancel_futures=True)
 
     async def call(self, timeout: float, data_dir: str, caller: commands.Caller, tool: str,
-                   args: dict[str, Any]) -> commands.Outcome:
+                   args: dict[str, Any], test_clock: bool = False) -> commands.Outcome:
         """Run one call in a worker; a call over ``timeout`` is an error saying whether its command ran."""
         with self._lock:
             executor = self._executor
+        call = (self.run, self.options, data_dir, caller, tool, args, test_clock)
         try:
-            future = executor.submit(commands.execute, self.run, self.options, data_dir, caller, tool, args)
+            future = executor.submit(commands.execute, *call)
         except BrokenProcessPool:
             fresh = await anyio.to_thread.run_sync(self._restart, executor)
-            future = fresh.submit(commands.execute, self.run, self.options, data_dir, caller, tool, args)
+            future = fresh.submit(commands.execute, *call)
         done = anyio.Event()
         loop = asyncio.get_running_loop()
         future.add_done_callback(lambda _: loop.call_soon_threadsafe(done.set))
