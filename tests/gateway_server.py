@@ -69,7 +69,7 @@ def create_token(data_dir: Path, name: str, store: str, *flags: str) -> str:
 
 
 class Gateway:
-    """One gateway process; ``stop()`` ends it (SIGTERM), ``kill()`` is kill -9."""
+    """One gateway process; ``stop()`` ends it (SIGTERM), ``kill()`` is kill -9; ``with`` stops it at the end."""
 
     def __init__(self, data_dir: Path, log: Path, *flags: str, port: int | None = None) -> None:
         self.data_dir = data_dir
@@ -95,6 +95,12 @@ class Gateway:
             except OSError:
                 time.sleep(0.05)
         raise RuntimeError("gateway did not start")
+
+    def __enter__(self) -> Gateway:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
 
     @property
     def url(self) -> str:
@@ -136,6 +142,8 @@ class Gateway:
         return found
 
     def stop(self) -> None:
+        if self.log_fh.closed:  # stopped or killed already
+            return
         if self.proc.poll() is None:
             os.kill(self.proc.pid, signal.SIGTERM)
             try:
@@ -149,6 +157,16 @@ class Gateway:
         os.kill(self.proc.pid, signal.SIGKILL)
         self.proc.wait(timeout=20)
         self.log_fh.close()
+
+
+def serve_store(root: Path, *flags: str, token: str = "alice", store: str = "team") -> tuple[Gateway, str]:
+    """The usual start of a gateway test: data dir ``root/server`` with ``store`` and a write token named ``token``
+    for it, behind a running gateway (log ``root/gateway.log``) started with ``flags``; (gateway, the token).
+    The gateway's ``data_dir`` is the data dir; ``with gateway:`` stops it."""
+    data = root / "server"
+    mnemon(data, "store", "create", store)
+    secret = create_token(data, token, store)
+    return Gateway(data, root / "gateway.log", *flags), secret
 
 
 def alive(pids: set[int], within: float) -> set[int]:

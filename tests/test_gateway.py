@@ -25,7 +25,7 @@ from hypothesis import strategies as st  # noqa: E402
 
 from mnemon import mcp as tools  # noqa: E402
 from mnemon.gateway import tokens  # noqa: E402
-from tests.gateway_server import Gateway, create_token, mnemon  # noqa: E402
+from tests.gateway_server import Gateway, create_token, mnemon, serve_store  # noqa: E402
 
 
 def insight_count(data_dir: Path, store: str = "team") -> int:
@@ -65,11 +65,9 @@ class World:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     w = World(tmp_path_factory.mktemp("gateway"))
-    try:
+    with w.gateway:
         yield w
-    finally:
-        w.gateway.stop()
-        w.no_token_leaked()
+    w.no_token_leaked()
 
 
 # -- the SDK client: every tool, each result the CLI's JSON ---------------------------------------------
@@ -118,8 +116,7 @@ def test_sdk_client_calls_every_tool_and_each_result_is_the_cli_json(tmp_path: P
         mnemon(data, "store", "create", "team")
         mnemon(data, "--store", "team", "import", "-", stdin=json.dumps(draft).encode())
     token = create_token(served, "sdk", "team")
-    gateway = Gateway(served, tmp_path / "gw.log")
-    try:
+    with Gateway(served, tmp_path / "gw.log") as gateway:
         anchor, second = (json.loads(mnemon(served, "--store", "team", "--readonly", "search", q).stdout)[0]["id"]
                           for q in ("PostgreSQL", "Caroline"))
         calls: list[tuple[str, dict[str, Any]]] = [
@@ -134,8 +131,6 @@ def test_sdk_client_calls_every_tool_and_each_result_is_the_cli_json(tmp_path: P
             ("cli", {"argv": ["log", "--limit", "3"]}),
         ]
         init, listed, results = anyio.run(_sdk_session, gateway.url, token, calls)
-    finally:
-        gateway.stop()
     assert init.server_info.name == "mnemon"
     assert {t.name for t in listed.tools} == {*tools.TOOLS, "cli"} == {name for name, _ in calls}  # every tool
     assert all(not r.is_error for r in results), [_text(r) for r in results if r.is_error]
@@ -331,14 +326,9 @@ def test_malformed_json_rpc_gets_a_json_rpc_error(world: World, body: bytes, cod
 
 
 def test_rate_limit_is_429_with_retry_after(tmp_path: Path) -> None:
-    data = tmp_path / "d"
-    mnemon(data, "store", "create", "team")
-    token = create_token(data, "fast", "team")
-    gateway = Gateway(data, tmp_path / "gw.log", "--rate-limit", "0.5", "--burst", "3")
-    try:
+    gateway, token = serve_store(tmp_path, "--rate-limit", "0.5", "--burst", "3")
+    with gateway:
         statuses = [gateway.post({"jsonrpc": "2.0", "id": 1, "method": "ping"}, token)[0] for _ in range(5)]
-    finally:
-        gateway.stop()
     assert statuses[:3] == [200, 200, 200] and statuses[3:] == [429, 429]
 
 
@@ -356,11 +346,9 @@ def test_a_clock_argument_is_refused_unless_the_gateway_was_started_for_tests(wo
     assert proc.returncode == 1 and proc.stderr.decode() == \
         "Error: --test-clock is for tests: it serves a loopback address only\n"
 
-    data = tmp_path / "tests"
-    mnemon(data, "store", "create", "team")
-    token = create_token(data, "tester", "team")
-    gateway = Gateway(data, tmp_path / "test-clock.log", "--test-clock", "--workers", "0")
-    try:
+    gateway, token = serve_store(tmp_path, "--test-clock", "--workers", "0", token="tester")
+    data = gateway.data_dir
+    with gateway:
         status, body = gateway.call(token, "cli", backdated)
         assert status == 200 and not body["result"]["isError"], body
         assert json.loads(body["result"]["content"][0]["text"])["created_at"] == "2020-01-01T00:00:00Z"
@@ -368,10 +356,8 @@ def test_a_clock_argument_is_refused_unless_the_gateway_was_started_for_tests(wo
             status, body = gateway.call(token, "cli", {"argv": ["remember", "never stored"], "clock": bad})
             assert body["result"]["isError"] is True and "must be an ISO 8601 time with its UTC offset" in \
                 body["result"]["content"][0]["text"]
-    finally:
-        gateway.stop()
     assert insight_count(data) == 1
-    assert "--test-clock: clients may fix the clock" in (tmp_path / "test-clock.log").read_text()
+    assert "--test-clock: clients may fix the clock" in gateway.log.read_text()
 
 
 def test_raw_calls_carry_bytes_that_are_not_utf8_and_a_read_only_token_may_send_them(world: World) -> None:

@@ -22,7 +22,7 @@ import pytest
 
 pytest.importorskip("mcp", reason="the gateway tests need mnemon[gateway] (the MCP SDK)")
 
-from tests.gateway_server import HEADERS, Gateway, alive, create_token, mnemon  # noqa: E402
+from tests.gateway_server import HEADERS, Gateway, alive, create_token, mnemon, serve_store  # noqa: E402
 
 CLIENTS = 8
 PER_CLIENT = int(os.environ.get("MNEMON_TEST_GATEWAY_LOAD", "25"))
@@ -98,16 +98,12 @@ def check_every_ack_stored_once(data_dir: Path, writers: list[Writer]) -> int:
 
 
 def test_eight_clients_through_one_gateway(tmp_path: Path) -> None:
-    data = tmp_path / "d"
-    mnemon(data, "store", "create", "team")
-    token = create_token(data, "load", "team")
-    gateway = Gateway(data, tmp_path / "gw.log", "--rate-limit", "0")
-    try:
+    gateway, token = serve_store(tmp_path, "--rate-limit", "0", token="load")
+    data = gateway.data_dir
+    with gateway:
         started = time.monotonic()
         writers = run_writers([gateway.port], token)
         elapsed = time.monotonic() - started
-    finally:
-        gateway.stop()
     assert all(not w.errors for w in writers), [w.errors[:3] for w in writers]
     total = check_every_ack_stored_once(data, writers)
     assert total == CLIENTS * PER_CLIENT
@@ -155,10 +151,8 @@ def test_eight_clients_through_two_gateways_on_one_postgres_store(tmp_path: Path
 
 
 def test_kill_9_mid_load_loses_no_acknowledged_write(tmp_path: Path) -> None:
-    data, client = tmp_path / "d", tmp_path / "client"
-    mnemon(data, "store", "create", "team")
-    token = create_token(data, "load", "team")
-    gateway = Gateway(data, tmp_path / "gw.log", "--rate-limit", "0")
+    gateway, token = serve_store(tmp_path, "--rate-limit", "0", token="load")
+    data, client = gateway.data_dir, tmp_path / "client"
     mnemon(client, "store", "create", "team", "--remote", gateway.url)
     stop = threading.Event()
     writers = [Writer(n, [gateway.port], token, 10_000, stop) for n in range(CLIENTS)]
@@ -190,11 +184,8 @@ def test_kill_9_mid_load_loses_no_acknowledged_write(tmp_path: Path) -> None:
     doctor = mnemon(data, "--store", "team", "doctor", check=False)
     assert doctor.returncode == 0, doctor.stdout + doctor.stderr
     # The restarted gateway serves, on the same port.
-    gateway = Gateway(data, tmp_path / "gw.log", "--rate-limit", "0", port=gateway.port)
-    try:
+    with Gateway(data, gateway.log, "--rate-limit", "0", port=gateway.port) as gateway:
         up = mnemon(client, "--store", "team", "remember", "after the restart", env={"MNEMON_TOKEN": token})
         assert json.loads(up.stdout)["action"] == "added"
         workers = gateway.family()
-    finally:
-        gateway.stop()
     assert alive(workers, within=10) == set(), "a stopped gateway ends its workers"

@@ -16,18 +16,16 @@ import pytest
 
 pytest.importorskip("mcp", reason="the gateway tests need mnemon[gateway] (the MCP SDK)")
 
-from tests.gateway_server import Gateway, create_token, mnemon  # noqa: E402
+from tests.gateway_server import create_token, mnemon, serve_store  # noqa: E402
 
 
 class Pair:
     """A gateway's data dir (store ``team``) and a client data dir whose ``team`` is that store, remote."""
 
     def __init__(self, root: Path) -> None:
-        self.server, self.client = root / "server", root / "client"
-        mnemon(self.server, "store", "create", "team")
-        self.token = create_token(self.server, "laptop", "team")
+        self.gateway, self.token = serve_store(root, "--rate-limit", "0", token="laptop")
+        self.server, self.client = self.gateway.data_dir, root / "client"
         self.reader = create_token(self.server, "hook", "team", "--read-only")
-        self.gateway = Gateway(self.server, root / "gw.log", "--rate-limit", "0")
         mnemon(self.client, "store", "create", "team", "--remote", f"{self.gateway.url}/team")
         mnemon(self.client, "store", "set", "team")
 
@@ -41,12 +39,10 @@ class Pair:
 @pytest.fixture(scope="module")
 def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Pair]:
     p = Pair(tmp_path_factory.mktemp("remote"))
-    try:
+    with p.gateway:
         yield p
-    finally:
-        p.gateway.stop()
-        log = (p.gateway.log).read_text()
-        assert p.token not in log and p.reader not in log and "Traceback" not in log
+    log = p.gateway.log.read_text()
+    assert p.token not in log and p.reader not in log and "Traceback" not in log
 
 
 def test_registration_is_0600_holds_no_token_and_store_list_shows_the_kind(pair: Pair) -> None:

@@ -7,8 +7,11 @@ with raw sockets: all three were still open after 20 s). So:
 
 - :class:`HeaderDeadline` is uvicorn's own h11 protocol with one timer more: armed when a
   connection opens and when the first byte of a further request arrives, cancelled when h11 has
-  the complete request head; if it fires first, the connection is closed (no response: the client
-  has not said what it wants).
+  the complete request head. If it fires first, a client that began a request head is answered
+  ``408 Request Timeout`` (RFC 9110 15.5.9; written on the transport directly, since h11 has no
+  request to answer, and the connection is closed right after); a connection that sent nothing is
+  closed without a word (an unsolicited 408 could be read as the answer to a request a client is
+  only about to send on a connection it keeps ready).
 - The body is read whole by the gateway's guard (``app.Gateway._body``) under ``anyio.fail_after``:
   late is a 408 and the connection is closed (the body is incomplete, so it cannot be kept).
 """
@@ -16,6 +19,7 @@ with raw sockets: all three were still open after 20 s). So:
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import h11
@@ -33,6 +37,7 @@ class HeaderDeadline(H11Protocol):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
+        self._head_begun = False  # bytes of the pending request head have arrived
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -41,6 +46,7 @@ class HeaderDeadline(H11Protocol):
     def data_received(self, data: bytes) -> None:
         if self.conn.their_state is h11.IDLE:  # the first bytes of a further request on a kept-alive connection
             self._arm()
+            self._head_begun = self._head_begun or bool(data)
         super().data_received(data)
         if self.conn.their_state is not h11.IDLE:  # h11 has the whole head: the app's deadlines take over
             self._disarm()
@@ -54,6 +60,7 @@ class HeaderDeadline(H11Protocol):
             self._head_timer = self.loop.call_later(self.header_timeout, self._head_too_slow)
 
     def _disarm(self) -> None:
+        self._head_begun = False
         if self._head_timer is not None:
             self._head_timer.cancel()
             self._head_timer = None
@@ -61,4 +68,13 @@ class HeaderDeadline(H11Protocol):
     def _head_too_slow(self) -> None:
         self._head_timer = None
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
-            self.transport.close()
+            if self._head_begun:
+                self.transport.write(timeout_response(self.header_timeout))
+            self.transport.close()  # after the buffered 408 is written
+
+
+def timeout_response(seconds: float) -> bytes:
+    """The whole 408 answer to a request head not received within ``seconds`` (the guard's JSON error shape)."""
+    body = json.dumps({"error": f"request head not received within {seconds:g} s"}).encode()
+    return (b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\nconnection: close\r\n"
+            b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
