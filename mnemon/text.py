@@ -253,6 +253,15 @@ def recall_query_terms(text: str) -> list[str]:
     return recall_terms(_CHINESE_QUESTION_WORDS.sub(" ", text))
 
 
+def query_length(terms: Iterable[str]) -> int:
+    """How long a query is, the same way in every language: its distinct words and Han characters.
+
+    A Han run's character bigrams are left out: they are extra views of the same characters, and
+    counting them made a 13-character Chinese question as long as a 24-word English one
+    (records.LONG_QUERY_TERMS)."""
+    return sum(1 for term in set(terms) if not (len(term) == 2 and _HAN.match(term) and _HAN.match(term, 1)))
+
+
 # Query side only: the "s" of a possessive ("Melanie's" tokenizes to "melanie", "s") is a term of
 # its own, and a rare-ish one, so "Melanie's plans" would match "Caroline's plans" on it. The
 # engine lets the query's "s" count only for memories that also have one of the words it is

@@ -325,3 +325,25 @@ def test_created_days_reads_the_date_of_any_stamp_width() -> None:
     wide = np.array([b"2023-02-01T13:56:00.123456789Z", b"2023-03-10T09:00:00Z"], dtype="S30")
     assert created_days(wide).tolist() == [b"2023-02-01", b"2023-03-10"]
     assert created_days(plain[::-1]).tolist() == [b"2023-03-10", b"2023-02-01"]  # a non-contiguous view
+
+
+def test_a_long_query_ranks_by_its_match_not_the_graph() -> None:
+    # Rows 0 and 2 match equally; row 0 is linked to the top anchor (row 4), so an ordinary query
+    # ranks it above row 2 by the graph signal. A long query (a whole dialogue turn: its anchors are
+    # spread over its many topics) gives the graph's weight to the keyword signal: the two tie on
+    # score, and the lift a follower is lent comes from its neighbour's match alone.
+    import dataclasses
+
+    a = arrays(
+        6, bm25=[1.0, 0.0, 1.0, 0.0, 3.0, 0.0], prev=[-1, 0, -1, 2, -1, 4], nxt=[1, -1, 3, -1, 5, -1],
+        edges=[(4, 0, "semantic", 1.0)],
+    )
+    short = {h.row: h for h in recall.run(a, Intent.GENERAL, 10).hits}
+    assert short[0].score > short[2].score
+    long = {h.row: h for h in recall.run(dataclasses.replace(a, long_query=True), Intent.GENERAL, 10).hits}
+    kw, ent, _, graph = RERANK_WEIGHTS_TOKENS
+    for row in (0, 2, 4):
+        assert long[row].graph == short[row].graph  # the signal is the same; its weight is not
+        assert math.isclose(long[row].score, (kw + graph) * long[row].keyword + ent * long[row].entity)
+    assert long[0].score == long[2].score and long[1].score == long[3].score
+    assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1)) == (0.7, 0.1, 0.2, 0.0)

@@ -347,3 +347,14 @@ def test_insight_views_equal_the_three_separate_tokenisations(content, tags, ent
     assert terms == recall_insight_terms(content, tags, entities)
     assert plain == insight_tokens(content, tags, entities)
     assert content_len == len(recall_terms(content))
+
+
+def test_query_length_counts_words_and_han_characters_not_bigrams() -> None:
+    from mnemon.text import query_length, recall_query_terms
+
+    # "限流每秒一百个请求": 9 characters, as terms 8 bigrams and 9 characters; its length is 9, as
+    # an English query of 9 words is 9 long (records.LONG_QUERY_TERMS means the same in both).
+    assert query_length(recall_query_terms("限流每秒一百个请求")) == 9
+    assert query_length(recall_query_terms("rate limit of one hundred requests per second")) == 7  # "of" is a stopword
+    assert query_length(recall_query_terms("API 限流 API")) == 3  # distinct: api, 限, 流 (not the bigram 限流)
+    assert query_length([]) == 0

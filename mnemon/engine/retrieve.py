@@ -29,7 +29,14 @@ from mnemon.records import (
     Intent,
 )
 from mnemon.store import hotindex, insights, oplog
-from mnemon.text import POSSESSIVE_TERM, derived_query_terms, possessor_query_terms, recall_query_terms, tokenize
+from mnemon.text import (
+    POSSESSIVE_TERM,
+    derived_query_terms,
+    possessor_query_terms,
+    query_length,
+    recall_query_terms,
+    tokenize,
+)
 from mnemon.validate import check_limit
 
 if TYPE_CHECKING:
@@ -39,6 +46,12 @@ if TYPE_CHECKING:
     from mnemon.engine.vectors import SimilarityBounds
     from mnemon.recall import Hit
 
+
+
+def is_long_query(known_terms: list[str]) -> bool:
+    """A whole dialogue turn or prompt rather than a question: more than records.LONG_QUERY_TERMS
+    distinct words and Han characters (text.query_length) that the index knows."""
+    return query_length(known_terms) > LONG_QUERY_TERMS
 
 
 class _HotIds:
@@ -157,8 +170,9 @@ class RetrievePipeline:
         overlap, n_query_entities = self._entity_overlap(index, query)
         (csr_ptr, csr_nbr, csr_weight, csr_type, csr_out), delta = index.edge_arrays()
         mean_len = float(index.doc_len[scope].mean()) if scope.any() else 0.0  # BM25's avgdl, once
+        bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len)
         arrays = pipeline.RecallArrays(
-            scope=scope, bm25=self._bm25(index, query, scope, use_numba, mean_len), similarity=similarity,
+            scope=scope, bm25=bm25, similarity=similarity, long_query=long_query,
             entity_overlap=np.where(scope, overlap, 0), query_entity_count=n_query_entities,
             importance=np.asarray(index.importance), created_rank=index.derived("created_rank"),
             id_rank=index.derived("id_rank"), csr_ptr=csr_ptr, csr_nbr=csr_nbr, csr_weight=csr_weight,
@@ -225,11 +239,17 @@ class RetrievePipeline:
 
     def _bm25(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
               mean_len: float | None = None) -> np.ndarray:
+        """The query's BM25 over every row (:meth:`_keyword`'s scores)."""
+        return self._keyword(index, query, scope, use_numba, mean_len)[0]
+
+    def _keyword(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
+                 mean_len: float | None = None) -> tuple[np.ndarray, bool]:
         """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
         plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms).
         A possessive's "s" counts only where the word it is attached to matches (text.POSSESSIVE_TERM).
         A day or month the query names (query_dates) multiplies the scores of the memories written then.
-        ``mean_len``: the rows' mean length in scope when the caller has it (BM25's avgdl)."""
+        ``mean_len``: the rows' mean length in scope when the caller has it (BM25's avgdl).
+        Returns the scores and whether the query is long (:func:`is_long_query`)."""
         import numpy as np
 
         n_docs = int(scope.sum())
@@ -237,13 +257,15 @@ class RetrievePipeline:
         owners = possessor_query_terms(query) if POSSESSIVE_TERM in terms else []
         if owners:
             terms.remove(POSSESSIVE_TERM)
-        qids = index.term_ids(terms)
+        known = [(term, got) for term in terms for got in index.term_ids([term])]
+        qids = [got for _, got in known]
+        long = is_long_query([term for term, _ in known])
         if n_docs == 0:
-            return np.zeros(index.n, dtype=np.float64)
+            return np.zeros(index.n, dtype=np.float64), long
         # the collection statistics once for every pass: each is O(rows); a long query's rare terms
         # dominate its common ones (records.LONG_QUERY_IDF_POWER), in every pass below
         avgdl = float(index.doc_len[scope].mean()) if mean_len is None else mean_len
-        power = LONG_QUERY_IDF_POWER if len(qids) > LONG_QUERY_TERMS else 1.0
+        power = LONG_QUERY_IDF_POWER if long else 1.0
         stats = (n_docs, avgdl, np.asarray(index.doc_len, dtype=np.float64), power)
         scores = self._bm25_terms(index, qids, scope, stats, use_numba)
         possessive = index.term_ids([POSSESSIVE_TERM]) if owners else []
@@ -266,7 +288,7 @@ class RetrievePipeline:
             else:  # query_months names none when the query names a day
                 boost = np.where(np.isin(written.astype("S7"), [m.encode() for m in months]), QUERY_MONTH_BOOST, 0.0)
             scores = scores * (1.0 + boost)
-        return scores
+        return scores, long
 
     def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
                     stats: tuple[int, float, np.ndarray, float], use_numba: bool) -> np.ndarray:
