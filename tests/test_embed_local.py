@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -182,20 +183,30 @@ def test_default_model_lives_under_the_data_dir(tmp_path: Path) -> None:
     assert resolve_model("mine", "/opt/m/minilm", tmp_path) == ("mine", "/opt/m/minilm")
 
 
+def hub_files(model_dir: Path) -> dict[str, bytes]:
+    """The files a hub repository serves for an ONNX model: the test model's export and tokenizer."""
+    return {name: (model_dir / Path(name).name).read_bytes() for name in ("onnx/model.onnx", "tokenizer.json")}
+
+
+def hub_cli(hub_url: str, data: Path, tmp_path: Path, **env_extra: str) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """A runner of whole ``mnemon`` processes on ``data`` that fetch models from the hub at ``hub_url``
+    (a private HF cache, no telemetry, no embedding server); ``protocol=`` sets MNEMON_EMBED_PROTOCOL."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMON_", "HF_"))}
+    env.update(HF_ENDPOINT=hub_url, HF_HOME=str(tmp_path / "hf"), HF_HUB_DISABLE_TELEMETRY="1",
+               MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9", **env_extra)  # fmt: skip
+
+    def cli(*args: str, protocol: str = "") -> subprocess.CompletedProcess[str]:
+        extra = {"MNEMON_EMBED_PROTOCOL": protocol} if protocol else {}
+        return subprocess.run([sys.executable, "-m", "mnemon", "--data-dir", str(data), *args],
+                              capture_output=True, text=True, cwd=REPO, env={**env, **extra}, timeout=120)  # fmt: skip
+
+    return cli
+
+
 def test_install_model_from_a_local_hub(model_dir: Path, tmp_path: Path) -> None:
-    files = {"onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
-             "tokenizer.json": (model_dir / "tokenizer.json").read_bytes()}  # fmt: skip
     data = tmp_path / "d"
-    with HubServer({"sentence-transformers/all-MiniLM-L6-v2": files}) as hub:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMON_", "HF_"))}
-        env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"), HF_HUB_DISABLE_TELEMETRY="1",
-                   MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9")  # fmt: skip
-
-        def cli(*args: str, protocol: str = "") -> subprocess.CompletedProcess[str]:
-            extra = {"MNEMON_EMBED_PROTOCOL": protocol} if protocol else {}
-            return subprocess.run([sys.executable, "-m", "mnemon", "--data-dir", str(data), *args],
-                                  capture_output=True, text=True, cwd=REPO, env={**env, **extra}, timeout=120)  # fmt: skip
-
+    with HubServer({"sentence-transformers/all-MiniLM-L6-v2": hub_files(model_dir)}) as hub:
+        cli = hub_cli(hub.url, data, tmp_path)
         out = ok(cli("embed", "--install-model", "all-MiniLM-L6-v2"))
         target = data / "models" / "all-MiniLM-L6-v2"
         assert out == {"status": "installed", "model": "all-MiniLM-L6-v2", "path": str(target), "dimension": 384}
@@ -261,19 +272,9 @@ def test_install_model_multilingual_e5_small_takes_the_onnx_route(model_dir: Pat
 
     assert (hub_owner("multilingual-e5-small"), hub_owner("e5-base-v2"), hub_owner("all-MiniLM-L6-v2")) == (
         "intfloat", "intfloat", "sentence-transformers")  # fmt: skip
-    files = {"onnx/model.onnx": (model_dir / "model.onnx").read_bytes(),
-             "tokenizer.json": (model_dir / "tokenizer.json").read_bytes()}  # fmt: skip
     data = tmp_path / "d"
-    with HubServer({"intfloat/multilingual-e5-small": files}) as hub:
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("MNEMON_", "HF_"))}
-        env.update(HF_ENDPOINT=hub.url, HF_HOME=str(tmp_path / "hf"), HF_HUB_DISABLE_TELEMETRY="1",
-                   MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9", MNEMON_EMBED_MODEL="multilingual-e5-small")  # fmt: skip
-
-        def cli(*args: str, protocol: str = "") -> subprocess.CompletedProcess[str]:
-            extra = {"MNEMON_EMBED_PROTOCOL": protocol} if protocol else {}
-            return subprocess.run([sys.executable, "-m", "mnemon", "--data-dir", str(data), *args],
-                                  capture_output=True, text=True, cwd=REPO, env={**env, **extra}, timeout=120)  # fmt: skip
-
+    with HubServer({"intfloat/multilingual-e5-small": hub_files(model_dir)}) as hub:
+        cli = hub_cli(hub.url, data, tmp_path, MNEMON_EMBED_MODEL="multilingual-e5-small")
         out = ok(cli("embed", "--install-model", "multilingual-e5-small"))
         target = data / "models" / "multilingual-e5-small"
         assert out == {"status": "installed", "model": "multilingual-e5-small", "path": str(target), "dimension": 384}
