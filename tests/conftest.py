@@ -132,7 +132,6 @@ _SETTINGS = ("sets MNEMON_MAX_INSIGHTS / MNEMON_AUTO_PRUNE_MIN_AGE in this proce
              "the settings of the gateway's own environment, which a client does not choose")
 _NO_REMOTE_FORM = "has no remote form (its 'has no remote form' error is tested in tests/test_gateway_remote.py)"
 REMOTE_SKIPS = {
-    "test_log_table_truncation_and_limit": "a gateway's oplog entries start with the token's name, by design",
     "test_status_layout_for_hooks": _GATEWAY_NAME,
     "test_receipt_hashes_instead_of_raw": _GATEWAY_NAME,
     "test_store_resolution_precedence": _GATEWAY_NAME + " (and resolves several local stores)",
