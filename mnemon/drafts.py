@@ -202,6 +202,17 @@ class _Stream:
             raise _Fallback
         self.pos += 1
 
+    def closed(self, close: str) -> bool:
+        """After a container's element: True at its ``close`` character, False at a comma
+        (either consumed); anything else is not the plain case."""
+        nxt = self.peek()
+        self.pos += 1
+        if nxt == close:
+            return True
+        if nxt != ",":
+            raise _Fallback
+        return False
+
     def value(self) -> Any:
         """The next JSON value; one that ends at the buffer's end is read again with more text
         (a number could go on), as is one the buffer cuts."""
@@ -237,12 +248,8 @@ class _Stream:
                 yield value
                 continue
             yield self.value()
-            nxt = self.peek()
-            self.pos += 1
-            if nxt == "]":
+            if self.closed("]"):
                 return
-            if nxt != ",":
-                raise _Fallback
 
 
 def _stream_draft(path: str) -> Draft | None:
@@ -291,12 +298,8 @@ def _walk(stream: _Stream) -> Draft:
             if key == "source" and insights is not None:
                 raise _Fallback  # the insights took their default source already
             seen[key] = stream.value()
-        nxt = stream.peek()
-        stream.pos += 1
-        if nxt == "}":
+        if stream.closed("}"):
             break
-        if nxt != ",":
-            raise _Fallback
     if stream.peek() != "" or not insights:
         raise _Fallback
     return Draft(insights, edges)
