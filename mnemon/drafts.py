@@ -100,6 +100,10 @@ class DraftEdges(Sequence[DraftEdge]):
     def __len__(self) -> int:
         return len(self._source)
 
+    def index_columns(self) -> tuple[array[int], array[int]]:
+        """The source and target indexes, as the arrays they are kept in (not copies)."""
+        return self._source, self._target
+
     def _edge(self, k: int) -> DraftEdge:
         return DraftEdge(
             self._source[k], self._target[k], EDGE_TYPES[self._type[k]], self._weight[k], self._reasons[self._reason[k]]

@@ -283,3 +283,46 @@ def test_generator_is_deterministic_and_hits_the_edge_target(cli, tmp_path):
     assert out["imported"] == 300
     edges = cli.ok("status")["edge_count"]
     assert 0.7 * 12 * 300 <= edges <= 1.3 * 12 * 300
+
+
+@pytest.mark.parametrize("batch", [500, 2])
+def test_explicit_edges_last_per_key_wins_across_chunks_and_duplicates(cli, tmp_path, monkeypatch, batch):
+    """Explicit edges between inserted items are written with the chunk of their later end, those
+    with a duplicate's end by the finalize: still the draft's last edge per key wins, the
+    warnings keep their order and wording, and ``edges_inserted`` counts every kept edge."""
+    from mnemon.engine import bulk
+
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", batch)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH_GROWTH", 0)
+    names = ["Alpha ledger", "Bravo queue", "Charlie cache", "Alpha ledger", "Delta index", "Echo broker"]
+    plan = [  # (source, target, type, weight): item 3 repeats item 0
+        (3, 1, "semantic", 0.1), (0, 1, "semantic", 0.2),  # same key, the later (chunk-written) wins
+        (1, 2, "causal", 0.3),
+        (1, 0, "causal", 0.5), (1, 3, "causal", 0.4),  # same key, the later (a duplicate's end) wins
+        (2, 4, "entity", 0.6), (4, 2, "entity", 0.65), (2, 4, "entity", 0.7),
+        (0, 2, "temporal", 0.85), (3, 2, "temporal", 0.9),
+        (3, 0, "semantic", 0.95),  # both ends are Alpha: skipped with a warning
+        (5, 1, "causal", 0.55), (0, 5, "semantic", 0.45),
+    ]
+    draft = {
+        "schema_version": "1",
+        "insights": [{"content": n} for n in names],
+        "edges": [
+            {"source_index": s, "target_index": t, "edge_type": kind, "weight": w, "reason": f"r{k}"}
+            for k, (s, t, kind, w) in enumerate(plan)
+        ],
+    }
+    res = cli("import", _write(tmp_path, draft))
+    assert res.code == 0, res.err
+    out = json.loads(res.out)
+    assert out["edges_inserted"] == len(plan) - 1
+    assert [line for line in res.err.splitlines() if "warning" in line] == [
+        f"warning: edges[10]: both ends map to insight {out['results'][0]['id']}; edge skipped"
+    ]
+    expected: dict[tuple[str, str, str], tuple[float, str]] = {}
+    for k, (s, t, kind, w) in enumerate(plan):
+        if names[s] != names[t]:
+            expected[(names[s], names[t], kind)] = (w, f"r{k}")
+    stored = {(s, t, kind): (w, meta.get("reason")) for s, t, kind, w, meta in _edges(cli.data_dir)}
+    for key, value in expected.items():
+        assert stored[key] == value, key

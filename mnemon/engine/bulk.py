@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from mnemon import linking
 from mnemon.drafts import Draft, DraftInsight
 from mnemon.engine import graph, prepare
+from mnemon.engine.bulkedges import ExplicitEdges
 from mnemon.engine.core import EngineBase, format_ts
 from mnemon.engine.semantic import ChunkNeighbours
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
@@ -307,6 +308,7 @@ class ImportPipeline:
         touched_sources: dict[str, None] = {}
         counts = {"imported": 0, "skipped": 0, "errors": 0}
         written: list[Any] = []  # per chunk: hashes of the edge keys it wrote
+        explicit = ExplicitEdges(draft.edges, total)  # written with the chunk that completes them
         stored = insights.active_count(store.conn)
         # An import that at least doubles the store builds the edges' target index once at its end
         # (a sort) instead of keeping it up row by row (store/bulkwrite.py).
@@ -330,14 +332,16 @@ class ImportPipeline:
                 try:
                     with conn:  # a savepoint: the chunk's rows are written at once
                         out = self._import_chunk(
-                            conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, defer=True
+                            conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, (ids, explicit),
+                            defer=True,
                         )
                 except StatementError:
                     # A row failed (never seen in practice): redo the chunk one savepoint per item,
                     # so only the failing items become errors, from state as the store has it.
                     state.reset(conn)
                     out = self._import_chunk(
-                        conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, defer=False
+                        conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, (ids, explicit),
+                        defer=False,
                     )
             for offset, (insight_id, result) in enumerate(zip(out.ids, out.results)):
                 ids[start + offset] = insight_id
@@ -355,7 +359,7 @@ class ImportPipeline:
                 progress(start, total)
 
         inserted, pruned = self._finalize_import(
-            draft, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred
+            explicit, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred
         )
         return {
             "imported": counts["imported"], "updated": 0, "skipped": counts["skipped"], "errors": counts["errors"],
@@ -373,6 +377,7 @@ class ImportPipeline:
         stamp: str,
         now: datetime,
         prepared: prepare.Preparer,
+        explicit: tuple[list[str | None], ExplicitEdges],
         *,
         defer: bool,
     ) -> _ChunkOut:
@@ -380,7 +385,9 @@ class ImportPipeline:
 
         ``defer``: the chunk's insight, vector and oplog rows are written after its last item, in
         a few statements (an error then fails the whole chunk, and the caller redoes it without
-        ``defer``: each item in its own savepoint, written as it goes).
+        ``defer``: each item in its own savepoint, written as it goes). ``explicit``: the ids of
+        the items before the chunk, and the draft's explicit edges (those the chunk completes are
+        written with its own edges, ``bulkedges``).
         """
         out = _ChunkOut()
         neighbours = self._chunk_neighbours(conn, vectors)
@@ -453,6 +460,12 @@ class ImportPipeline:
             result.update(id=new.id, action="added")
             out.counts["imported"] += 1
         state.pending = state.prefetched = None
+        before, draft_edges = explicit
+
+        def id_of(index: int) -> str | None:
+            return before[index] if index < start else out.ids[index - start]
+
+        draft_edges.chunk_rows(start, [r.get("action") == "added" for r in out.results], id_of, stamp, chunk_edges)
         bulkwrite.insert_insights(conn, rows)
         for insight_id, vector in blobs:
             self.ctx.vectors.store_vector(conn, insight_id, vector)
@@ -569,57 +582,44 @@ class ImportPipeline:
                 counts.deferred[(new.id, prev.id, "causal")] = (new.id, prev.id, "causal", overlap, meta, stamp)
 
     def _finalize_import(
-        self, draft: Draft, ids: list[str | None], added: list[str], sources: list[str], now: datetime,
+        self, explicit: ExplicitEdges, ids: list[str | None], added: list[str], sources: list[str], now: datetime,
         written: _Written,
         deferred_index: bool,
     ) -> tuple[int, list[str]]:
-        """Explicit edges, backbone repair, EI of touched nodes, auto-prune: one transaction.
+        """The explicit edges the chunks could not write, backbone repair, EI of touched nodes,
+        auto-prune: one transaction.
 
-        The explicit and backbone rows whose keys cannot exist yet (``_fresh``) are inserted, the
-        rest upserted (edges.upsert_rows_split): the same rows as one upsert of all of them.
+        The explicit edges between two inserted items were written with their chunks
+        (``bulkedges``); the rest (an end that is an existing insight) are upserted here, those
+        whose keys cannot exist yet (``_fresh``) inserted (edges.upsert_rows_split): the same rows
+        as one upsert of all of them. So are the backbone rows.
         """
         stamp = format_ts(now)
-        # Edge rows as edges.upsert_row binds them; a dense draft has dozens per insight, so no
-        # Edge records: the metadata text is encoded once per distinct reason.
-        explicit: list[_EdgeRow] = []
+        late, positions, ends, kept = explicit.finish(ids, self.ctx.notice, stamp)
         touched: dict[str, None] = dict.fromkeys(added)
-        metadata = {"": edges.dump_metadata({})}
-        for k, e in enumerate(draft.edges):
-            source_id, target_id = ids[e.source_index], ids[e.target_index]
-            if source_id is None or target_id is None:
-                self.ctx.notice(f"warning: edges[{k}]: endpoint was not imported; edge skipped")
-                continue
-            if source_id == target_id:
-                self.ctx.notice(f"warning: edges[{k}]: both ends map to insight {source_id}; edge skipped")
-                continue
-            meta = metadata.get(e.reason)
-            if meta is None:
-                meta = metadata[e.reason] = edges.dump_metadata({"reason": e.reason})
-            explicit.append((source_id, target_id, e.edge_type, e.weight, meta, stamp))
-        for row in explicit:
-            touched[row[0]] = None
-            touched[row[1]] = None
+        touched.update(ends)
         with self.ctx.store.foreign_keys_unchecked(), self.ctx.store.transaction("import") as conn:
-            inserted = 0
-            explicit = _checked(conn, explicit, self.ctx.notice)
+            inserted = kept - len(late)  # written with the chunks (or replaced by a later edge of the draft)
+            late, positions = _checked(conn, late, positions, self.ctx.notice)
             added_set = set(added)
             # Only while no other process wrote since our last commit: its rows are unknown to us.
             own = not written.foreign and self.ctx.store.write_mark() == written.mark
-            rows = _sorted_by_key(explicit, touched)  # key order keeps the edge b-trees' pages hot
-            fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
-            written.parts.append(hashes)
-            try:
-                with conn:  # (stable sort: a repeated key's last row wins)
-                    edges.upsert_rows_split(conn, rows, fresh)
-                inserted = len(explicit)
-            except StatementError:
-                for k, row in enumerate(explicit):  # find the failing ones, keep the rest
-                    try:
-                        with conn:
-                            edges.upsert_row(conn, row)
-                        inserted += 1
-                    except StatementError as exc:
-                        self.ctx.notice(f"warning: explicit edge {k}: {exc}")
+            if late:
+                rows = _sorted_by_key(late, touched)  # key order keeps the edge b-trees' pages hot
+                fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
+                written.parts.append(hashes)
+                try:
+                    with conn:  # (stable sort: a repeated key's last row wins)
+                        edges.upsert_rows_split(conn, rows, fresh)
+                    inserted += len(late)
+                except StatementError:
+                    for k, row in zip(positions, late):  # find the failing ones, keep the rest
+                        try:
+                            with conn:
+                                edges.upsert_row(conn, row)
+                            inserted += 1
+                        except StatementError as exc:
+                            self.ctx.notice(f"warning: explicit edge {k}: {exc}")
             known = written.sorted()  # the chunks' and the explicit edges' keys
             for source in sources:
                 touched.update(dict.fromkeys(_repair_backbone(conn, source, added_set, stamp, known, own)))
@@ -677,26 +677,28 @@ def _entity_edges(
 
 
 def _checked(
-    conn: apsw.Connection, written: list[_EdgeRow], notice: Callable[[str], None] | None
-) -> list[_EdgeRow]:
-    """The edge rows whose two endpoints exist: the foreign-key check, once for all (in the writing transaction).
+    conn: apsw.Connection, written: list[_EdgeRow], positions: list[int], notice: Callable[[str], None] | None
+) -> tuple[list[_EdgeRow], list[int]]:
+    """The edge rows whose two endpoints exist, and their positions: the foreign-key check, once
+    for all (in the writing transaction).
 
-    Entity, causal and semantic neighbours come from the store in this transaction or from state
-    kept since (reloaded whenever another process wrote), so they always pass; explicit edges map
-    to ids this import added or found, and a missing one warns as the constraint did.
+    Explicit edges map to ids this import added or found, and a missing one warns as the
+    constraint did (``positions``: each row's number among the draft's kept explicit edges).
     """
     ends = {row[0]: None for row in written}
     ends.update((row[1], None) for row in written)
     present = insights.existing_ids(conn, ends)
     if len(present) == len(ends):
-        return written  # the usual case: every endpoint is there
+        return written, positions  # the usual case: every endpoint is there
     kept: list[_EdgeRow] = []
-    for k, row in enumerate(written):
+    kept_positions: list[int] = []
+    for k, row in zip(positions, written):
         if row[0] in present and row[1] in present:
             kept.append(row)
+            kept_positions.append(k)
         elif notice is not None:
             notice(f"warning: explicit edge {k}: FOREIGN KEY constraint failed")
-    return kept
+    return kept, kept_positions
 
 
 def _repair_backbone(

@@ -1,0 +1,150 @@
+"""An import's explicit edges (the draft's index pairs), written with the chunk that completes them.
+
+An explicit edge between two items the import inserts can be written as soon as both exist: in
+the chunk of its later endpoint, with that chunk's own edges, as plain inserts of keys no row
+has yet (an explicit edge replaces the chunk's own edge with the same key, as the upsert after
+every chunk did). Nothing written later can have its key: every edge a later item gets names
+that item. So the finalize no longer holds and upserts millions of rows at its end.
+
+Only the edges with an end the import did not insert (an exact duplicate's existing insight)
+are left to the finalize's upsert, in draft order, after the chunks' rows: such a key may exist
+already. One of them whose key a later edge of the draft (written with its chunk) also has is
+dropped, so the draft's last edge per key wins, as when the whole list was upserted in order.
+The warnings (an end not imported, both ends one insight) are printed by the finalize, in draft
+order, with the numbering they always had.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from mnemon.drafts import DraftEdge, DraftEdges
+from mnemon.store import edges as edge_sql
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+EdgeRow = tuple[str, str, str, float, str, str]  # as edges.upsert_row binds it
+
+
+class ExplicitEdges:
+    """The draft's explicit edges, grouped by the item that completes them."""
+
+    def __init__(self, draft_edges: Sequence[DraftEdge], total: int) -> None:
+        import numpy as np
+
+        self.edges = draft_edges
+        if isinstance(draft_edges, DraftEdges):
+            source, target = draft_edges.index_columns()
+            self.source = np.array(source, dtype=np.int64)  # (a copy: the arrays may grow no more, but own it)
+            self.target = np.array(target, dtype=np.int64)
+        else:
+            n = len(draft_edges)
+            self.source = np.fromiter((e.source_index for e in draft_edges), dtype=np.int64, count=n)
+            self.target = np.fromiter((e.target_index for e in draft_edges), dtype=np.int64, count=n)
+        last = np.maximum(self.source, self.target)
+        self.order = np.argsort(last, kind="stable")
+        self.last_sorted = last[self.order]
+        # Item k was inserted by this import (set per chunk, by its final attempt).
+        self.created = np.zeros(total, dtype=np.bool_)
+        self.metadata: dict[str, str] = {"": edge_sql.dump_metadata({})}
+
+    def meta(self, reason: str) -> str:
+        """The metadata text of an explicit edge with this reason (encoded once per reason)."""
+        text = self.metadata.get(reason)
+        if text is None:
+            text = self.metadata[reason] = edge_sql.dump_metadata({"reason": reason})
+        return text
+
+    def chunk_rows(
+        self, start: int, added: list[bool], id_of: Callable[[int], str | None], stamp: str, out: dict[Any, Any]
+    ) -> None:
+        """Put the rows of the explicit edges the chunk ``[start, start + len(added))`` completes
+        between two inserted items into ``out`` (the chunk's edge rows by key), in draft order:
+        a repeated key's last edge wins, over the chunk's own edge too."""
+        import numpy as np
+
+        end = start + len(added)
+        self.created[start:end] = added
+        lo, hi = np.searchsorted(self.last_sorted, (start, end))
+        if lo == hi:
+            return
+        ks = np.sort(self.order[lo:hi])
+        both = self.created[self.source[ks]] & self.created[self.target[ks]]
+        draft_edges = self.edges
+        for k in ks[both].tolist():
+            e = draft_edges[k]
+            source_id, target_id = id_of(e.source_index), id_of(e.target_index)
+            if source_id is None or target_id is None or source_id == target_id:
+                continue  # (an item inserted twice over, never: the finalize warns, as before)
+            out[(source_id, target_id, e.edge_type)] = (
+                source_id, target_id, e.edge_type, e.weight, self.meta(e.reason), stamp,
+            )
+
+    def finish(
+        self, ids: list[str | None], notice: Callable[[str], None], stamp: str
+    ) -> tuple[list[EdgeRow], list[int], dict[str, None], int]:
+        """After the last chunk: warn about the edges never written (draft order), and return the
+        rows left to the finalize (an end the import did not insert), their positions in the
+        list of kept explicit edges (the numbering of a failed row's warning), the endpoints of
+        every kept edge, and how many edges were kept."""
+        import numpy as np
+
+        codes: dict[str, int] = {}
+        code = np.fromiter(
+            (-1 if i is None else codes.setdefault(i, len(codes)) for i in ids), dtype=np.int64, count=len(ids)
+        )
+        cs, ct = code[self.source], code[self.target]
+        missing = (cs < 0) | (ct < 0)
+        dropped = missing | (cs == ct)
+        for k in np.flatnonzero(dropped).tolist():
+            if missing[k]:
+                notice(f"warning: edges[{k}]: endpoint was not imported; edge skipped")
+            else:
+                notice(f"warning: edges[{k}]: both ends map to insight {ids[int(self.source[k])]}; edge skipped")
+        kept = ~dropped
+        by_code = list(codes)
+        ends = np.unique(np.concatenate((cs[kept], ct[kept])))
+        touched = dict.fromkeys(by_code[c] for c in ends.tolist())
+        late = kept & ~(self.created[self.source] & self.created[self.target])
+        ks = np.flatnonzero(late)
+        if ks.size:
+            ks = ks[~self._replaced_later(ks, cs, ct, kept)]
+        position = ks - np.cumsum(dropped)[ks]  # kept edges before k (dropped[k] is False)
+        rows: list[EdgeRow] = []
+        draft_edges = self.edges
+        for k in ks.tolist():
+            e = draft_edges[k]
+            rows.append((ids[e.source_index], ids[e.target_index], e.edge_type, e.weight, self.meta(e.reason), stamp))  # type: ignore[arg-type]
+        return rows, position.tolist(), touched, int(kept.sum())
+
+    def _replaced_later(
+        self, late: NDArray[np.int64], cs: NDArray[np.int64], ct: NDArray[np.int64], kept: NDArray[np.bool_]
+    ) -> NDArray[np.bool_]:
+        """Which of the ``late`` edges a later edge of the draft, written with its chunk, has the
+        same key as (it must not be upserted over that one)."""
+        import numpy as np
+
+        early = np.flatnonzero(kept & self.created[self.source] & self.created[self.target])
+        if not early.size:
+            return np.zeros(late.size, dtype=np.bool_)
+        types = self._types()
+        span = int(max(cs.max(), ct.max())) + 1
+        key_early = (cs[early] * span + ct[early]) * 8 + types[early]
+        key_late = (cs[late] * span + ct[late]) * 8 + types[late]
+        order = np.lexsort((early, key_early))  # by key, then edge number: the last per key is its latest
+        key_sorted, k_sorted = key_early[order], early[order]
+        pos = np.searchsorted(key_sorted, key_late, side="right") - 1
+        pos_ok = pos >= 0
+        pos = np.maximum(pos, 0)
+        return pos_ok & (key_sorted[pos] == key_late) & (k_sorted[pos] > late)
+
+    def _types(self) -> NDArray[np.int64]:
+        import numpy as np
+
+        from mnemon.drafts import EDGE_TYPES
+
+        code = {t: n for n, t in enumerate(EDGE_TYPES)}
+        return np.fromiter((code[e.edge_type] for e in self.edges), dtype=np.int64, count=len(self.edges))
