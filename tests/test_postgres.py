@@ -400,9 +400,9 @@ def _write_drafts(tmp_path: Path, drafts: list[dict]) -> list[str]:
 
 @pytest.mark.in_process
 def test_fresh_edge_keys_by_copy_give_the_rows_of_the_upsert_of_every_row(tmp_path, capsys, pg_db, monkeypatch) -> None:
-    """The explicit edges of a second import: to its new insights (keys that cannot exist: one
-    COPY), between insights of the first import (keys that exist: upserted), repeated keys, and
-    keys its chunks already wrote. The rows, their rowid order and every other table equal the
+    """The explicit edges of a second import: to its new insights (keys that cannot exist: COPY,
+    with its chunks' rows), between insights of the first import (keys that exist: upserted),
+    repeated keys, and keys its chunks already wrote. The rows, their rowid order and every other table equal the
     import that upserts every row, and the SQLite import of the same drafts."""
     sys.path.insert(0, str(REPO))
     from bench.generate import generate_draft
@@ -437,7 +437,10 @@ def test_fresh_edge_keys_by_copy_give_the_rows_of_the_upsert_of_every_row(tmp_pa
     reference = _split_spy(monkeypatch, disabled=True)
     _import_drafts(cli, monkeypatch, "upsert", paths)
     assert split == reference
-    assert split[explicit][0] > 1_000 and split[explicit][1] >= len(old) + 1, split
+    # The explicit edges to its new insights went with its chunks (COPY); the finalize upserts
+    # those with an end the first import wrote: old <-> new keys (fresh: COPY, but the one written
+    # twice) and the first import's keys with new weights (they exist: upserted).
+    assert split[explicit] == (99, len(old) + 2), split
     assert all(fresh for fresh, _ in split[explicit + 1 :]), split  # the backbone pairs with a new side
     rows = {store: _imported(cli.data_dir, store) for store in ("default", "split", "upsert")}
     for name in _IMPORTED:
@@ -482,8 +485,8 @@ def test_the_backbone_repair_upserts_the_pairs_an_explicit_temporal_edge_wrote(t
     _import_drafts(cli, monkeypatch, "default", paths)
     calls = _split_spy(monkeypatch)
     _import_drafts(cli, monkeypatch, "pg", paths)
-    backbone = [calls[1], calls[3]]  # each import: explicit, then its one source's backbone
-    assert all(fresh and other for fresh, other in backbone), calls
+    # Each import: its one source's backbone (its explicit edges went with its chunks, COPY).
+    assert len(calls) == 2 and all(fresh and other for fresh, other in calls), calls
     lite, pg = _imported(cli.data_dir, "default"), _imported(cli.data_dir, "pg")
     for name in _IMPORTED:
         assert pg[name] == lite[name], name
