@@ -34,6 +34,7 @@ from mnemon.records import (
     RERANK_WEIGHTS_EMBEDDED,
     RERANK_WEIGHTS_TOKENS,
     RRF_K,
+    SESSION_PRIOR_WEIGHT,
     SUPERSEDED_FACTOR,
     Intent,
     SimilarityScale,
@@ -116,6 +117,9 @@ class RecallArrays:
     # A whole dialogue turn or prompt rather than a question (engine.retrieve.is_long_query): the
     # graph signal's weight goes to the keyword signal (_long_query_weights).
     long_query: bool = False
+    # The creation day (bytes, "YYYY-MM-DD") of each of some rows, read at the candidates only: a
+    # row gains its session's best match (records.SESSION_PRIOR_WEIGHT). None: no session prior.
+    created_day: Callable[[np.ndarray], np.ndarray] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -345,6 +349,7 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     prev_c, next_c = a.prev[cand], a.next[cand]
     prev2_c, next2_c = _bridged(a.prev, prev_c, short), _bridged(a.next, next_c, short)
     rerank_weights = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
+    session = _sessions(a, cand)
     lift_weights = NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS
     if a.long_query:
         rerank_weights, lift_weights = _long_query_weights(rerank_weights), _long_query_weights(lift_weights)
@@ -369,6 +374,12 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
             bridged = np.maximum(after * after * neighbour_score(prev2_c), before * before * neighbour_score(next2_c))
             lift = np.maximum(lift, bridged)
         final = mix(cand, rerank_weights, similarity) + lift
+        if session is not None:
+            # the row's own match without the graph's reach, ungated: a backbone neighbour that
+            # joined is as much a part of its session as a candidate
+            w_keyword, w_entity, w_similarity, _ = rerank_weights
+            own = w_keyword * keyword(cand) + w_entity * entity(cand) + w_similarity * similarity(cand)
+            final += SESSION_PRIOR_WEIGHT * _session_best(own, session)
         final[a.superseded[cand]] *= SUPERSEDED_FACTOR
         return final
 
@@ -393,7 +404,11 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
             final_lo = final_scores(lambda rows: signal(sims[rows] - slack[rows]))
             final_hi = final_scores(lambda rows: signal(sims[rows] + slack[rows]))
             kth = np.partition(final_lo, cand.size - limit)[cand.size - limit]
-            ranked = cand[final_hi >= kth]
+            kept = final_hi >= kth
+            ranked = cand[kept]
+            if session is not None:  # a ranked row's session prior reads its day's candidates
+                ranked_days = cand[np.isin(session, session[kept])]
+                bounds.refine(a.similarity, ranked_days)
         bounds.refine(a.similarity, np.concatenate([ranked, _backbone_side(a, ranked, short)]))
     exact = a.similarity
 
@@ -433,6 +448,27 @@ def _long_query_weights(weights: tuple[float, float, float, float]) -> tuple[flo
     a turn of the same conversation 38.5 -> 52.4 without embeddings; ordinary questions unchanged."""
     keyword, entity, similarity, graph = weights
     return (keyword + graph, entity, similarity, 0.0)
+
+
+def _sessions(a: RecallArrays, cand: np.ndarray) -> np.ndarray | None:
+    """Each candidate's session: its creation day as a small integer (equal days, equal ids); None
+    without days."""
+    import numpy as np
+
+    if a.created_day is None or cand.size == 0:
+        return None
+    _, session = np.unique(a.created_day(cand), return_inverse=True)
+    return session.reshape(-1)
+
+
+def _session_best(own: np.ndarray, session: np.ndarray) -> np.ndarray:
+    """For each candidate, the largest ``own`` among the candidates of its session. Non-decreasing
+    in every ``own`` value, so the bounded-similarity bracket above holds."""
+    import numpy as np
+
+    best = np.zeros(int(session.max()) + 1)
+    np.maximum.at(best, session, own)
+    return best[session]
 
 
 def _bridge(a: RecallArrays) -> Callable[[np.ndarray], np.ndarray] | None:

@@ -15,7 +15,12 @@ from conftest import Result
 
 from mnemon.cli import main
 from mnemon.cli.state import GlobalOptions
-from mnemon.records import NEIGHBOUR_EXPANSION_TOKENS, NEIGHBOUR_LIFT_WEIGHTS_TOKENS, RERANK_WEIGHTS_TOKENS
+from mnemon.records import (
+    NEIGHBOUR_EXPANSION_TOKENS,
+    NEIGHBOUR_LIFT_WEIGHTS_TOKENS,
+    RERANK_WEIGHTS_TOKENS,
+    SESSION_PRIOR_WEIGHT,
+)
 from tests.gateway_server import store_dir
 from tests.test_cli_errors import snapshot  # the byte (and PostgreSQL row) snapshot the readonly tests compare
 
@@ -195,9 +200,11 @@ def test_verbose_signals_and_meta(tcli: TimedCli) -> None:
     s = first["signals"]
     assert s == {"keyword": 1, "entity": 1, "similarity": 0, "graph": 0}
     assert first["relevance"] == 1.0  # it carries every term of the query (mnemon.relevance)
-    # No embeddings: Decision 1's token table.
+    # No embeddings: Decision 1's token table, plus the session prior: the lone hit is its day's best
+    # own match (keyword and entity signals with the same weights, no graph).
     w_kw, w_ent, _, w_graph = RERANK_WEIGHTS_TOKENS
-    assert math.isclose(first["score"], w_kw * s["keyword"] + w_ent * s["entity"] + w_graph * s["graph"])
+    own = w_kw * s["keyword"] + w_ent * s["entity"]
+    assert math.isclose(first["score"], own + w_graph * s["graph"] + SESSION_PRIOR_WEIGHT * own, abs_tol=5e-4)
     assert out["meta"] == {
         "intent": "GENERAL", "intent_source": "auto", "anchor_count": 1, "traversed": 1, "hint": "sparse_results",
     }

@@ -16,6 +16,7 @@ from mnemon.records import (
     NEIGHBOUR_EXPANSION_TOKENS,
     NEIGHBOUR_LIFT_WEIGHTS_TOKENS,
     RERANK_WEIGHTS_TOKENS,
+    SESSION_PRIOR_WEIGHT,
     Intent,
 )
 
@@ -99,6 +100,39 @@ def test_a_short_neighbour_bridges_the_lift_to_the_row_beyond_it() -> None:
         **{f: getattr(with_lengths([10, 10, 10, 2, 10]), f) for f in recall.RecallArrays.__dataclass_fields__},
         "bm25": np.array([0.0, 0.0, 0.0, 0.0, 2.0])}), Intent.GENERAL, 10).hits}  # fmt: skip
     assert sorted(back) == [2, 3, 4] and math.isclose(back[2].score, before * before * lent0)
+
+
+def test_a_row_gains_the_best_match_of_its_session() -> None:
+    # Rows 0-2 were written on one day, rows 3-4 on another; no backbone, no edges. Row 0 matches
+    # strongly, rows 2 and 4 equally weakly: row 2 shares row 0's day and so ranks above row 4.
+    bm25 = [4.0, 0.0, 1.0, 1.2, 1.0]
+    days = np.array([b"2026-03-01", b"2026-03-01", b"2026-03-01", b"2026-03-02", b"2026-03-02"])
+    plain = arrays(5, bm25=bm25)
+    read: list[list[int]] = []
+
+    def created_day(rows: np.ndarray) -> np.ndarray:
+        read.append(sorted(rows.tolist()))
+        return days[rows]
+
+    a = recall.RecallArrays(**{**{f: getattr(plain, f) for f in plain.__dataclass_fields__},
+                               "created_day": created_day})  # fmt: skip
+    by_row = {h.row: h for h in recall.run(a, Intent.GENERAL, 10).hits}
+    before = {h.row: h for h in recall.run(plain, Intent.GENERAL, 10).hits}
+    assert sorted(by_row) == sorted(before) == [0, 2, 3, 4]  # row 1 matches nothing: no candidate
+    assert read == [[0, 2, 3, 4]]  # the days of the candidates only, read once
+    w_kw, w_entity, _, _ = RERANK_WEIGHTS_TOKENS
+    own = {r: w_kw * bm25[r] / 4.0 for r in by_row}  # keyword signal (max-normalised), no entity
+    best = {0: own[0], 2: own[0], 3: own[3], 4: own[3]}
+    for r in by_row:
+        assert math.isclose(by_row[r].score, before[r].score + SESSION_PRIOR_WEIGHT * best[r])
+    # equal matches: without the prior row 4 goes first (its graph signal is higher), with it row 2
+    assert before[2].keyword == before[4].keyword and before[2].score < before[4].score
+    order = [h.row for h in recall.run(a, Intent.GENERAL, 10).hits]
+    assert order.index(2) < order.index(4)
+    assert [h.row for h in recall.run(plain, Intent.GENERAL, 10).hits].index(4) < \
+        [h.row for h in recall.run(plain, Intent.GENERAL, 10).hits].index(2)
+    # signals reported per hit are the row's own, the prior only moves the score
+    assert by_row[2].keyword == before[2].keyword and by_row[2].graph == before[2].graph
 
 
 def test_supersedes_demotion_after_expansion_and_flag() -> None:
@@ -347,3 +381,28 @@ def test_a_long_query_ranks_by_its_match_not_the_graph() -> None:
         assert math.isclose(long[row].score, (kw + graph) * long[row].keyword + ent * long[row].entity)
     assert long[0].score == long[2].score and long[1].score == long[3].score
     assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1)) == (0.7, 0.1, 0.2, 0.0)
+
+
+def test_the_engine_passes_each_candidate_s_creation_day(engine, monkeypatch) -> None:
+    from mnemon.drafts import parse_draft
+
+    stamps = {"Gina found a wholesaler for the clothing store": "2023-02-01T13:56:00Z",
+              "Gina found a logo for the store": "2023-03-10T09:00:00Z",
+              "Jon practised a dance for the store opening": "2023-02-01T23:59:59Z"}  # fmt: skip
+    draft = {"schema_version": "1", "insights": [{"content": c, "created_at": t} for c, t in stamps.items()]}
+    engine.import_draft(parse_draft(json.dumps(draft)), no_diff=True)
+    seen: list[recall.RecallArrays] = []
+    original = recall.run
+
+    def spy(a: recall.RecallArrays, *args, **kwargs):
+        seen.append(a)
+        return original(a, *args, **kwargs)
+
+    monkeypatch.setattr(recall, "run", spy)
+    hits = engine.recall("store", limit=3).hits
+    assert len(hits) == 3
+    index = engine.hot_index()
+    rows = np.array([index.row_of(h.insight.id) for h in hits], dtype=np.int64)
+    (a,) = seen
+    assert a.created_day is not None
+    assert a.created_day(rows).tolist() == [stamps[h.insight.content][:10].encode() for h in hits]

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from mnemon.records import RERANK_WEIGHTS_EMBEDDED, RERANK_WEIGHTS_TOKENS
+from mnemon.records import RERANK_WEIGHTS_EMBEDDED, RERANK_WEIGHTS_TOKENS, SESSION_PRIOR_WEIGHT
 from embed_server import EmbedServer
 
 from mnemon.embed.fake import HashEmbedder
@@ -57,7 +57,8 @@ def test_unreachable_server_falls_back_to_the_token_table(cli, server: EmbedServ
     assert top["insight"]["id"] == a and top["signals"]["similarity"] == 0
     s = top["signals"]
     w_kw, w_ent, _, w_graph = RERANK_WEIGHTS_TOKENS
-    assert math.isclose(top["score"], w_kw * s["keyword"] + w_ent * s["entity"] + w_graph * s["graph"])
+    own = w_kw * s["keyword"] + w_ent * s["entity"]  # the token table's, no similarity: the lone hit's session prior too
+    assert math.isclose(top["score"], own + w_graph * s["graph"] + SESSION_PRIOR_WEIGHT * own, abs_tol=5e-4)
 
 
 def test_store_without_vectors_never_contacts_the_server(cli, server: EmbedServer, monkeypatch) -> None:

@@ -180,6 +180,7 @@ class RetrievePipeline:
             prev=index.derived("prev"), next=index.derived("next"),
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
             similarity_scale=self.ctx.similarity_scale(), doc_len=index.doc_len, mean_doc_len=mean_len,
+            created_day=lambda rows: index.row_values("created", rows).astype("S10"),
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)
