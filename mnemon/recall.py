@@ -349,7 +349,9 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     prev_c, next_c = a.prev[cand], a.next[cand]
     prev2_c, next2_c = _bridged(a.prev, prev_c, short), _bridged(a.next, next_c, short)
     rerank_weights = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
-    session = _sessions(a, cand)
+    # a long query (a whole turn or prompt) matches many sessions, the one of its own topic best: the
+    # prior would pull that session up rather than the question's (bench/quality-ablations.md, far)
+    session = None if a.long_query else _sessions(a, cand)
     lift_weights = NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS
     if a.long_query:
         rerank_weights, lift_weights = _long_query_weights(rerank_weights), _long_query_weights(lift_weights)

@@ -133,6 +133,11 @@ def test_a_row_gains_the_best_match_of_its_session() -> None:
         [h.row for h in recall.run(plain, Intent.GENERAL, 10).hits].index(2)
     # signals reported per hit are the row's own, the prior only moves the score
     assert by_row[2].keyword == before[2].keyword and by_row[2].graph == before[2].graph
+    # a long query (a whole turn or prompt) matches many sessions: no prior
+    import dataclasses
+
+    long = recall.run(dataclasses.replace(a, long_query=True), Intent.GENERAL, 10)
+    assert long == recall.run(dataclasses.replace(plain, long_query=True), Intent.GENERAL, 10)
 
 
 def test_supersedes_demotion_after_expansion_and_flag() -> None:
