@@ -358,3 +358,19 @@ def test_query_length_counts_words_and_han_characters_not_bigrams() -> None:
     assert query_length(recall_query_terms("rate limit of one hundred requests per second")) == 7  # "of" is a stopword
     assert query_length(recall_query_terms("API 限流 API")) == 3  # distinct: api, 限, 流 (not the bigram 限流)
     assert query_length([]) == 0
+
+
+def test_a_chinese_question_is_not_long_and_a_dialogue_turn_is() -> None:
+    # The long-query bound (records.LONG_QUERY_TERMS) counts words and Han characters: a 15-character
+    # question (28 terms with its bigrams, over the bound of 24 as counted before) is an ordinary question;
+    # a whole dialogue turn is long in Chinese as in English.
+    from mnemon.engine.retrieve import is_long_query
+    from mnemon.text import recall_query_terms
+
+    question = recall_query_terms("新版接口上线之后每秒能处理多少请求")
+    assert len(set(question)) > 24 and not is_long_query(question)
+    turn = "我昨天去了博物馆看了很多画，然后和朋友一起吃饭聊天，她说最近工作很忙，下个月要去上海出差。"
+    assert is_long_query(recall_query_terms(turn))
+    words = ("yesterday visited the museum and saw old paintings then had dinner with a friend who said work is "
+             "busy and next month she travels to shanghai for meetings with clients")
+    assert is_long_query(recall_query_terms(words)) and not is_long_query(recall_query_terms("when did Caroline paint a lake"))
