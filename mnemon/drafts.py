@@ -100,9 +100,10 @@ class DraftEdges(Sequence[DraftEdge]):
     def __len__(self) -> int:
         return len(self._source)
 
-    def index_columns(self) -> tuple[array[int], array[int]]:
-        """The source and target indexes, as the arrays they are kept in (not copies)."""
-        return self._source, self._target
+    def columns(self) -> tuple[array[int], array[int], array[int], array[float], array[int], list[str]]:
+        """The arrays the edges are kept in (not copies): source and target indexes, type codes
+        (positions in ``EDGE_TYPES``), weights, reason codes, and the reasons by code."""
+        return self._source, self._target, self._type, self._weight, self._reason, self._reasons
 
     def _edge(self, k: int) -> DraftEdge:
         return DraftEdge(

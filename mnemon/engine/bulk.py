@@ -419,8 +419,8 @@ class ImportPipeline:
 
         ``defer``: the chunk's insight, vector and oplog rows are written after its last item, in
         a few statements (an error then fails the whole chunk, and the caller redoes it without
-        ``defer``: each item in its own savepoint, written as it goes). ``explicit``: the ids of
-        the items before the chunk, and the draft's explicit edges (those the chunk completes are
+        ``defer``: each item in its own savepoint, written as it goes). ``explicit``: every item's id
+        (the chunk's are set here), and the draft's explicit edges (those the chunk completes are
         written with its own edges, ``bulkedges``).
         """
         out = _ChunkOut()
@@ -494,12 +494,9 @@ class ImportPipeline:
             result.update(id=new.id, action="added")
             out.counts["imported"] += 1
         state.pending = state.prefetched = None
-        before, draft_edges = explicit
-
-        def id_of(index: int) -> str | None:
-            return before[index] if index < start else out.ids[index - start]
-
-        draft_edges.chunk_rows(start, [r.get("action") == "added" for r in out.results], id_of, stamp, chunk_edges)
+        ids, draft_edges = explicit
+        ids[start : start + len(out.ids)] = out.ids  # (set again once the chunk commits)
+        draft_edges.chunk_rows(start, [r.get("action") == "added" for r in out.results], ids, stamp, chunk_edges)
         bulkwrite.insert_insights(conn, rows)
         for insight_id, vector in blobs:
             self.ctx.vectors.store_vector(conn, insight_id, vector)

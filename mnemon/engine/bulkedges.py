@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mnemon.drafts import DraftEdge, DraftEdges
+from mnemon.drafts import EDGE_TYPES, DraftEdge, DraftEdges
 from mnemon.store import edges as edge_sql
 
 if TYPE_CHECKING:
@@ -35,15 +35,17 @@ class ExplicitEdges:
     def __init__(self, draft_edges: Sequence[DraftEdge], total: int) -> None:
         import numpy as np
 
-        self.edges = draft_edges
-        if isinstance(draft_edges, DraftEdges):
-            source, target = draft_edges.index_columns()
-            self.source = np.array(source, dtype=np.int64)  # (a copy: the arrays may grow no more, but own it)
-            self.target = np.array(target, dtype=np.int64)
-        else:
-            n = len(draft_edges)
-            self.source = np.fromiter((e.source_index for e in draft_edges), dtype=np.int64, count=n)
-            self.target = np.fromiter((e.target_index for e in draft_edges), dtype=np.int64, count=n)
+        if not isinstance(draft_edges, DraftEdges):  # a draft built as a list (tests)
+            kept = DraftEdges()
+            for edge in draft_edges:
+                kept.append(edge)
+            draft_edges = kept
+        source, target, kind, weight, reason, self.reasons = draft_edges.columns()
+        self.source = np.array(source, dtype=np.int64)  # copies: the import owns them
+        self.target = np.array(target, dtype=np.int64)
+        self.kind = np.array(kind, dtype=np.int64)
+        self.weight = np.array(weight, dtype=np.float64)
+        self.reason = np.array(reason, dtype=np.int64)
         last = np.maximum(self.source, self.target)
         self.order = np.argsort(last, kind="stable")
         self.last_sorted = last[self.order]
@@ -58,12 +60,11 @@ class ExplicitEdges:
             text = self.metadata[reason] = edge_sql.dump_metadata({"reason": reason})
         return text
 
-    def chunk_rows(
-        self, start: int, added: list[bool], id_of: Callable[[int], str | None], stamp: str, out: dict[Any, Any]
-    ) -> None:
+    def chunk_rows(self, start: int, added: list[bool], ids: list[str | None], stamp: str, out: dict[Any, Any]) -> None:
         """Put the rows of the explicit edges the chunk ``[start, start + len(added))`` completes
         between two inserted items into ``out`` (the chunk's edge rows by key), in draft order:
-        a repeated key's last edge wins, over the chunk's own edge too."""
+        a repeated key's last edge wins, over the chunk's own edge too. ``ids``: every item's id
+        so far, the chunk's included."""
         import numpy as np
 
         end = start + len(added)
@@ -72,16 +73,17 @@ class ExplicitEdges:
         if lo == hi:
             return
         ks = np.sort(self.order[lo:hi])
-        both = self.created[self.source[ks]] & self.created[self.target[ks]]
-        draft_edges = self.edges
-        for k in ks[both].tolist():
-            e = draft_edges[k]
-            source_id, target_id = id_of(e.source_index), id_of(e.target_index)
+        ks = ks[self.created[self.source[ks]] & self.created[self.target[ks]]]
+        metas = [self.meta(r) for r in self.reasons]
+        for s, t, kind, weight, reason in zip(
+            self.source[ks].tolist(), self.target[ks].tolist(), self.kind[ks].tolist(), self.weight[ks].tolist(),
+            self.reason[ks].tolist(),
+        ):
+            source_id, target_id = ids[s], ids[t]
             if source_id is None or target_id is None or source_id == target_id:
                 continue  # (an item inserted twice over, never: the finalize warns, as before)
-            out[(source_id, target_id, e.edge_type)] = (
-                source_id, target_id, e.edge_type, e.weight, self.meta(e.reason), stamp,
-            )
+            edge_type = EDGE_TYPES[kind]
+            out[(source_id, target_id, edge_type)] = (source_id, target_id, edge_type, weight, metas[reason], stamp)
 
     def finish(
         self, ids: list[str | None], notice: Callable[[str], None], stamp: str
@@ -113,11 +115,13 @@ class ExplicitEdges:
         if ks.size:
             ks = ks[~self._replaced_later(ks, cs, ct, kept)]
         position = ks - np.cumsum(dropped)[ks]  # kept edges before k (dropped[k] is False)
-        rows: list[EdgeRow] = []
-        draft_edges = self.edges
-        for k in ks.tolist():
-            e = draft_edges[k]
-            rows.append((ids[e.source_index], ids[e.target_index], e.edge_type, e.weight, self.meta(e.reason), stamp))  # type: ignore[arg-type]
+        rows: list[EdgeRow] = [
+            (ids[s], ids[t], EDGE_TYPES[kind], weight, self.meta(self.reasons[reason]), stamp)
+            for s, t, kind, weight, reason in zip(
+                self.source[ks].tolist(), self.target[ks].tolist(), self.kind[ks].tolist(), self.weight[ks].tolist(),
+                self.reason[ks].tolist(),
+            )
+        ]
         return rows, position.tolist(), touched, int(kept.sum())
 
     def _replaced_later(
@@ -130,7 +134,7 @@ class ExplicitEdges:
         early = np.flatnonzero(kept & self.created[self.source] & self.created[self.target])
         if not early.size:
             return np.zeros(late.size, dtype=np.bool_)
-        types = self._types()
+        types = self.kind
         span = int(max(cs.max(), ct.max())) + 1
         key_early = (cs[early] * span + ct[early]) * 8 + types[early]
         key_late = (cs[late] * span + ct[late]) * 8 + types[late]
@@ -140,11 +144,3 @@ class ExplicitEdges:
         pos_ok = pos >= 0
         pos = np.maximum(pos, 0)
         return pos_ok & (key_sorted[pos] == key_late) & (k_sorted[pos] > late)
-
-    def _types(self) -> NDArray[np.int64]:
-        import numpy as np
-
-        from mnemon.drafts import EDGE_TYPES
-
-        code = {t: n for n, t in enumerate(EDGE_TYPES)}
-        return np.fromiter((code[e.edge_type] for e in self.edges), dtype=np.int64, count=len(self.edges))
