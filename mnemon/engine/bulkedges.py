@@ -41,11 +41,12 @@ class ExplicitEdges:
                 kept.append(edge)
             draft_edges = kept
         source, target, kind, weight, reason, self.reasons = draft_edges.columns()
-        self.source = np.array(source, dtype=np.int64)  # copies: the import owns them
-        self.target = np.array(target, dtype=np.int64)
-        self.kind = np.array(kind, dtype=np.int64)
+        # Copies the import owns, as narrow as they go (16M edges at 1M): 19 bytes an edge.
+        self.source = np.array(source, dtype=np.int32)
+        self.target = np.array(target, dtype=np.int32)
+        self.kind = np.array(kind, dtype=np.int8)
         self.weight = np.array(weight, dtype=np.float64)
-        self.reason = np.array(reason, dtype=np.int64)
+        self.reason = np.array(reason, dtype=np.int32)
         last = np.maximum(self.source, self.target)
         self.order = np.argsort(last, kind="stable")
         self.last_sorted = last[self.order]
