@@ -71,6 +71,27 @@ def closed_after(sock: socket.socket) -> tuple[float, bytes]:
 HEAD_408 = b"HTTP/1.1 408 Request Timeout\r\n"
 
 
+def read_response(sock: socket.socket) -> bytes:
+    """One whole response on a kept-alive connection: its head, then its body (by Content-Length, or chunked to
+    the last chunk), so that nothing of it is left to be read in front of the next response."""
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(4096)
+        assert chunk, f"closed before the head ended: {data!r}"
+        data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    fields = {name.strip().lower(): value.strip() for name, _, value in
+              (line.partition(b":") for line in head.split(b"\r\n")[1:])}
+    length = fields.get(b"content-length")
+    if length is None:
+        assert fields.get(b"transfer-encoding", b"").lower() == b"chunked", head
+    while len(body) < int(length) if length is not None else not body.endswith(b"0\r\n\r\n"):
+        chunk = sock.recv(4096)
+        assert chunk, f"closed before the body ended: {body!r}"
+        body += chunk
+    return head + b"\r\n\r\n" + body
+
+
 def test_a_silent_connection_is_closed_at_the_header_deadline(slow: Slow) -> None:
     with slow.connect() as sock:
         seconds, sent = closed_after(sock)
@@ -148,10 +169,8 @@ def test_a_kept_alive_connection_gets_the_same_deadline_for_its_next_head(slow: 
     with slow.connect() as sock:
         sock.sendall(slow.head() + f"Authorization: Bearer {slow.token}\r\nContent-Length: {len(request)}\r\n\r\n".encode()
                      + request)
-        answer = b""
-        while b"\r\n\r\n" not in answer:
-            answer += sock.recv(4096)
-        assert answer.startswith(b"HTTP/1.1 200 ")
+        answer = read_response(sock)
+        assert answer.startswith(b"HTTP/1.1 200 "), answer[:80]
         sock.sendall(b"POST /mcp HTTP/1.1\r\nHo")  # then nothing more
         seconds, sent = closed_after(sock)
     assert seconds <= 4, seconds
