@@ -70,10 +70,15 @@ def cli_words(arguments: dict[str, Any]) -> object:
         return words
     if not isinstance(words, list) or not all(isinstance(w, str) for w in words):
         raise Refused(400, 'argument "argv" must be a non-empty list of strings')
+    return [raw_bytes(w, "argv's words").decode("utf-8", "surrogateescape") for w in words]
+
+
+def raw_bytes(text: str, what: str) -> bytes:
+    """The bytes a ``raw`` call carries in ``text`` (base64); a 400 naming ``what`` if it is not base64."""
     try:
-        return [base64.b64decode(w, validate=True).decode("utf-8", "surrogateescape") for w in words]
+        return base64.b64decode(text, validate=True)
     except (ValueError, binascii.Error):
-        raise Refused(400, 'a "raw" call carries argv\'s words in base64') from None
+        raise Refused(400, f'a "raw" call carries {what} in base64') from None
 
 
 def argv_writes(argv: list[str]) -> bool:

@@ -8,8 +8,6 @@ command worker process (``workers.Pool``) or, with ``--workers 0``, in the gatew
 
 from __future__ import annotations
 
-import base64
-import binascii
 import shutil
 import tempfile
 from collections.abc import Callable
@@ -79,7 +77,7 @@ def _run_cli(run: tools.Runner, options: GlobalOptions, args: dict[str, Any], te
             raise access.Refused(400, 'arguments "stdin" (a string), "readonly" and "raw" (booleans) have the wrong '
                                  "type")
         argv = access.check_argv(access.cli_words(args))
-        given: str | bytes = _raw_stdin(stdin) if raw else stdin
+        given: str | bytes = access.raw_bytes(stdin, "stdin") if raw else stdin
         if "clock" in args:
             options.engine_kwargs = {"clock": _fixed_clock(args["clock"])}
     except access.Refused as exc:
@@ -89,14 +87,6 @@ def _run_cli(run: tools.Runner, options: GlobalOptions, args: dict[str, Any], te
     code, out, err = tools.run_argv(run, options, argv, given)
     return out if code == 0 else tools.error_line(err, argv[0]), code != 0, \
         {"exit_code": code, "stdout": out, "stderr": err}
-
-
-def _raw_stdin(stdin: str) -> bytes:
-    """A ``raw`` call's stdin: the client's bytes, which the command reads and refuses as a local run does."""
-    try:
-        return base64.b64decode(stdin, validate=True)
-    except (ValueError, binascii.Error):
-        raise access.Refused(400, 'a "raw" call carries stdin in base64') from None
 
 
 def _fixed_clock(value: object) -> Callable[[], datetime]:
