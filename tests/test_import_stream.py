@@ -92,3 +92,79 @@ def test_any_other_draft_loads_as_the_whole_parse_loads_it(tmp_path: Path, monke
 def test_a_missing_file_is_the_read_error(tmp_path: Path) -> None:
     assert _loaded(tmp_path / "nope.json") == _whole(tmp_path / "nope.json")
     assert str(_loaded(tmp_path / "nope.json")).startswith("read file: ")
+
+
+def _tricky_draft() -> dict[str, object]:
+    """Text that looks like a slice boundary where it is none: ``},`` inside strings and inside
+    nested values of an unknown key, and edges whose optional fields take every plain form."""
+    draft = generate_draft(60, seed=11)
+    items = draft["insights"]
+    assert isinstance(items, list)
+    items[3]["content"] = 'a quoted object {"k": 1},{"k": 2}, then more'
+    items[7]["x"] = [{"a": 1}, {"b": [{"c": "},"}]}]
+    items[-1]["content"] = "the last one ends with },"
+    edges = draft["edges"]
+    assert isinstance(edges, list)
+    edges[0]["reason"] = 0
+    edges[1]["weight"] = None
+    edges[2]["weight"] = 1
+    edges[3]["weight"] = 0
+    edges[4].pop("weight", None)
+    edges[5]["reason"] = "a reason with },{ inside"
+    edges[6]["reason"] = ""
+    return draft
+
+
+@pytest.mark.parametrize("block", [1, 5, 64, 700, 1 << 20])
+@pytest.mark.parametrize("indent", [None, 2])
+def test_a_streamed_draft_with_false_boundaries_equals_the_whole_parse(
+    tmp_path: Path, monkeypatch, block: int, indent: int | None
+) -> None:
+    path = tmp_path / "d.json"
+    path.write_text(json.dumps(_tricky_draft(), indent=indent), encoding="utf-8")
+    monkeypatch.setattr(drafts, "_STREAM_BLOCK", block)
+    streamed = drafts._stream_draft(str(path))
+    assert streamed is not None
+    whole = _whole(path)
+    assert isinstance(whole, drafts.Draft)
+    assert streamed.insights == whole.insights and list(streamed.edges) == list(whole.edges)
+    assert streamed.edges.columns() == whole.edges.columns()  # reason codes too, in first-seen order
+    assert streamed.insights[3].content.startswith("a quoted object") and streamed.edges[0].reason == ""
+
+
+def _one_by_one(items: list[object], n: int) -> drafts.DraftEdges | str:
+    """The edges as each item alone makes one (the reference ``DraftEdges.extend_plain`` must equal)."""
+    out = drafts.DraftEdges()
+    try:
+        for i, item in enumerate(items):
+            out.append(drafts._plain_edge(item, n, {}) or drafts._edge(i, item, n))
+    except InputError as exc:
+        return str(exc)
+    return out
+
+
+_EDGE = {"source_index": 0, "target_index": 1, "edge_type": "entity", "weight": 0.5, "reason": "r"}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {}, {"source_index": True}, {"source_index": 1.0}, {"target_index": -1}, {"target_index": 3},
+        {"target_index": 0}, {"edge_type": "nope"}, {"edge_type": ["entity"]}, {"weight": 1.5}, {"weight": -0.0},
+        {"weight": True}, {"weight": "0.5"}, {"weight": 0}, {"weight": None}, {"reason": ["r"]}, {"reason": "a\x00b"},
+        {"reason": "\ud800"}, {"reason": 0}, {"reason": 7}, {"source_index": 2**70},
+    ],
+)
+def test_edges_checked_slice_by_slice_are_the_edges_item_by_item(change: dict[str, object]) -> None:
+    items: list[object] = [dict(_EDGE), {**_EDGE, **change}, dict(_EDGE, reason="s")]
+    want = _one_by_one(items, 3)
+    text = json.dumps({"schema_version": "1", "insights": [{"content": f"c{i}"} for i in range(3)], "edges": items})
+    try:
+        got: drafts.DraftEdges | str = drafts.parse_draft(text).edges  # type: ignore[assignment]
+    except InputError as exc:
+        got = str(exc)
+    if isinstance(want, str):
+        assert got == want
+    else:
+        assert isinstance(got, drafts.DraftEdges) and got.columns() == want.columns()
+    assert drafts.DraftEdges().extend_plain([{**_EDGE, **change}], 3) == (change in ({}, {"weight": 0}, {"weight": None}, {"reason": 0}, {"weight": -0.0}))
