@@ -503,7 +503,9 @@ class ImportPipeline:
         oplog.append_many(conn, log)
         out.keys = _key_hashes(chunk_edges)
         rows_out = [v if type(v) is tuple else edges.edge_row(v) for v in chunk_edges.values()]
-        present = insights.existing_ids(conn, [i for r in rows_out for i in (r[0], r[1])])
+        # The chunk's own ids were inserted above, in this transaction: only the other ends are looked up.
+        own = set(out.added)
+        present = own | insights.existing_ids(conn, {i: None for r in rows_out for i in (r[0], r[1]) if i not in own})
         # Every key names an insight of this chunk, new in this transaction: no row has it yet.
         edges.insert_new_rows_sorted(conn, [r for r in rows_out if r[0] in present and r[1] in present])
         return out
