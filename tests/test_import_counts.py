@@ -90,8 +90,9 @@ def store_digest(db: Path) -> str:
 
 def _assert_exact(db: Path) -> None:
     """Every counter equals a real count and every counter trigger is there; the entity rows are
-    the ones the triggers derive from the insights; the edges' target index (which a large
-    import builds at its end, ``store/bulkwrite.py``) is there and the schema is current."""
+    the ones the triggers derive from the insights; the edges' target index and the insight
+    indexes a large import builds at its end (``store/bulkwrite.py``) are there, as the schema
+    writes them, and the schema is current."""
     from mnemon.store import counts, schema
 
     conn = apsw.Connection(str(db))
@@ -103,9 +104,10 @@ def _assert_exact(db: Path) -> None:
         ))  # fmt: skip
         assert sorted(conn.execute("SELECT entity, created_at, insight_id FROM insight_entities")) == derived
         assert schema.is_current(conn)
-        assert conn.execute(
-            "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?", (schema.EDGE_TARGET_INDEX,)
-        ).fetchone()[0] == 1
+        for name in (schema.EDGE_TARGET_INDEX, *schema.BULK_DEFERRED_INDEXES):
+            assert conn.execute(
+                "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", (name,)
+            ).fetchone()[0] == schema.index_sql(name).replace(" IF NOT EXISTS", "")
         assert counts.edge_count(conn) == conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0]
         assert counts.deleted_count(conn) == conn.execute(
             "SELECT COUNT(*) FROM insights WHERE deleted_at IS NOT NULL"
@@ -192,7 +194,8 @@ def test_counts_are_exact_after_a_kill_9_mid_import_then_any_command(tmp_path: P
         conn = apsw.Connection(str(_db(tmp_path)))
         try:
             assert not schema.is_current(conn)
-            assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (schema.EDGE_TARGET_INDEX,)).fetchall()
+            for name in (schema.EDGE_TARGET_INDEX, *schema.BULK_DEFERRED_INDEXES):
+                assert not conn.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (name,)).fetchall()
         finally:
             conn.close()
     status = subprocess.run(

@@ -362,7 +362,7 @@ class ImportPipeline:
                     state.foreign |= state.mark != (-1, -1)
                     state.reset(conn)  # first batch, or another process wrote since our last commit
                 if defer_index and not deferred:
-                    deferred = bulkwrite.defer_edge_target_index(conn)
+                    deferred = bulkwrite.defer_indexes(conn)
                 try:
                     with conn:  # a savepoint: the chunk's rows are written at once
                         out = self._import_chunk(
@@ -659,6 +659,8 @@ class ImportPipeline:
             if deferred_index:  # after the import's last edge write, before the first read by target
                 bulkwrite.restore_edge_target_index(conn)
             refresh_effective_importance(conn, touched, now)
+            if deferred_index:  # after the last insight write, before the auto-prune's read by EI
+                bulkwrite.restore_insight_indexes(conn)
             pruned = auto_prune(conn, self.ctx.settings, now, exclude=[], trigger=IMPORT_TRIGGER)
         self.ctx.after_write()
         return inserted, pruned

@@ -13,13 +13,15 @@ Two costs of an import grow with every row it writes, and neither has to:
   ``json_each`` decoding of the stored ``entities`` text).
 - The edges' target index (``idx_edges_target_type``): every edge row lands in it under a random
   UUID key, about half of an edge row's cost; built at the end from the finished table it is a
-  sort (0.4 s for 352k rows, against about 1 s of upkeep for the same rows). An import that at
-  least doubles the store drops it in its first transaction (:func:`defer_edge_target_index`)
-  and recreates it in its last (:func:`restore_edge_target_index`). While it is dropped the
+  sort (0.4 s for 352k rows, against about 1 s of upkeep for the same rows). Likewise the six
+  insight indexes no import statement reads (``schema.BULK_DEFERRED_INDEXES``): each insight row
+  went to nine b-trees. An import that at least doubles the store drops them in its first
+  transaction (:func:`defer_indexes`) and recreates them in its last
+  (:func:`restore_edge_target_index`, :func:`restore_insight_indexes`). While they are dropped the
   store's ``schema`` mark is not the current version, so any other writable open in between, or
-  the next one after a crash, runs the (idempotent) migration, which recreates the index and
-  recounts; readers without the index are slower, never wrong. The import itself reads edges
-  by key and by rowid only.
+  the next one after a crash, runs the (idempotent) migration, which recreates them and
+  recounts; readers without them are slower, never wrong. The import itself reads edges
+  by key and by rowid only, insights by id, content and source.
 
 A PostgreSQL store is left to its own statement-level triggers and indexes (both are no-ops
 there, and :func:`insert_insights` is the plain insert).
@@ -86,17 +88,27 @@ def insert_insights(conn: apsw.Connection, rows: list[tuple[object, ...]]) -> No
             conn.execute(sql[name])
 
 
-def defer_edge_target_index(conn: apsw.Connection) -> bool:
-    """Drop the edges' target index until :func:`restore_edge_target_index` (inside the bulk
-    writer's transaction); return whether it did (SQLite only)."""
+def defer_indexes(conn: apsw.Connection) -> bool:
+    """Drop the edges' target index and the insight indexes an import does not read
+    (``schema.BULK_DEFERRED_INDEXES``) until :func:`restore_edge_target_index` and
+    :func:`restore_insight_indexes` (inside the bulk writer's transaction); return whether it did
+    (SQLite only)."""
     if not isinstance(conn, apsw.Connection):
         return False
-    conn.execute(f"DROP INDEX IF EXISTS {schema.EDGE_TARGET_INDEX}")
+    for name in (schema.EDGE_TARGET_INDEX, *schema.BULK_DEFERRED_INDEXES):
+        conn.execute(f"DROP INDEX IF EXISTS {name}")
     schema.mark_incomplete(conn)
     return True
 
 
 def restore_edge_target_index(conn: apsw.Connection) -> None:
-    """Recreate the edges' target index and the current schema mark (inside a write transaction)."""
+    """Recreate the edges' target index (inside a write transaction, before any read by target)."""
     conn.execute(schema.EDGE_TARGET_INDEX_SQL)
+
+
+def restore_insight_indexes(conn: apsw.Connection) -> None:
+    """Recreate the deferred insight indexes and the current schema mark (inside a write
+    transaction, after the import's last insight write but the auto-prune)."""
+    for name in schema.BULK_DEFERRED_INDEXES:
+        conn.execute(schema.index_sql(name))
     schema.mark_complete(conn)
