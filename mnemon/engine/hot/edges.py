@@ -46,7 +46,7 @@ class EdgeList(RowIds, EdgeGraph):
         k = len(rows)
         if not k:
             return 0
-        _rowid, src_ids, dst_ids, types, weights, backbone = zip(*rows)
+        src_ids, dst_ids, types, weights, backbone = zip(*rows)
         if k > _BULK_LOOKUP:
             if self._row_of is None:
                 self._row_of = {i: r for r, i in enumerate(self.ids_list())}
@@ -57,7 +57,7 @@ class EdgeList(RowIds, EdgeGraph):
             ends = self._lookup([str(i) for i in src_ids] + [str(i) for i in dst_ids])
             both = np.array([-1 if e is None else e for e in ends], dtype=np.int64)
             src, dst = both[:k], both[k:]
-        typ = np.fromiter(map(EDGE_CODES.get, types, repeat(-1)), dtype=np.int64, count=k)
+        typ = np.array(types, dtype=np.int64)  # the codes of EDGE_CODES, computed by the query
         keep = (src >= 0) & (dst >= 0) & (typ >= 0)  # else: touches an insight deleted before we saw it
         if keep.any():
             self._append_part("edge_src", src[keep].astype(np.int32))
