@@ -48,3 +48,24 @@ def test_c_encoder_path_equals_the_reference_encoder(value: object, pretty: bool
     from mnemon.cli.render import to_json_reference
 
     assert to_json(value, pretty=pretty, html_escape=html) == to_json_reference(value, pretty=pretty, html_escape=html)
+
+
+_FLAT = st.one_of(st.lists(_LEAF, max_size=3), st.dictionaries(TRICKY, _LEAF, max_size=3))
+_RESULTS = st.dictionaries(
+    TRICKY,
+    st.one_of(_LEAF, _FLAT, st.lists(st.dictionaries(TRICKY, _LEAF, min_size=1, max_size=4), max_size=4), _TREE),
+    max_size=5,
+)
+
+
+@settings(max_examples=600, derandomize=True)
+@given(_RESULTS)
+def test_indenting_with_the_c_encoder_equals_the_indenting_encoder(value: dict[str, object]) -> None:
+    """The shapes ``_indented`` takes (an import's results: lists of flat dicts) come out as
+    json.dumps(indent=2) writes them, including strings that look like its seams; others: None."""
+    from mnemon.cli.render import _indented
+
+    got = _indented(value)
+    assert got is None or got == json.dumps(value, ensure_ascii=False, indent=2)
+    results = {"imported": 2, "results": [{"index": k, "content": s, "action": "added"} for k, s in enumerate(["a},\n      {b", "c"])]}
+    assert _indented(results) == json.dumps(results, ensure_ascii=False, indent=2)
