@@ -297,3 +297,18 @@ def test_an_index_of_the_previous_format_is_rebuilt_not_read(cli, data_dir: Path
     assert ids_of(cli.ok("recall", "限", "--verbose")) == {a}
     assert hotindex.read_index(db_file(data_dir))[0]["version"] == FORMAT_VERSION
     same_content(_cached_index(data_dir), fresh_build(data_dir))
+
+
+@pytest.mark.parametrize(
+    "raw", ['["a","b"]', ' ["a"] ', '[1,"x"]', "", None, "{}", "[", '"x"', '["a"] x', 5, b'["a"]', "[NaN]", "[]", '["é", ""]']
+)
+def test_tags_and_entities_read_by_the_c_scanner_are_those_json_loads_gives(raw: object) -> None:
+    import json
+
+    from mnemon.engine.hot.catchup import _loads
+
+    try:
+        value = json.loads(str(raw)) if raw else []
+    except ValueError:
+        value = []
+    assert _loads(raw) == ([str(v) for v in value] if isinstance(value, list) else [])

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -31,7 +31,19 @@ if TYPE_CHECKING:
 _Index = TypeVar("_Index", bound="Currency")
 
 
+_scan = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # json.loads' C scanner, without its wrappers
+_STR = frozenset({str})
+
+
 def _loads(raw: object) -> list[str]:
+    """A row's tags or entities (JSON text): its strings, or [] for anything but a JSON array."""
+    if type(raw) is str and raw:
+        try:
+            value, end = _scan(raw, 0)  # the usual case: an array of strings, no space around it
+        except (StopIteration, ValueError, RecursionError):
+            end = -1
+        if end == len(raw) and type(value) is list and _STR.issuperset(map(type, value)):
+            return value
     try:
         value = json.loads(str(raw)) if raw else []
     except ValueError:
@@ -71,6 +83,12 @@ class Currency(Derived, EdgeList):
                 entities.append(entity)
             return got
 
+        known = tail.get  # a term met before: its id without a call of ``tid`` (most terms of a build)
+
+        def tids(terms: Iterable[str]) -> list[int]:
+            got = list(map(known, terms))
+            return [tid(t) for t in terms] if None in got else got  # type: ignore[return-value]
+
         src_index = {s: i for i, s in enumerate(self.sources)}
         r_lists: list[list[int]] = []
         tf_lists: list[list[int]] = []
@@ -84,9 +102,9 @@ class Currency(Derived, EdgeList):
             sequence = sequences.get(ins_id) if sequences else None
             terms, plain, content_len = insight_views(content, tags, ents, sequence)
             counts = Counter(terms)
-            r_lists.append([tid(t) for t in counts])
+            r_lists.append(tids(counts))
             tf_lists.append(list(counts.values()))
-            p_lists.append([tid(t) for t in plain])
+            p_lists.append(tids(plain))
             e_lists.append([eid(e) for e in dict.fromkeys(ents)])
             ids.append(str(ins_id))
             created.append(str(created_at).encode("utf-8"))
