@@ -157,6 +157,7 @@ from mnemon.engine import Engine, bulk
 from mnemon.store import counts
 from bench.generate import generate_draft
 
+bulk.IMPORT_BATCH, bulk.IMPORT_BATCH_GROWTH = 500, 0  # chunks of 500
 where = sys.argv[1]
 calls = []
 def die(*args):
