@@ -4,6 +4,7 @@ copies, and the growth rule of the buffers. Pure numpy over arrays handed in; no
 
 from __future__ import annotations
 
+from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -17,8 +18,8 @@ def _csr_from_lists(lists: list[list[int]], dtype: Any) -> tuple[np.ndarray, np.
     import numpy as np
 
     ptr = np.zeros(len(lists) + 1, dtype=np.int64)
-    ptr[1:] = np.cumsum([len(x) for x in lists]) if lists else []
-    flat = np.fromiter((v for x in lists for v in x), dtype=dtype, count=int(ptr[-1]))
+    ptr[1:] = np.cumsum(list(map(len, lists))) if lists else []
+    flat = np.fromiter(chain.from_iterable(lists), dtype=dtype, count=int(ptr[-1]))  # C loops, no generator
     return ptr, flat
 
 

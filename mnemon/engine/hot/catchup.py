@@ -87,7 +87,9 @@ class Currency(Derived, EdgeList):
 
         def tids(terms: Iterable[str]) -> list[int]:
             got = list(map(known, terms))
-            return [tid(t) for t in terms] if None in got else got  # type: ignore[return-value]
+            if None in got:  # (terms are distinct: a term ``tid`` adds is not met again in the list)
+                return [tid(t) if g is None else g for g, t in zip(got, terms)]
+            return got  # type: ignore[return-value]
 
         src_index = {s: i for i, s in enumerate(self.sources)}
         r_lists: list[list[int]] = []
