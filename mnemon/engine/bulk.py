@@ -508,9 +508,14 @@ class ImportPipeline:
         rows_out = [v if type(v) is tuple else edges.edge_row(v) for v in chunk_edges.values()]
         # The chunk's own ids were inserted above, in this transaction: only the other ends are looked up.
         own = set(out.added)
-        present = own | insights.existing_ids(conn, {i: None for r in rows_out for i in (r[0], r[1]) if i not in own})
+        others = {r[0] for r in rows_out}
+        others.update(r[1] for r in rows_out)
+        others -= own
+        missing = others - insights.existing_ids(conn, sorted(others))
+        if missing:
+            rows_out = [r for r in rows_out if r[0] not in missing and r[1] not in missing]
         # Every key names an insight of this chunk, new in this transaction: no row has it yet.
-        edges.insert_new_rows_sorted(conn, [r for r in rows_out if r[0] in present and r[1] in present])
+        edges.insert_new_rows_sorted(conn, rows_out)
         return out
 
     def _embed_chunk(self, embedder: Embedder | None, texts: list[str]) -> list[NDArray[np.float64] | None]:
