@@ -34,7 +34,7 @@ from collections import Counter
 
 import apsw
 
-from mnemon.store import counts, insights, schema
+from mnemon.store import connection, counts, insights, schema
 
 _ENTITY_ROWS = "INSERT OR IGNORE INTO insight_entities (entity, created_at, insight_id) VALUES (?, ?, ?)"
 _ENTITY_COUNT = "INSERT INTO entity_counts (entity, n) VALUES (?, ?) ON CONFLICT(entity) DO UPDATE SET n = n + excluded.n"
@@ -103,7 +103,8 @@ def defer_indexes(conn: apsw.Connection) -> bool:
 
 def restore_edge_target_index(conn: apsw.Connection) -> None:
     """Recreate the edges' target index (inside a write transaction, before any read by target)."""
-    conn.execute(schema.EDGE_TARGET_INDEX_SQL)
+    with connection.sort_cache(conn):
+        conn.execute(schema.EDGE_TARGET_INDEX_SQL)
 
 
 def restore_insight_indexes(conn: apsw.Connection) -> None:
