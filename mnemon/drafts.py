@@ -216,6 +216,9 @@ def load_draft(path: str, stdin_text: str | None = None) -> Draft:
 
 
 _STREAM_BLOCK = 1 << 20  # characters read at a time
+# Characters parsed at a time as one array (_Stream.slices): a few hundred objects, whose memory
+# is reused slice after slice (slicing a whole block, a 100k draft's parse peaked 19 MB higher), as fast.
+_SLICE_CHARS = 1 << 16
 _WHITESPACE = " \t\n\r"  # what the json module skips between tokens
 
 
@@ -313,7 +316,7 @@ class _Stream:
                 self._fill()
             buf, pos = self.buf, self.pos
             if self.dropped + pos > hold:
-                cut = buf.rfind("},", pos)
+                cut = buf.rfind("},", pos, pos + _SLICE_CHARS)
                 if cut > pos:
                     text = f"[{buf[pos : cut + 1]}]"
                     try:
