@@ -15,7 +15,7 @@ the store size (:data:`NUMBA_MIN_ROWS`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Protocol
 
 from mnemon.records import (
@@ -312,6 +312,9 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     """Run the pipeline; ``hits`` are truncated to ``limit`` and WHY-ordered."""
     import numpy as np
 
+    scale = _query_scale(a)
+    if scale is not a.similarity_scale:
+        a = replace(a, similarity_scale=scale)
     anchor_rows, anchor_scores, anchor_via = anchors(a, intent)
     if anchor_rows.size == 0:
         return RecallOutcome([], 0, 0, "sparse_results")
@@ -439,6 +442,31 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         ))  # fmt: skip
     hint = "sparse_results" if len(hits) < limit // 2 or not hits else None
     return RecallOutcome(hits, int(anchor_rows.size), traversed, hint)
+
+
+def _query_scale(a: RecallArrays) -> SimilarityScale:
+    """This query's similarity scale: a model with ``signal_below_best`` (records.SimilarityScale)
+    starts an ordinary query's signal (and so its vector anchors' floor) that far below the query's
+    best cosine in scope; a long query, and every other model, keep the fixed floor (the same object)."""
+    scale = a.similarity_scale
+    if a.similarity is None or scale.signal_below_best <= 0.0 or a.long_query or not a.scope.any():
+        return scale
+    return replace(scale, signal_floor=_best_similarity(a) - scale.signal_below_best)
+
+
+def _best_similarity(a: RecallArrays) -> float:
+    """The exact largest cosine in scope. With bounds, the rows whose upper bound reaches the best
+    lower bound are made exact first: the best row is among them."""
+    import numpy as np
+
+    sim, bounds = a.similarity, a.similarity_bounds
+    assert sim is not None
+    rows = np.flatnonzero(a.scope)
+    if bounds is not None:
+        slack = bounds.slack[rows]
+        rows = rows[sim[rows] + slack >= float((sim[rows] - slack).max())]
+        bounds.refine(sim, rows)
+    return float(sim[rows].max())
 
 
 def _long_query_weights(weights: tuple[float, float, float, float]) -> tuple[float, float, float, float]:

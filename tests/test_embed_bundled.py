@@ -204,7 +204,8 @@ def test_remember_embeds_the_memory_as_a_passage_and_recall_the_query_as_a_query
     assert status["model"] == "multilingual-e5-small" and status["embedded"] == 1
     found = json.loads(_mnemon(data, "recall", query, "--verbose").stdout)["results"]
     cosine = float(reference.embed("query: " + query) @ reference.embed("passage: " + memory))
-    floor = similarity_scale("multilingual-e5-small").signal_floor
+    # an ordinary query's floor is its best cosine in scope (this memory's) less e5's margin
+    floor = cosine - similarity_scale("multilingual-e5-small").signal_below_best
     expected = max(0.0, (cosine - floor) / (1 - floor))
     assert found[0]["insight"]["content"] == memory
     assert found[0]["signals"]["similarity"] == pytest.approx(expected, abs=0.02)
@@ -218,6 +219,8 @@ def test_thresholds_are_per_model() -> None:
     assert (CONTRACT_SIMILARITY.auto_link, CONTRACT_SIMILARITY.candidate) == (0.80, 0.40)
     assert (CONTRACT_SIMILARITY.diff_override, CONTRACT_SIMILARITY.diff_extra) == (0.85, 0.70)
     assert CONTRACT_SIMILARITY.anchor_floor() == 0.1
+    assert CONTRACT_SIMILARITY.signal_below_best == 0.0  # the contract's floor is fixed: the cosine itself
+    assert 0.0 < e5.signal_below_best < 1.0 - e5.signal_floor  # e5's ordinary queries: relative to their best
     # e5's cosines bunch high: each of its thresholds is above the contract's
     assert e5.auto_link > 0.80 and e5.candidate > 0.40 and e5.diff_extra > 0.70 and e5.signal_floor > 0
 

@@ -411,3 +411,66 @@ def test_the_engine_passes_each_candidate_s_creation_day(engine, monkeypatch) ->
     (a,) = seen
     assert a.created_day is not None
     assert a.created_day(rows).tolist() == [stamps[h.insight.content][:10].encode() for h in hits]
+
+
+class _Bounds:
+    """Bounded similarities as the int8 pass gives them: within ``slack`` of the exact cosines,
+    made exact row by row on ``refine``."""
+
+    def __init__(self, exact: np.ndarray, slack: np.ndarray) -> None:
+        self.exact, self.slack = exact, slack.copy()
+
+    def refine(self, values: np.ndarray, rows: np.ndarray) -> None:
+        values[rows] = self.exact[rows]
+        self.slack[rows] = 0.0
+
+
+def test_a_relative_floor_starts_an_ordinary_query_s_signal_below_its_best_cosine() -> None:
+    # A model scale with signal_below_best: an ordinary query's similarity signal maps its best cosine
+    # in scope less that margin to 0 (and its vector anchors' floor follows); a long query keeps the
+    # fixed floor; the contract's scale (every model not calibrated) is left as it is.
+    import dataclasses
+
+    from mnemon.records import CONTRACT_SIMILARITY, SimilarityScale
+
+    scale = SimilarityScale(signal_floor=0.85, signal_below_best=0.07)
+    cosines = np.array([0.80, 0.84, 0.86, 0.89, 0.90, 0.95], dtype=np.float64)
+    a = dataclasses.replace(arrays(6, bm25=[1.0, 0.5, 0.0, 0.2, 0.0, 0.0]), similarity=cosines, similarity_scale=scale)
+    a = dataclasses.replace(a, scope=np.array([True, True, True, True, True, False]))  # 0.95 is out of scope
+    floor = 0.90 - 0.07
+    assert recall._query_scale(a).signal_floor == pytest.approx(floor)
+    hits = {h.row: h for h in recall.run(a, Intent.GENERAL, 10).hits}
+    for row in hits:
+        assert hits[row].similarity == pytest.approx(max(0.0, (cosines[row] - floor) / (1 - floor)))
+    assert 0 in hits and hits[0].similarity == 0.0  # below the relative floor: no signal, still a keyword hit
+    long = dataclasses.replace(a, long_query=True)
+    assert recall._query_scale(long) is scale
+    long_hits = {h.row: h for h in recall.run(long, Intent.GENERAL, 10).hits}
+    assert long_hits[4].similarity == pytest.approx((0.90 - 0.85) / 0.15) and long_hits[1].similarity == 0.0
+    contract = dataclasses.replace(a, similarity_scale=CONTRACT_SIMILARITY)
+    assert recall._query_scale(contract) is CONTRACT_SIMILARITY
+
+
+def test_a_relative_floor_ranks_bounded_similarities_as_the_exact_ones() -> None:
+    # The relative floor reads the best cosine in scope; with bounded similarities it makes exact only
+    # the rows that can be the best, and the ranking equals the exact scan's.
+    import dataclasses
+
+    from mnemon.records import SimilarityScale
+
+    rng = np.random.default_rng(7)
+    n = 300
+    exact = rng.uniform(0.75, 0.95, n)
+    slack = rng.uniform(0.0, 0.02, n)
+    bm25 = np.where(rng.random(n) < 0.3, rng.uniform(0.0, 3.0, n), 0.0)
+    prev = [-1] + list(range(n - 1))
+    nxt = list(range(1, n)) + [-1]
+    base = arrays(n, bm25=bm25.tolist(), prev=prev, nxt=nxt, edges=[(i, i + 1, "temporal", 1.0) for i in range(n - 1)])
+    scale = SimilarityScale(signal_floor=0.85, signal_below_best=0.07)
+    want = recall.run(dataclasses.replace(base, similarity=exact.copy(), similarity_scale=scale), Intent.GENERAL, 10)
+    approx = exact + slack * rng.uniform(-1.0, 1.0, n)
+    bounds = _Bounds(exact, slack)
+    bounded = dataclasses.replace(base, similarity=approx, similarity_bounds=bounds, similarity_scale=scale)
+    got = recall.run(bounded, Intent.GENERAL, 10)
+    assert [(h.row, h.score, h.similarity) for h in got.hits] == [(h.row, h.score, h.similarity) for h in want.hits]
+    assert np.count_nonzero(bounds.slack == 0.0) < n  # only some rows were made exact
