@@ -380,9 +380,7 @@ class ImportPipeline:
                         conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, (ids, explicit),
                         defer=False,
                     )
-            for offset, (insight_id, result) in enumerate(zip(out.ids, out.results)):
-                ids[start + offset] = insight_id
-                results.append(result)
+            results.extend(out.results)  # (the chunk set its items' ids in ``ids``)
             added.extend(out.added)
             touched_sources.update(out.sources)
             written.append(out.keys)
@@ -498,7 +496,7 @@ class ImportPipeline:
             out.counts["imported"] += 1
         state.pending = state.prefetched = None
         ids, draft_edges = explicit
-        ids[start : start + len(out.ids)] = out.ids  # (set again once the chunk commits)
+        ids[start : start + len(out.ids)] = out.ids  # a redone chunk sets them again, as it wrote them
         draft_edges.chunk_rows(start, [r.get("action") == "added" for r in out.results], ids, stamp, chunk_edges)
         bulkwrite.insert_insights(conn, rows)
         for insight_id, vector in blobs:

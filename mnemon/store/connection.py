@@ -147,18 +147,10 @@ def bulk_tuning(conn: apsw.Connection) -> Iterator[None]:
     Durability is unchanged (synchronous stays FULL: each committed batch survives a power cut);
     only the page cache and the checkpoint interval grow, both connection-local.
     """
-    cache = _pragma(conn, "PRAGMA cache_size")
-    interval = _pragma(conn, "PRAGMA wal_autocheckpoint")
-    bulk_cache_follow(conn)
-    _pragma(conn, f"PRAGMA wal_autocheckpoint={BULK_WAL_AUTOCHECKPOINT_PAGES}")
-    try:
+    with _pragmas_restored(conn, "cache_size", "wal_autocheckpoint"):
+        bulk_cache_follow(conn)
+        _pragma(conn, f"PRAGMA wal_autocheckpoint={BULK_WAL_AUTOCHECKPOINT_PAGES}")
         yield
-    finally:
-        try:
-            _pragma(conn, f"PRAGMA cache_size={int(cache)}")  # type: ignore[call-overload]
-            _pragma(conn, f"PRAGMA wal_autocheckpoint={int(interval)}")  # type: ignore[call-overload]
-        except apsw.Error:
-            pass  # a closed or failed connection keeps nothing to restore
 
 
 def bulk_cache_follow(conn: apsw.Connection) -> None:
@@ -178,13 +170,21 @@ SORT_CACHE_KIB = 65_536
 def sort_cache(conn: apsw.Connection) -> Iterator[None]:
     """At most SORT_CACHE_KIB of page cache (and so of in-memory sort) while the body builds an
     index; the connection's size is restored afterwards."""
-    cache = _pragma(conn, "PRAGMA cache_size")
-    _pragma(conn, f"PRAGMA cache_size=-{SORT_CACHE_KIB}")
+    with _pragmas_restored(conn, "cache_size"):
+        _pragma(conn, f"PRAGMA cache_size=-{SORT_CACHE_KIB}")
+        yield
+
+
+@contextmanager
+def _pragmas_restored(conn: apsw.Connection, *names: str) -> Iterator[None]:
+    """Put the connection's integer pragmas ``names`` back to their values before the body."""
+    saved = [(name, int(_pragma(conn, f"PRAGMA {name}"))) for name in names]  # type: ignore[call-overload]
     try:
         yield
     finally:
         try:
-            _pragma(conn, f"PRAGMA cache_size={int(cache)}")  # type: ignore[call-overload]
+            for name, value in saved:
+                _pragma(conn, f"PRAGMA {name}={value}")
         except apsw.Error:
             pass  # a closed or failed connection keeps nothing to restore
 
