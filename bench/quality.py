@@ -1,7 +1,8 @@
 """Retrieval-quality harness over LoCoMo-format conversations (evidence recall@k and MRR per category).
 
     python bench/quality.py DATA.json [--units turns|facts] [--embed none|local|both]
-                            [--mode cli|inprocess] [--limit 20] [--long-query other|far|prev] [--out FILE.md]
+                            [--mode cli|inprocess] [--limit 20] [--long-query other|far|prev|probe]
+                            [--borrowed-out] [--out FILE.md]
 
 Each conversation becomes its own store in a fresh data dir, loaded with ``import --no-diff``:
 
@@ -21,6 +22,9 @@ A second table gives R@10 over categories 1-4 per conversation and the mean of t
 (each weighed once), the figures a ranking change is judged on (bench/quality-ablations.md).
 ``--long-query other|far|prev`` asks each question after a borrowed dialogue turn (``long_query``):
 long queries, where a few words matter among many, as in a probe that is a whole dialogue turn.
+``--long-query probe`` asks the dialogue turn just before the first evidence turn alone, that turn out
+of recall's scope (``out_of_scope``): the held-out probes' condition, a turn that is no memory;
+``--borrowed-out`` puts the borrowed turn of ``far`` and ``prev`` out of scope the same way.
 
 ``--mode cli`` (the default, and the only mode whose figures are reported) runs every command as a
 whole process, as an agent would. ``--mode inprocess`` calls ``mnemon.cli.main`` in this process
@@ -128,7 +132,7 @@ def conversation_turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
     return [turn for _, _, turns in _sessions(sample["conversation"]) for turn in turns]
 
 
-LONG_QUERY_KINDS = ("other", "far", "prev")
+LONG_QUERY_KINDS = ("other", "far", "prev", "probe")
 
 
 def long_query(question: str, evidence: set[str], turns: list[dict[str, Any]], position: dict[str, int],
@@ -147,17 +151,25 @@ def long_query(question: str, evidence: set[str], turns: list[dict[str, Any]], p
       own neighbours in the store match it well (a harder, pessimistic view);
     - ``prev``: the turn just before the first evidence turn (after the last when the first opens the
       conversation): on topic, but flattering: the evidence is that turn's backbone neighbour, which
-      recall lifts on purpose, where a real probe's turn is no memory at all.
+      recall lifts on purpose, where a real probe's turn is no memory at all;
+    - ``probe``: that same turn's text alone, without the question: a dialogue turn that should bring
+      back the event after it, as a held-out probe is. The harness puts it out of recall's scope
+      (``out_of_scope``), since a probe is no memory.
 
-    The borrowed turn of ``far`` and ``prev`` is left out of the ranking (a probe's turn is no memory).
+    The borrowed turn of ``far``, ``prev`` and ``probe`` is left out of the ranking (a probe's turn is
+    no memory); ``--borrowed-out`` (always, for ``probe``) takes it out of the scope as well.
     """
     ordered = sorted(position[e] for e in evidence if e in position)
     if not ordered:
         return question, ""
     if kind == "other" and foreign:
         return f"{foreign[ordered[0] % len(foreign)]['text']} {question}", ""
-    if kind == "prev":
+    if kind in ("prev", "probe"):
         i = ordered[0] - 1 if ordered[0] > 0 else min(ordered[-1] + 1, len(turns) - 1)
+        if kind == "probe":
+            if turns[i]["dia_id"] in evidence:  # evidence spans the whole conversation: no probe turn
+                return question, ""
+            return str(turns[i]["text"]), str(turns[i]["dia_id"])
     else:
         i = (ordered[0] + len(turns) // 2) % len(turns)
         while turns[i]["dia_id"] in evidence:
@@ -173,6 +185,52 @@ def draft_of(units: list[Unit]) -> dict[str, Any]:
 # --- running the CLI ---------------------------------------------------------------------------
 
 
+Key = tuple[str, str]  # an insight of a harness store: (content, created_at), unique per unit
+
+
+@contextlib.contextmanager
+def out_of_scope(key: Key | None) -> Any:
+    """In this process only, while the block runs: recall's scope leaves out the stored insight(s) with
+    this content and date, as if they were no memory (their BM25 df, cosine, entity match and graph
+    reach go with the scope). The held-out probes' condition: a dialogue turn asked as a query is no
+    memory of the store. A harness device, not a user-visible option: it wraps
+    ``RetrievePipeline._scope``, the one place recall's scope is built."""
+    if key is None:
+        yield
+        return
+    from mnemon.engine.retrieve import RetrievePipeline
+    from mnemon.store import insights
+
+    original = RetrievePipeline._scope
+
+    def scope(self: Any, index: Any, category: str, source: str) -> Any:
+        rows = original(self, index, category, source)
+        for found in insights.all_active(self.ctx.store.conn):
+            if (found.content, found.created_at) == key and (row := index.row_of(found.id)) is not None:
+                rows[row] = False
+        return rows
+
+    RetrievePipeline._scope = scope  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        RetrievePipeline._scope = original  # type: ignore[method-assign]
+
+
+def excluding_main() -> int:
+    """``--mode cli`` with an insight out of scope: ``python -c`` runs this as the whole process,
+    argv = [KEY_JSON, mnemon's argv...]; the same CLI in a process of its own, the key out of scope."""
+    from mnemon.cli import main
+
+    content, created_at = json.loads(sys.argv[1])
+    with out_of_scope((content, created_at)):
+        return main(sys.argv[2:])
+
+
+_EXCLUDING = ("import sys; sys.path.append({root!r}); from bench.quality import excluding_main; "
+              "sys.exit(excluding_main())")  # fmt: skip
+
+
 class Runner:
     """Runs mnemon commands against one data dir, as whole processes or in this process."""
 
@@ -181,13 +239,18 @@ class Runner:
         self.env = env
         self.mode = mode
 
-    def __call__(self, *args: str) -> tuple[float, str]:
+    def __call__(self, *args: str, exclude: Key | None = None) -> tuple[float, str]:
+        """``exclude``: an insight left out of recall's scope for this command (``out_of_scope``)."""
         argv = ["--data-dir", str(self.data_dir), *args]
         start = time.perf_counter()
         if self.mode == "cli":
+            if exclude is not None and self.env.get("MNEMON_SERVER") == "require":
+                raise ValueError("an insight out of scope needs one-shot processes (--server off)")
             # cwd outside any checkout: ``-m`` puts the cwd first on sys.path, which would shadow
             # the mnemon this interpreter has installed (or PYTHONPATH names).
-            proc = subprocess.run([sys.executable, "-m", "mnemon", *argv], capture_output=True, env=self.env,
+            head = (["-m", "mnemon"] if exclude is None else
+                    ["-c", _EXCLUDING.format(root=str(Path(__file__).resolve().parent.parent)), json.dumps(exclude)])  # fmt: skip
+            proc = subprocess.run([sys.executable, *head, *argv], capture_output=True, env=self.env,
                                   cwd=self.data_dir.parent)  # fmt: skip
             elapsed = time.perf_counter() - start
             if proc.returncode != 0:
@@ -199,7 +262,7 @@ class Runner:
         saved = {k: os.environ.get(k) for k in self.env if k.startswith("MNEMON_")}
         os.environ.update({k: v for k, v in self.env.items() if k.startswith("MNEMON_")})
         try:
-            with contextlib.redirect_stdout(out):
+            with contextlib.redirect_stdout(out), out_of_scope(exclude):
                 code = main(argv)
         finally:
             for k, v in saved.items():
@@ -250,9 +313,18 @@ class RunResult:
         return 100 * statistics.fmean(values) if values else 0.0
 
 
+def out_of_scope_index(units_kind: str, units: list[Unit], borrowed: str, long: str, borrowed_out: bool) -> int | None:
+    """The unit a long query's borrowed turn is, when it goes out of recall's scope: always for
+    ``probe``, for ``far`` and ``prev`` with ``borrowed_out``; None otherwise, and in the facts view
+    (a dialogue turn is no memory there: nothing to take out)."""
+    if units_kind != "turns" or not borrowed or not (long == "probe" or borrowed_out):
+        return None
+    return next((i for i, u in enumerate(units) if u.covers == {borrowed}), None)
+
+
 def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str], mode: str, limit: int,
-                     root: Path, embed: str, long: str = "",
-                     foreign: list[dict[str, Any]] | None = None) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
+                     root: Path, embed: str, long: str = "", foreign: list[dict[str, Any]] | None = None,
+                     borrowed_out: bool = False) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
     units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
     data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
     run = Runner(data_dir, env, mode)
@@ -278,7 +350,10 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
             continue
         query, borrowed = (long_query(str(qa["question"]), evidence, turns, position, long, foreign) if long
                            else (str(qa["question"]), ""))  # fmt: skip
-        elapsed, out = run("recall", query, "--limit", str(limit + 1 if borrowed else limit), "--verbose")
+        left_out = out_of_scope_index(units_kind, units, borrowed, long, borrowed_out)
+        exclude = None if left_out is None else (units[left_out].content, units[left_out].created_at)
+        elapsed, out = run("recall", query, "--limit", str(limit + 1 if borrowed else limit), "--verbose",
+                           exclude=exclude)  # fmt: skip
         latencies.append(elapsed)
         results = json.loads(out)["results"]
         ranked = [covers.get((r["insight"]["content"], r["insight"]["created_at"]), frozenset()) for r in results]
@@ -292,7 +367,7 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
 
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None,
-            server: str = "off", model: str | None = None, long: str = "") -> RunResult:
+            server: str = "off", model: str | None = None, long: str = "", borrowed_out: bool = False) -> RunResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     # one kind of process per run: with the default "auto" a warm server would start part-way
     # through and the latency percentiles would mix served and one-shot calls
@@ -311,7 +386,8 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, 
     with tempfile.TemporaryDirectory(prefix="mnemon-quality-") as tmp:
         for k, sample in enumerate(data):
             foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
-            cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed, long, foreign)
+            cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed, long, foreign,
+                                             borrowed_out)  # fmt: skip
             for c, s in cats.items():
                 by_category[c].extend(s)
             latencies.extend(lat)
@@ -340,9 +416,11 @@ def plain_terms(text: str) -> list[str]:
 
 
 def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int, long: str = "",
-                            foreign: list[dict[str, Any]] | None = None) -> tuple[dict[int, Scores], list[dict[str, Any]]]:  # fmt: skip
+                            foreign: list[dict[str, Any]] | None = None,
+                            borrowed_out: bool = False) -> tuple[dict[int, Scores], list[dict[str, Any]]]:  # fmt: skip
     """The baseline the Chinese targets are set against, on the same units and questions; equal
-    scores keep the units' order (the conversation's)."""
+    scores keep the units' order (the conversation's). A borrowed turn out of mnemon's scope is out
+    of this corpus too (its length and terms leave N, avgdl and df)."""
     import math
     from collections import Counter
 
@@ -366,27 +444,36 @@ def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int,
         question, borrowed = (long_query(str(qa["question"]), evidence, turns, position, long, foreign) if long
                               else (str(qa["question"]), ""))  # fmt: skip
         query = set(plain_terms(question))
+        left_out = out_of_scope_index(units_kind, units, borrowed, long, borrowed_out)
+        gone: Counter[str] = Counter() if left_out is None else docs[left_out]
+        n_in = n - (left_out is not None)
+        avgdl_in = avgdl if left_out is None else (avgdl * n - lengths[left_out]) / max(n_in, 1)
         scores = []
         for i, d in enumerate(docs):
+            if i == left_out:
+                continue
             total = 0.0
             for t in query & d.keys():
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                df_in = df[t] - (t in gone)
+                idf = math.log(1 + (n_in - df_in + 0.5) / (df_in + 0.5))
                 tf = d[t]
-                total += idf * tf * (_PLAIN_K1 + 1) / (tf + _PLAIN_K1 * (1 - _PLAIN_B + _PLAIN_B * lengths[i] / avgdl))
+                total += idf * tf * (_PLAIN_K1 + 1) / (tf + _PLAIN_K1 * (1 - _PLAIN_B + _PLAIN_B * lengths[i] / avgdl_in))
             scores.append((-total, i))
         top = [i for s, i in sorted(scores) if s < 0 and units[i].covers != {borrowed}][:limit]
         by_category[category].add([units[i].covers for i in top], evidence)
         per_question.append({"conv": str(sample.get("sample_id", "conv")), "cat": category,
+                             "ranked": [sorted(units[i].covers) for i in top],
                              "r10": by_category[category].recall[10][-1]})  # fmt: skip
     return by_category, per_question
 
 
-def plain_bm25(data: list[dict[str, Any]], units_kind: str, limit: int, long: str = "") -> RunResult:
+def plain_bm25(data: list[dict[str, Any]], units_kind: str, limit: int, long: str = "",
+               borrowed_out: bool = False) -> RunResult:
     by_category = {c: Scores() for c in CATEGORIES}
     per_question: list[dict[str, Any]] = []
     for k, sample in enumerate(data):
         foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
-        cats, pq = plain_bm25_conversation(sample, units_kind, limit, long, foreign)
+        cats, pq = plain_bm25_conversation(sample, units_kind, limit, long, foreign, borrowed_out)
         for c, scores in cats.items():
             by_category[c].extend(scores)
         per_question.extend(pq)
@@ -466,6 +553,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-query", choices=LONG_QUERY_KINDS, default="",
                         help="long queries: the question after a borrowed dialogue turn (long_query): of another "
                         "conversation (other), half this one away (far), or just before the evidence (prev)")  # fmt: skip
+    parser.add_argument("--borrowed-out", action="store_true",
+                        help="far/prev: the borrowed turn out of recall's scope too, as a probe's turn is no memory "
+                        "(always so for probe)")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
     args = parser.parse_args(argv)
@@ -473,17 +563,18 @@ def main(argv: list[str] | None = None) -> int:
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     embeds = ("none", "local") if args.embed == "both" else (args.embed,)
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, server {args.server}, "
-             f"recall --limit {args.limit}" + (f", long queries ({args.long_query})" if args.long_query else ""), ""]
+             f"recall --limit {args.limit}" + (f", long queries ({args.long_query})" if args.long_query else "")
+             + (", the borrowed turn out of scope" if args.borrowed_out or args.long_query == "probe" else ""), ""]
     dumps = {}
     if args.baseline:
-        plain = plain_bm25(data, args.units, args.limit, args.long_query)
+        plain = plain_bm25(data, args.units, args.limit, args.long_query, args.borrowed_out)
         baseline = table(plain).split("\n\nrecall latency")[0] + "\n\n" + conversation_table(plain)
         parts.append(baseline)
         print(baseline, flush=True)
     try:
         for embed in embeds:
             result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server, args.embed_model,
-                             args.long_query)  # fmt: skip
+                             args.long_query, args.borrowed_out)  # fmt: skip
             report = table(result) + "\n" + conversation_table(result)
             parts.append(report)
             dumps[embed] = result.per_question

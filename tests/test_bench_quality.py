@@ -93,3 +93,45 @@ def test_long_queries_borrow_a_turn_and_leave_it_out_of_the_ranking() -> None:
         assert all(0.0 <= v <= 1.0 for s in result.by_category.values() for v in s.recall[10])
         plain = quality.plain_bm25([SAMPLE], "turns", 20, long)
         assert plain.by_category[4].recall[10] == [1.0]
+
+
+def test_a_probe_is_the_turn_before_the_evidence_alone() -> None:
+    turns = quality.conversation_turns(SAMPLE)
+    position = {t["dia_id"]: i for i, t in enumerate(turns)}
+    question = "Where does Comet like to go?"
+    assert quality.long_query(question, {"D2:1"}, turns, position, "probe") == ("Lovely! I started pottery classes.", "D1:2")
+    assert quality.long_query(question, {"D1:1"}, turns, position, "probe")[1] == "D1:2"  # the first turn: the next one
+    units = quality.turn_units(SAMPLE)
+    assert quality.out_of_scope_index("turns", units, "D1:2", "probe", False) == 1  # always out of scope for probe
+    assert quality.out_of_scope_index("turns", units, "D1:2", "far", False) is None  # far: only with --borrowed-out
+    assert quality.out_of_scope_index("turns", units, "D1:2", "far", True) == 1
+    assert quality.out_of_scope_index("facts", quality.fact_units(SAMPLE), "D1:2", "probe", False) is None
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "cli"])
+def test_an_insight_out_of_scope_is_no_memory_for_that_recall_only(tmp_path: Path, mode: str) -> None:
+    units = quality.turn_units(SAMPLE)
+    draft = tmp_path / "draft.json"
+    draft.write_text(quality.json.dumps(quality.draft_of(units)), encoding="utf-8")
+    env = {k: v for k, v in quality.os.environ.items() if not k.startswith("MNEMON_")}
+    env.update({"MNEMON_SERVER": "off", "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"})
+    run = quality.Runner(tmp_path / "store", env, mode)
+    run("import", str(draft), "--no-diff")
+    probe = units[1]  # "Bo: Lovely! I started pottery classes. [...]"
+
+    def contents(exclude: quality.Key | None) -> list[str]:
+        out = run("recall", "pottery classes", "--limit", "5", "--verbose", exclude=exclude)[1]
+        return [r["insight"]["content"] for r in quality.json.loads(out)["results"]]
+
+    assert contents(None)[:1] == [probe.content]  # the only row naming pottery
+    assert probe.content not in contents((probe.content, probe.created_at))  # out of scope: not found at all
+    assert contents(None)[:1] == [probe.content]  # the exclusion lasted one command: the store is untouched
+
+
+def test_probe_view_scores_and_the_baseline_drops_the_probe_turn_from_its_corpus() -> None:
+    result = quality.run_all([SAMPLE], "turns", "none", "inprocess", 20, None, long="probe")
+    assert all(0.0 <= v <= 1.0 for s in result.by_category.values() for v in s.recall[10])
+    assert all(["D1:2"] not in pq["ranked"] for pq in result.per_question)  # the probe turn never ranks
+    plain = quality.plain_bm25([SAMPLE], "turns", 20, "probe")
+    assert plain.by_category[4].recall[10] == [1.0]  # "I" is the probe's one word its event shares
+    assert all(["D1:2"] not in pq["ranked"] for pq in plain.per_question)
