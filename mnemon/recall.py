@@ -3,9 +3,10 @@
 anchors (keyword BM25, vector, entity, recency for WHEN) → RRF (k = 60) normalised by the max →
 per-anchor beam search with the intent's parameters and edge weights (ties: the later row) →
 rerank with the one weight table of Decision 1 → directional neighbour expansion over the
-temporal backbone (Decision 14; a neighbour lends its own signals in the lift table) →
-``supersedes`` demotion → ordering (score, importance, created_at desc, id asc) → truncation →
-WHY causal reorder (Kahn) → ``sparse_results`` hint.
+temporal backbone (Decision 14; a neighbour lends its own signals in the lift table) → subject
+agreement (records.SUBJECT_MISMATCH_FACTOR) → ``supersedes`` demotion → ordering (score,
+importance, created_at desc, id asc) → truncation → WHY causal reorder (Kahn) →
+``sparse_results`` hint.
 
 Pure: the engine fetches every array (scope mask, BM25 scores, cosine similarities, entity
 matches, edge CSR, tie-break ranks) and passes them in; this module does no I/O, reads no clock
@@ -35,6 +36,7 @@ from mnemon.records import (
     RERANK_WEIGHTS_TOKENS,
     RRF_K,
     SESSION_PRIOR_WEIGHT,
+    SUBJECT_MISMATCH_FACTOR,
     SUPERSEDED_FACTOR,
     Intent,
     SimilarityScale,
@@ -120,6 +122,9 @@ class RecallArrays:
     # The creation day (bytes, "YYYY-MM-DD") of each of some rows, read at the candidates only: a
     # row gains its session's best match (records.SESSION_PRIOR_WEIGHT). None: no session prior.
     created_day: Callable[[np.ndarray], np.ndarray] | None = None
+    # bool (n,): the rows carrying a frequent proper name the query writes (engine.retrieve, records.
+    # SUBJECT_MISMATCH_FACTOR); the other candidates' scores are scaled down. None: the query names none.
+    subject: np.ndarray | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,6 +364,8 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     if a.long_query:
         rerank_weights, lift_weights = _long_query_weights(rerank_weights), _long_query_weights(lift_weights)
     after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
+    # subject agreement: a candidate about someone other than the person the query names weighs less
+    agreement = None if a.subject is None else np.where(a.subject[cand], 1.0, SUBJECT_MISMATCH_FACTOR)
 
     def mix(rows: np.ndarray, weights: tuple[float, ...], similarity: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Weighted sum of the (keyword, entity, similarity, graph) signals at ``rows``; 0 at non-candidates."""
@@ -385,6 +392,8 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
             w_keyword, w_entity, w_similarity, _ = rerank_weights
             own = w_keyword * keyword(cand) + w_entity * entity(cand) + w_similarity * similarity(cand)
             final += SESSION_PRIOR_WEIGHT * _session_best(own, session)
+        if agreement is not None:  # a positive factor per row: the bounded-similarity bracket holds
+            final *= agreement
         final[a.superseded[cand]] *= SUPERSEDED_FACTOR
         return final
 

@@ -30,6 +30,7 @@ __all__ = [
     "jaccard",
     "keyword_score",
     "possessor_query_terms",
+    "query_name_terms",
     "recall_insight_terms",
     "recall_query_terms",
     "recall_sequence",
@@ -280,6 +281,33 @@ def possessor_query_terms(text: str) -> list[str]:
     out: list[str] = []
     for match in _POSSESSIVE.finditer(text):
         for term in recall_terms(match.group(1)):
+            if term not in out:
+                out.append(term)
+    return out
+
+
+# Query side only: the proper names a query writes, for subject agreement (engine.retrieve, records.
+# SUBJECT_MISMATCH_FACTOR). A name is a capitalised word (an upper-case then a lower-case letter)
+# that does not start the query or a sentence of it: "What did Melanie paint?" names Melanie, while
+# "What" and "Paint the fence" start their sentences. Scripts without case (Chinese) name nothing
+# here. Whether a name is one of the store's frequent ones is the engine's to decide (its postings).
+_CAPITALISED = regex.compile(r"(?<![\p{L}\p{Nd}])\p{Lu}\p{Ll}\p{L}*(?![\p{L}\p{Nd}])")
+_SENTENCE_END = frozenset(".?!\u2026\u3002\uff1f\uff01")
+_OPENERS = " \t\r\n\"'([\u201c\u2018"
+
+
+def query_name_terms(text: str) -> list[str]:
+    """Return the terms of the capitalised words of ``text`` that start no sentence, each once, in order.
+
+    "When did Caroline meet Melanie's friends?" → ["carolin", "melani"]; "Caroline's plans?" → [] (the
+    first word); "Why? Because Jon left." → ["jon"]; a stopword ("The" mid-sentence) has no term.
+    """
+    out: list[str] = []
+    for match in _CAPITALISED.finditer(text):
+        before = text[: match.start()].rstrip(_OPENERS)
+        if not before or before[-1] in _SENTENCE_END:
+            continue
+        for term in recall_terms(match.group(0)):
             if term not in out:
                 out.append(term)
     return out

@@ -17,6 +17,8 @@ from mnemon.records import (
     NEIGHBOUR_LIFT_WEIGHTS_TOKENS,
     RERANK_WEIGHTS_TOKENS,
     SESSION_PRIOR_WEIGHT,
+    SUBJECT_MISMATCH_FACTOR,
+    SUBJECT_NAME_MIN_SHARE,
     Intent,
 )
 
@@ -474,3 +476,72 @@ def test_a_relative_floor_ranks_bounded_similarities_as_the_exact_ones() -> None
     got = recall.run(bounded, Intent.GENERAL, 10)
     assert [(h.row, h.score, h.similarity) for h in got.hits] == [(h.row, h.score, h.similarity) for h in want.hits]
     assert np.count_nonzero(bounds.slack == 0.0) < n  # only some rows were made exact
+
+
+def test_a_candidate_without_the_querys_subject_is_scaled_down() -> None:
+    # Rows 0-3 match; rows 0 and 2 carry the name the query writes (the subject mask), rows 1 and 3
+    # do not; row 4 follows row 3 on the backbone and joins by the lift. Every candidate without the
+    # subject, a joined neighbour too, scores SUBJECT_MISMATCH_FACTOR x its score without the rule;
+    # the signals reported are the row's own.
+    import dataclasses
+
+    plain = arrays(5, bm25=[1.0, 3.0, 0.5, 2.0, 0.0], prev=[-1, -1, -1, -1, 3], nxt=[-1, -1, -1, 4, -1])
+    subject = np.array([True, False, True, False, False])
+    before = {h.row: h for h in recall.run(plain, Intent.GENERAL, 10).hits}
+    after = {h.row: h for h in recall.run(dataclasses.replace(plain, subject=subject), Intent.GENERAL, 10).hits}
+    assert sorted(after) == sorted(before) == [0, 1, 2, 3, 4] and after[4].via == "neighbor"
+    for r in after:
+        factor = 1.0 if subject[r] else SUBJECT_MISMATCH_FACTOR
+        assert math.isclose(after[r].score, factor * before[r].score, rel_tol=1e-12)
+        assert (after[r].keyword, after[r].graph) == (before[r].keyword, before[r].graph)
+    assert 0.0 < SUBJECT_MISMATCH_FACTOR < 1.0
+    # a row without the subject can fall below one that has it; without a mask nothing changes
+    order = [h.row for h in recall.run(dataclasses.replace(plain, subject=subject), Intent.GENERAL, 10).hits]
+    assert order == sorted(after, key=lambda r: (-after[r].score, -r))
+    assert recall.run(dataclasses.replace(plain, subject=None), Intent.GENERAL, 10) == recall.run(plain, Intent.GENERAL, 10)
+
+
+def test_the_subject_is_a_frequent_name_the_query_writes(engine, monkeypatch) -> None:
+    # Two speakers, each in half of the 23 memories (BM25 gives them little weight); a third name in
+    # one memory only, below the share.
+    notes = [f"{'Melanie' if i % 2 else 'Caroline'}: weather note {i}, rain again" for i in range(20)]
+    speakers = [
+        "Caroline: I painted a sunset over the lake last week",
+        "Melanie: I painted the lake at dawn before the kids woke up",
+        "Caroline: I talked to Oscar about adoption",
+    ]
+    for text in notes + speakers:
+        engine.remember(text, no_diff=True)
+    index = engine.hot_index()
+    scope = np.array(index.active)
+    row = {text: index.row_of(i) for text, i in _ids(engine).items()}
+    retrieval = engine.retrieval
+    melanie = sorted(r for text, r in row.items() if text.startswith("Melanie"))
+    subject = retrieval._subject(index, "When did Melanie paint a sunset?", scope)
+    assert subject is not None and subject.shape == (index.n,)
+    assert np.flatnonzero(subject).tolist() == melanie
+    both = retrieval._subject(index, "Did Melanie or Caroline paint?", scope)  # either name counts
+    assert np.flatnonzero(both).tolist() == sorted(row.values())
+    assert SUBJECT_NAME_MIN_SHARE * 23 > 1  # Oscar: 1 of 23 memories, below the share
+    assert retrieval._subject(index, "What did Oscar say?", scope) is None
+    assert retrieval._subject(index, "Melanie painted what?", scope) is None  # the first word starts the sentence
+    assert retrieval._subject(index, "what did melanie paint", scope) is None  # no capital: no name
+    assert retrieval._subject(index, "When did Nobody paint?", scope) is None  # unknown to the store
+    dawn = row[speakers[1]]
+    outside = np.array([bool(index.active[r]) and r != dawn for r in range(index.n)])
+    scoped = retrieval._subject(index, "When did Melanie paint a sunset?", outside)
+    assert np.flatnonzero(scoped).tolist() == [r for r in melanie if r != dawn]  # out of scope never counts
+
+    # End to end: without the rule Caroline's sunset over the lake (the query's rarer words) ranks
+    # first; with it Melanie's lake does, and every hit's score is its score without the rule, times
+    # the factor for the memories that do not name Melanie.
+    query = "When did Melanie paint a sunset over the lake?"
+    ruled = {h.insight.content: h.score for h in engine.recall(query, limit=10).hits}
+    monkeypatch.setattr(recall, "SUBJECT_MISMATCH_FACTOR", 1.0)
+    free = {h.insight.content: h.score for h in engine.recall(query, limit=10).hits}
+    assert ruled.keys() == free.keys()
+    for text, score in ruled.items():
+        expected = free[text] * (1.0 if text.startswith("Melanie") else SUBJECT_MISMATCH_FACTOR)
+        assert math.isclose(score, expected, rel_tol=1e-12), text
+    assert max(free, key=free.__getitem__) == speakers[0]
+    assert max(ruled, key=ruled.__getitem__) == speakers[1]

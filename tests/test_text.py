@@ -374,3 +374,26 @@ def test_a_chinese_question_is_not_long_and_a_dialogue_turn_is() -> None:
     words = ("yesterday visited the museum and saw old paintings then had dinner with a friend who said work is "
              "busy and next month she travels to shanghai for meetings with clients")
     assert is_long_query(recall_query_terms(words)) and not is_long_query(recall_query_terms("when did Caroline paint a lake"))
+
+
+# --- proper names of a query (subject agreement) ----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("When did Caroline meet Melanie's friends?", ["carolin", "melani"]),  # in order, possessive too
+        ("Caroline's plans?", []),  # the query's first word starts a sentence: no name
+        ("Why? Because Jon left.", ["jon"]),  # nor does a word after ".", "?" or "!"
+        ('He said: "Nate won" and then "Nate" left', ["nat"]),  # each once; quotes do not start a sentence
+        ("What did The band play", []),  # a stopword has no term
+        ("What did Élodie and McDonald sell?", ["élodie", "mcdonald"]),  # any upper/lower-case letter pair
+        ("What does the LGBTQ group or an iPhone do?", []),  # capitals only, or lower-case first: no name
+        ("卡罗琳什么时候去的 Jon", ["jon"]),  # Han has no case
+        ("卡罗琳什么时候去的", []),
+    ],
+)
+def test_query_name_terms(query: str, expected: list[str]) -> None:
+    from mnemon.text import query_name_terms
+
+    assert query_name_terms(query) == expected

@@ -25,6 +25,7 @@ from mnemon.records import (
     QUERY_DAY_BOOST,
     QUERY_DERIVED_WEIGHT,
     QUERY_MONTH_BOOST,
+    SUBJECT_NAME_MIN_SHARE,
     Insight,
     Intent,
 )
@@ -34,6 +35,7 @@ from mnemon.text import (
     derived_query_terms,
     possessor_query_terms,
     query_length,
+    query_name_terms,
     recall_query_terms,
     tokenize,
 )
@@ -181,6 +183,7 @@ class RetrievePipeline:
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
             similarity_scale=self.ctx.similarity_scale(), doc_len=index.doc_len, mean_doc_len=mean_len,
             created_day=lambda rows: index.row_values("created", rows).astype("S10"),
+            subject=self._subject(index, query, scope),
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)
@@ -195,6 +198,28 @@ class RetrievePipeline:
         self.record_hits([h.insight.id for h in hits], "recall", f"q={query} hits={len(hits)}")
         hint = "sparse_results" if not hits or len(hits) < limit // 2 else None
         return RecallResult(hits, chosen, source_of_intent, outcome.anchor_count, outcome.traversed, hint)
+
+    def _subject(self, index: HotIndex, query: str, scope: np.ndarray) -> np.ndarray | None:
+        """The rows in scope carrying a proper name the query writes (text.query_name_terms) that at
+        least records.SUBJECT_NAME_MIN_SHARE of the memories in scope carry; None if it names none.
+        Read from the name terms' posting lists: a rare name is BM25's to weigh, a frequent one (a
+        person the store is about) is the subject that recall's agreement factor asks a memory to share."""
+        import numpy as np
+
+        qids = index.term_ids(query_name_terms(query))
+        n_docs = int(scope.sum())
+        if not qids or n_docs == 0:
+            return None
+        subject = None
+        for qid in qids:
+            post, _ = index.query_postings([qid], plain=False)
+            rows = np.asarray(post.rows[: int(post.ptr[1])])
+            rows = rows[scope[rows]]
+            if rows.shape[0] >= SUBJECT_NAME_MIN_SHARE * n_docs:
+                if subject is None:
+                    subject = np.zeros(index.n, dtype=np.bool_)
+                subject[rows] = True
+        return subject
 
     def _relevance(self, index: HotIndex, query: str, scope: np.ndarray, similarity: np.ndarray | None,
                    hits: list[Hit]) -> list[float]:
