@@ -291,7 +291,10 @@ def possessor_query_terms(text: str) -> list[str]:
 # that does not start the query or a sentence of it: "What did Melanie paint?" names Melanie, while
 # "What" and "Paint the fence" start their sentences. Scripts without case (Chinese) name nothing
 # here. Whether a name is one of the store's frequent ones is the engine's to decide (its postings).
-_CAPITALISED = regex.compile(r"(?<![\p{L}\p{Nd}])\p{Lu}\p{Ll}\p{L}*(?![\p{L}\p{Nd}])")
+_CAPITALISED = regex.compile(
+    r"(?<![[\p{L}\p{Nd}]--\p{Script=Han}])\p{Lu}\p{Ll}[\p{L}--\p{Script=Han}]*(?![[\p{L}\p{Nd}]--\p{Script=Han}])",
+    regex.V1,
+)  # a word ends where a Han run starts, as in the tokenizer (_RUN): "我和Caroline去了" names Caroline
 _SENTENCE_END = frozenset(".?!\u2026\u3002\uff1f\uff01")
 _OPENERS = " \t\r\n\"'([\u201c\u2018"
 

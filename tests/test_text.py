@@ -390,6 +390,8 @@ def test_a_chinese_question_is_not_long_and_a_dialogue_turn_is() -> None:
         ("What did Élodie and McDonald sell?", ["élodie", "mcdonald"]),  # any upper/lower-case letter pair
         ("What does the LGBTQ group or an iPhone do?", []),  # capitals only, or lower-case first: no name
         ("卡罗琳什么时候去的 Jon", ["jon"]),  # Han has no case
+        ("我和Caroline去了公园", ["carolin"]),  # a Latin word ends where a Han run starts, on either side
+        ("昨天 Melanie画了日出", ["melani"]),
         ("卡罗琳什么时候去的", []),
     ],
 )
