@@ -362,7 +362,9 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     session = None if a.long_query else _sessions(a, cand)
     lift_weights = NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS
     if a.long_query:
-        rerank_weights, lift_weights = _long_query_weights(rerank_weights), _long_query_weights(lift_weights)
+        to_similarity = embedded and a.similarity_scale.long_below_best > 0.0
+        rerank_weights = _long_query_weights(rerank_weights, to_similarity)
+        lift_weights = _long_query_weights(lift_weights, to_similarity)
     after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
     # subject agreement: a candidate about someone other than the person the query names weighs less
     agreement = None if a.subject is None else np.where(a.subject[cand], 1.0, SUBJECT_MISMATCH_FACTOR)
@@ -454,13 +456,15 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
 
 
 def _query_scale(a: RecallArrays) -> SimilarityScale:
-    """This query's similarity scale: a model with ``signal_below_best`` (records.SimilarityScale)
-    starts an ordinary query's signal (and so its vector anchors' floor) that far below the query's
-    best cosine in scope; a long query, and every other model, keep the fixed floor (the same object)."""
+    """This query's similarity scale: a model with ``signal_below_best`` (``long_below_best`` for a long
+    query; records.SimilarityScale) starts the query's signal (and so its vector anchors' floor) that
+    far below the query's best cosine in scope; without that margin the fixed floor stays (the same
+    object)."""
     scale = a.similarity_scale
-    if a.similarity is None or scale.signal_below_best <= 0.0 or a.long_query or not a.scope.any():
+    margin = scale.long_below_best if a.long_query else scale.signal_below_best
+    if a.similarity is None or margin <= 0.0 or not a.scope.any():
         return scale
-    return replace(scale, signal_floor=_best_similarity(a) - scale.signal_below_best)
+    return replace(scale, signal_floor=_best_similarity(a) - margin)
 
 
 def _best_similarity(a: RecallArrays) -> float:
@@ -478,14 +482,21 @@ def _best_similarity(a: RecallArrays) -> float:
     return float(sim[rows].max())
 
 
-def _long_query_weights(weights: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
-    """A long query's (keyword, entity, similarity, graph) weights: the graph's go to the keyword.
+def _long_query_weights(weights: tuple[float, float, float, float],
+                        to_similarity: bool = False) -> tuple[float, float, float, float]:  # fmt: skip
+    """A long query's (keyword, entity, similarity, graph) weights: the graph's go to the keyword, or
+    to the similarity (``to_similarity``: a model measured to read a whole turn, records.SimilarityScale
+    ``long_below_best``).
 
     The graph signal is a row's reach from the anchors; a whole dialogue turn's anchors are spread
     over its many topics, and the turns around the ones its other words match reach each other
     best. Chinese development set, each question after a borrowed turn (bench/quality-ablations.md):
-    a turn of the same conversation 38.5 -> 52.4 without embeddings; ordinary questions unchanged."""
+    a turn of the same conversation 38.5 -> 52.4 without embeddings; ordinary questions unchanged.
+    With multilingual-e5-small, a dialogue turn that is no memory (bench/quality.py --long-query
+    probe) 34.6 -> 36.1 with the similarity taking it (and the floor relative to the best cosine)."""
     keyword, entity, similarity, graph = weights
+    if to_similarity:
+        return (keyword, entity, similarity + graph, 0.0)
     return (keyword + graph, entity, similarity, 0.0)
 
 

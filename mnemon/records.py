@@ -174,8 +174,11 @@ class SimilarityScale:
     ``max(0, (cosine - floor) / (1 - floor))``, so a model whose unrelated cosines are high still
     spreads its signal over [0, 1] as the rerank weights expect. ``signal_below_best`` (when > 0): an
     ordinary query's floor is instead its own best cosine in scope less this much, since where a
-    model's cosines sit moves with the language and the query (recall._query_scale); a long query
-    (LONG_QUERY_TERMS) keeps ``signal_floor``.
+    model's cosines sit moves with the language and the query (recall._query_scale).
+    ``long_below_best`` (when > 0): the same for a long query (LONG_QUERY_TERMS), whose cosines are
+    higher and flatter, and its rerank's graph weight goes to the similarity rather than the keyword
+    (recall._long_query_weights): a model measured to read a whole dialogue turn. 0: a long query
+    keeps ``signal_floor`` and gives the graph's weight to the keyword.
     """
 
     auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
@@ -184,6 +187,7 @@ class SimilarityScale:
     diff_extra: float = 0.70  # DIFF_COSINE_EXTRA
     signal_floor: float = 0.0
     signal_below_best: float = 0.0
+    long_below_best: float = 0.0
 
     def anchor_floor(self) -> float:
         """The raw cosine a vector anchor must exceed: VECTOR_ANCHOR_FLOOR of the signal."""
@@ -200,10 +204,13 @@ SIMILARITY_SCALES: dict[str, SimilarityScale] = {
     # best cosine: e5's cosines sit higher in Chinese than in English (a Chinese question's median cosine in
     # its store 0.86, its best 0.91), so one fixed floor fits one language; five English development
     # conversations, turns 73.9 -> 75.8, facts 64.0 -> 65.9, every conversation up; Chinese 74.3 unchanged
-    # (0.05 to 0.08 all pass; long queries fall under it, far 52.1 -> 49.4, so they keep 0.85).
+    # (0.05 to 0.08 all pass). A long query's floor 0.04 below its best, and its graph weight to the
+    # similarity: dialogue turns that are no memory of the store (bench/quality.py --long-query probe,
+    # other, far --borrowed-out; bench/quality-ablations.md, fifth session) 34.6 -> 36.1, 62.8 -> 64.9,
+    # 55.8 -> 56.8, every conversation up; 0.03 and 0.05 hold too.
     "multilingual-e5-small": SimilarityScale(
         auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.85,
-        signal_below_best=0.07,
+        signal_below_best=0.07, long_below_best=0.04,
     ),
 }
 

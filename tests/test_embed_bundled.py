@@ -221,6 +221,8 @@ def test_thresholds_are_per_model() -> None:
     assert CONTRACT_SIMILARITY.anchor_floor() == 0.1
     assert CONTRACT_SIMILARITY.signal_below_best == 0.0  # the contract's floor is fixed: the cosine itself
     assert 0.0 < e5.signal_below_best < 1.0 - e5.signal_floor  # e5's ordinary queries: relative to their best
+    assert CONTRACT_SIMILARITY.long_below_best == 0.0  # the contract's long queries: fixed floor, graph to keyword
+    assert 0.0 < e5.long_below_best < 1.0 - e5.signal_floor  # e5's long queries: relative to their best too
     # e5's cosines bunch high: each of its thresholds is above the contract's
     assert e5.auto_link > 0.80 and e5.candidate > 0.40 and e5.diff_extra > 0.70 and e5.signal_floor > 0
 

@@ -453,6 +453,36 @@ def test_a_relative_floor_starts_an_ordinary_query_s_signal_below_its_best_cosin
     assert recall._query_scale(contract) is CONTRACT_SIMILARITY
 
 
+def test_a_model_measured_on_long_queries_gives_them_a_relative_floor_and_the_graph_s_weight() -> None:
+    # A scale with long_below_best: a long query's floor is its best cosine in scope less that margin,
+    # and its graph weight goes to the similarity rather than the keyword; an ordinary query keeps its
+    # own margin and its graph; without the margin (the contract's scale) a long query keeps the fixed
+    # floor and gives the graph's weight to the keyword.
+    import dataclasses
+
+    from mnemon.records import CONTRACT_SIMILARITY, RERANK_WEIGHTS_EMBEDDED, SimilarityScale
+
+    assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1), True) == pytest.approx((0.6, 0.1, 0.3, 0.0))
+    assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1), False) == (0.7, 0.1, 0.2, 0.0)
+    scale = SimilarityScale(signal_floor=0.85, signal_below_best=0.07, long_below_best=0.04)
+    cosines = np.array([0.80, 0.84, 0.86, 0.89, 0.90, 0.95], dtype=np.float64)
+    a = arrays(6, bm25=[1.0, 0.5, 0.0, 0.2, 0.0, 0.0], edges=[(0, 3, "semantic", 1.0)])
+    a = dataclasses.replace(a, similarity=cosines, similarity_scale=scale,
+                            scope=np.array([True, True, True, True, True, False]))  # fmt: skip
+    long = dataclasses.replace(a, long_query=True)
+    assert recall._query_scale(long).signal_floor == pytest.approx(0.90 - 0.04)
+    assert recall._query_scale(a).signal_floor == pytest.approx(0.90 - 0.07)
+    floor = 0.90 - 0.04
+    kw, ent, sim, graph = RERANK_WEIGHTS_EMBEDDED
+    for hit in recall.run(long, Intent.GENERAL, 10).hits:  # no backbone here: no lift
+        assert hit.similarity == pytest.approx(max(0.0, (cosines[hit.row] - floor) / (1 - floor)))
+        assert hit.score == pytest.approx(kw * hit.keyword + ent * hit.entity + (sim + graph) * hit.similarity)
+    contract = dataclasses.replace(long, similarity_scale=CONTRACT_SIMILARITY)
+    assert recall._query_scale(contract) is CONTRACT_SIMILARITY
+    for hit in recall.run(contract, Intent.GENERAL, 10).hits:
+        assert hit.score == pytest.approx((kw + graph) * hit.keyword + ent * hit.entity + sim * hit.similarity)
+
+
 def test_a_relative_floor_ranks_bounded_similarities_as_the_exact_ones() -> None:
     # The relative floor reads the best cosine in scope; with bounded similarities it makes exact only
     # the rows that can be the best, and the ranking equals the exact scan's.
