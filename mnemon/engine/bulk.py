@@ -292,7 +292,12 @@ class ImportPipeline:
         state = _ImportState()
         with self.ctx.store.bulk_tuning():
             report = self._import(draft, no_diff, progress, now, state)
-        self._index_imported(state.sequences)
+        # The WAL is copied into the database beside the index build, not after it by the close.
+        checkpointed = self.ctx.store.checkpoint_aside()
+        try:
+            self._index_imported(state.sequences)
+        finally:
+            checkpointed()
         return report
 
     def _index_imported(self, sequences: dict[str, list[str]]) -> None:
@@ -393,6 +398,7 @@ class ImportPipeline:
             if progress is not None:
                 progress(start, total)
 
+        store.commits_synced()  # the last transaction's sync makes the batches' commits durable too
         inserted, pruned = self._finalize_import(
             explicit, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred
         )

@@ -10,7 +10,7 @@ is the only importer of apsw and psycopg, and it never imports domain modules, t
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -80,6 +80,19 @@ class Store:
     def bulk_tuning(self) -> contextlib.AbstractContextManager[None]:
         """Tune the connection for a bulk write (import) while the context lasts."""
         return connection.bulk_tuning(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
+
+    def commits_synced(self) -> None:
+        """Inside ``bulk_tuning``: the next commits wait for the disk again (SQLite only; the
+        caller's last transaction, which makes the earlier batches durable with it)."""
+        if self.backend == "sqlite":
+            connection.commits_synced(self.conn)
+
+    def checkpoint_aside(self) -> Callable[[], None]:
+        """Start copying the WAL into the database beside this process; return the join (SQLite
+        only: a no-op join elsewhere)."""
+        if self.backend == "sqlite" and not self.readonly:
+            return connection.checkpoint_aside(self.path)
+        return lambda: None
 
     def bulk_cache_follow(self) -> None:
         """Inside ``bulk_tuning``: let the page cache grow with the database (SQLite only)."""

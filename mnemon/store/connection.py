@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -144,13 +144,59 @@ BULK_WAL_AUTOCHECKPOINT_PAGES = 65_536
 def bulk_tuning(conn: apsw.Connection) -> Iterator[None]:
     """Tune this connection for a bulk write, and restore its settings afterwards.
 
-    Durability is unchanged (synchronous stays FULL: each committed batch survives a power cut);
-    only the page cache and the checkpoint interval grow, both connection-local.
+    The page cache and the checkpoint interval grow, both connection-local. The batches commit
+    without waiting for the disk (``synchronous=NORMAL``; in WAL mode a commit is then safe from
+    a crash of the process, not from a power cut): the caller turns the wait back on for its last
+    transaction (``commits_synced``), whose sync of the WAL file makes every earlier batch's
+    frames durable too, before the result is printed. A body that fails part-way checkpoints
+    what it committed, which syncs it. A 10k import waited 0.1-0.3 s for the batches' syncs.
     """
-    with _pragmas_restored(conn, "cache_size", "wal_autocheckpoint"):
+    with _pragmas_restored(conn, "cache_size", "wal_autocheckpoint", "synchronous"):
         bulk_cache_follow(conn)
         _pragma(conn, f"PRAGMA wal_autocheckpoint={BULK_WAL_AUTOCHECKPOINT_PAGES}")
-        yield
+        _pragma(conn, "PRAGMA synchronous=NORMAL")
+        try:
+            yield
+        except BaseException:
+            try:
+                commits_synced(conn)
+                _pragma(conn, "PRAGMA wal_checkpoint(PASSIVE)")  # syncs the WAL before copying it
+            except apsw.Error:
+                pass  # the original error matters; a failed connection has nothing more to sync
+            raise
+
+
+def commits_synced(conn: apsw.Connection) -> None:
+    """Inside ``bulk_tuning``: every commit from now on waits for the disk again (FULL)."""
+    _pragma(conn, "PRAGMA synchronous=FULL")
+
+
+def checkpoint_aside(path: Path) -> Callable[[], None]:
+    """Copy the WAL into the database from a thread on a connection of its own, while this
+    process goes on (a large import builds its hot index meanwhile); return the join.
+
+    The copy would otherwise be paid by the closing connection, the last one, after everything
+    else (0.27 s of a 10k import). SQLite runs the checkpoint without the GIL and beside this
+    process's reads, which see the same pages from the WAL until they are copied. Best effort:
+    an error leaves the copy to the close, as before.
+    """
+    import threading
+
+    def run() -> None:
+        try:
+            aside = open_writable(path)
+        except StoreError:
+            return
+        try:
+            _pragma(aside, "PRAGMA wal_checkpoint(PASSIVE)")
+        except apsw.Error:
+            pass
+        finally:
+            aside.close()
+
+    thread = threading.Thread(target=run, name="mnemon-checkpoint", daemon=True)
+    thread.start()
+    return thread.join
 
 
 def bulk_cache_follow(conn: apsw.Connection) -> None:
