@@ -175,7 +175,7 @@ def edge_count(conn: apsw.Connection) -> int:
 def rows_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
     """Active insight rows inserted after ``rowid``: (rowid, id, content, tags, entities, category,
     source, importance, created_at, has_embedding); tags/entities are the raw JSON text."""
-    return iter(conn.execute(_SQL_ROWS_SINCE, (rowid,)))
+    return _streamed(conn, _SQL_ROWS_SINCE, (rowid,))
 
 
 def deleted_since(conn: apsw.Connection, deleted_at: str) -> list[str]:
@@ -186,7 +186,14 @@ def deleted_since(conn: apsw.Connection, deleted_at: str) -> list[str]:
 def edges_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
     """Edge rows after ``rowid``, in rowid order: (source_id, target_id, type code (position in
     ``EDGE_TYPES``, -1 for an unknown type), weight, is_backbone_precedes)."""
-    return iter(conn.execute(_SQL_EDGES_SINCE, (rowid,)))
+    return _streamed(conn, _SQL_EDGES_SINCE, (rowid,))
+
+
+def _streamed(conn: apsw.Connection, statement: str, params: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    """The statement's rows as they come: apsw's cursor steps the statement; a PostgreSQL store's
+    connection fetches a whole result unless asked to stream it (``PgConnection.stream``)."""
+    stream = getattr(conn, "stream", None)
+    return stream(statement, params) if stream is not None else iter(conn.execute(statement, params))
 
 
 # --- files -------------------------------------------------------------------------------------
