@@ -363,11 +363,14 @@ def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[s
 
 
 def insight_views(
-    content: str, tags: Iterable[str], entities: Iterable[str], sequence: list[str] | None = None
+    content: str, tags: Iterable[str], entities: Iterable[str], sequence: list[str] | None = None,
+    fields: dict[str, tuple[list[str], list[str]]] | None = None,
 ) -> tuple[list[str], set[str], int]:
     """``(recall_insight_terms(...), insight_tokens(...), len(recall_terms(content)))`` with each
     field tokenised once: what the hot index stores per insight (a 1M-row build tokenises 1M texts).
-    ``sequence``: ``token_sequence(content)`` when the caller has it already (an import's)."""
+    ``sequence``: ``token_sequence(content)`` when the caller has it already (an import's).
+    ``fields``: a memo of tag and entity texts' (tokens, terms) the caller keeps over many rows
+    (the same few hundred entity names recur across thousands of insights)."""
     if sequence is None:
         sequence = token_sequence(content)
     recall = recall_sequence(content, sequence)
@@ -375,9 +378,14 @@ def insight_views(
     seen = set(terms)
     plain = set(sequence)
     for field in (*tags, *entities):
-        field_tokens = token_sequence(field)
-        plain.update(field_tokens)
-        for term in map(stem, recall_sequence(field, field_tokens)):
+        views = fields.get(field) if fields is not None else None
+        if views is None:
+            field_tokens = token_sequence(field)
+            views = (field_tokens, list(map(stem, recall_sequence(field, field_tokens))))
+            if fields is not None:
+                fields[field] = views
+        plain.update(views[0])
+        for term in views[1]:
             if term not in seen:
                 seen.add(term)
                 terms.append(term)

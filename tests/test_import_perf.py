@@ -405,12 +405,13 @@ def test_the_index_an_import_leaves_uses_its_token_sequences_and_equals_a_rebuil
     tokenised: list[str] = []  # contents the index tokenised itself
     real = catchup.insight_views
 
-    def views(content: str, tags: object, entities: object, sequence: list[str] | None = None) -> object:
+    def views(content: str, tags: object, entities: object, sequence: list[str] | None = None,
+              fields: object = None) -> object:
         if sequence is None:
             tokenised.append(content)
         else:
             assert sequence == text.token_sequence(content)
-        return real(content, tags, entities, sequence)  # type: ignore[arg-type]
+        return real(content, tags, entities, sequence, fields)  # type: ignore[arg-type]
 
     monkeypatch.setattr(catchup, "insight_views", views)
     caught_up: list[int] = []

@@ -349,6 +349,23 @@ def test_insight_views_equal_the_three_separate_tokenisations(content, tags, ent
     assert content_len == len(recall_terms(content))
 
 
+def test_insight_views_with_a_memo_of_fields_equal_them_without() -> None:
+    """The hot index keeps tag and entity texts' views over many rows: the same terms, tokens and
+    lengths as tokenising every field again, the memo filled once per distinct field."""
+    from mnemon.text import insight_views
+
+    rows = [
+        ("Kafka retries in PaymentGateway", ["payments"], ["Kafka", "PaymentGateway"]),
+        ("Kafka lag on the orders topic", ["payments", "ops"], ["Kafka"]),
+        ("中文记忆系统 and Kafka", ["记忆"], ["Kafka", "记忆系统"]),
+        ("nothing shared", [], []),
+    ]
+    memo: dict[str, tuple[list[str], list[str]]] = {}
+    for content, tags, entities in rows:
+        assert insight_views(content, tags, entities, None, memo) == insight_views(content, tags, entities)
+    assert set(memo) == {"payments", "ops", "Kafka", "PaymentGateway", "记忆", "记忆系统"}
+
+
 def test_query_length_counts_words_and_han_characters_not_bigrams() -> None:
     from mnemon.text import query_length, recall_query_terms
 

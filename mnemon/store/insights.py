@@ -115,7 +115,12 @@ def row_to_insight(row: Sequence[Any]) -> Insight:
 
 def dump_list(values: Iterable[str]) -> str:
     """Encode a string list as the JSON column value (compact, raw UTF-8, like Go's encoder)."""
-    return json.dumps(list(values), ensure_ascii=False, separators=(",", ":"))
+    return _encode_compact(list(values))
+
+
+# One encoder for every list (json.dumps with options builds a new one per call: an import encodes
+# two lists per insight).
+_encode_compact = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def insert_row(insight: Insight, stored_at: str) -> tuple[object, ...]:

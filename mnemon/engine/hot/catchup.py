@@ -97,12 +97,13 @@ class Currency(Derived, EdgeList):
         p_lists: list[list[int]] = []
         e_lists: list[list[int]] = []
         ids, created, imp, cat, srcs, doc_len, n_plain = [], [], [], [], [], [], []
+        fields: dict[str, tuple[list[str], list[str]]] = {}  # tag and entity texts' views, once each
         for _rowid, ins_id, content, tags_raw, ents_raw, category, source, importance, created_at, has_vec in rows:
             self.any_vector = self.any_vector or bool(has_vec)
             tags, ents = _loads(tags_raw), _loads(ents_raw)
             content = str(content)
             sequence = sequences.get(ins_id) if sequences else None
-            terms, plain, content_len = insight_views(content, tags, ents, sequence)
+            terms, plain, content_len = insight_views(content, tags, ents, sequence, fields)
             counts = Counter(terms)
             r_lists.append(tids(counts))
             tf_lists.append(list(counts.values()))
