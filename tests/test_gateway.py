@@ -229,6 +229,7 @@ def test_without_a_valid_token_401_and_nothing_stored(world: World, who: str) ->
     reason = json.loads(body)["error"]
     assert {"revoked": "token revoked", "expired": "token expired"}.get(who, reason) == reason
     assert insight_count(world.data) == before
+    assert f"mnemon gateway: refused 401 POST /mcp: {reason}\n" in world.log.read_text()  # logged, no token
 
 
 def test_read_only_token_reads_but_writing_is_403(world: World) -> None:
@@ -238,6 +239,7 @@ def test_read_only_token_reads_but_writing_is_403(world: World) -> None:
                             ("cli", {"argv": ["remember", "x"]}), ("cli", {"argv": ["gc", "--keep", "x"]})]:
         status, body = world.gateway.call(world.ro, tool, arguments)
         assert status == 403, (tool, body)
+    assert 'mnemon gateway: refused 403 POST /mcp: token "reader" is read-only\n' in world.log.read_text()
     status, body = world.gateway.call(world.ro, "recall", {"query": "anything"})
     assert status == 200 and body["result"]["isError"] is False
     status, body = world.gateway.call(world.ro, "import", {"draft": {"schema_version": "1", "insights": [

@@ -286,6 +286,9 @@ class _Endpoint:
         try:
             token, body = await self.gateway.guard(scope, receive)
         except access.Refused as exc:
+            # The log names the refusal and, past authentication, the token's name (the reasons never
+            # quote a token): an operator sees who was turned away, not only who was served.
+            _log(f"refused {exc.status} {scope.get('method', '?')} {scope.get('path', '?')}: {exc}")
             await _refuse(send, exc)
             return
         scope[TOKEN_SCOPE_KEY] = token
