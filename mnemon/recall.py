@@ -122,8 +122,8 @@ class RecallArrays:
     # The creation day (bytes, "YYYY-MM-DD") of each of some rows, read at the candidates only: a
     # row gains its session's best match (records.SESSION_PRIOR_WEIGHT). None: no session prior.
     created_day: Callable[[np.ndarray], np.ndarray] | None = None
-    # bool (n,): the rows carrying a frequent proper name the query writes (engine.retrieve, records.
-    # SUBJECT_MISMATCH_FACTOR); the other candidates' scores are scaled down. None: the query names none.
+    # bool (n,): the rows whose first term is a frequent proper name the query writes (engine.retrieve,
+    # records.SUBJECT_MISMATCH_FACTOR); the other candidates' scores are scaled down. None: the query names none.
     subject: np.ndarray | None = None
 
 

@@ -575,3 +575,29 @@ def test_the_subject_is_a_frequent_name_the_query_writes(engine, monkeypatch) ->
         assert math.isclose(score, expected, rel_tol=1e-12), text
     assert max(free, key=free.__getitem__) == speakers[0]
     assert max(ruled, key=ruled.__getitem__) == speakers[1]
+
+
+def test_a_memory_shares_the_subject_it_names_first(engine) -> None:
+    # Each speaker in half of the memories. A memory naming Melanie after another word (Caroline's turn
+    # about her, a sentence opening with a time) is not about Melanie; one that opens with her name is,
+    # whatever it says after. Rows written after the index was built (its delta) are read the same way.
+    notes = [f"{'Melanie' if i % 2 else 'Caroline'}: weather note {i}, rain again" for i in range(20)]
+    late = ["Caroline: Melanie painted the lake at dawn", "Yesterday Melanie painted a sunset"]
+    for text in notes:
+        engine.remember(text, no_diff=True)
+    engine.hot_index()
+    for text in late:  # into the built index's delta
+        engine.remember(text, no_diff=True)
+    engine.remember("Melanie thinks Caroline paints better", no_diff=True)
+    index = engine.hot_index()
+    assert index.n > index.base_n  # the late rows are the delta's
+    scope = np.array(index.active)
+    row = {text: index.row_of(i) for text, i in _ids(engine).items()}
+    subject = engine.retrieval._subject(index, "What did Melanie paint?", scope)
+    assert subject is not None
+    want = sorted(r for text, r in row.items() if text.startswith("Melanie"))
+    assert np.flatnonzero(subject).tolist() == want
+    assert not subject[row[late[0]]] and not subject[row[late[1]]]
+    caroline = engine.retrieval._subject(index, "What does Caroline paint?", scope)
+    assert caroline is not None and not caroline[row["Melanie thinks Caroline paints better"]]
+    assert caroline[row[late[0]]]

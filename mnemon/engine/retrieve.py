@@ -200,25 +200,34 @@ class RetrievePipeline:
         return RecallResult(hits, chosen, source_of_intent, outcome.anchor_count, outcome.traversed, hint)
 
     def _subject(self, index: HotIndex, query: str, scope: np.ndarray) -> np.ndarray | None:
-        """The rows in scope carrying a proper name the query writes (text.query_name_terms) that at
-        least records.SUBJECT_NAME_MIN_SHARE of the memories in scope carry; None if it names none.
-        Read from the name terms' posting lists: a rare name is BM25's to weigh, a frequent one (a
-        person the store is about) is the subject that recall's agreement factor asks a memory to share."""
+        """The rows in scope whose first term is a proper name the query writes (text.query_name_terms)
+        that at least records.SUBJECT_NAME_MIN_SHARE of the memories in scope carry; None if it names
+        none. Read from the name terms' posting lists: a rare name is BM25's to weigh, a frequent one (a
+        person the store is about) is the subject that recall's agreement factor asks a memory to share.
+        A memory is about the person it names first (an English sentence's subject leads it; a dialogue
+        turn is "<speaker>: ..."), so one that names them later ("Melanie supports Caroline's drive")
+        does not share a query's subject Caroline. The first term is the first entry of the row's
+        forward term list (the index lists a row's terms in the order they first occur)."""
         import numpy as np
 
         qids = index.term_ids(query_name_terms(query))
         n_docs = int(scope.sum())
         if not qids or n_docs == 0:
             return None
-        subject = None
+        frequent, carriers = [], []
         for qid in qids:
             post, _ = index.query_postings([qid], plain=False)
             rows = np.asarray(post.rows[: int(post.ptr[1])])
             rows = rows[scope[rows]]
             if rows.shape[0] >= SUBJECT_NAME_MIN_SHARE * n_docs:
-                if subject is None:
-                    subject = np.zeros(index.n, dtype=np.bool_)
-                subject[rows] = True
+                frequent.append(qid)
+                carriers.append(rows)
+        if not frequent:
+            return None
+        rows = np.unique(np.concatenate(carriers))
+        first = index.row_values("r_term", np.asarray(index.r_ptr[rows]))
+        subject = np.zeros(index.n, dtype=np.bool_)
+        subject[rows[np.isin(first, frequent)]] = True
         return subject
 
     def _relevance(self, index: HotIndex, query: str, scope: np.ndarray, similarity: np.ndarray | None,
