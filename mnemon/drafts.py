@@ -156,6 +156,13 @@ class DraftEdges(Sequence[DraftEdge]):
     def __len__(self) -> int:
         return len(self._source)
 
+    def clear(self) -> None:
+        """Drop every edge (an import releases the columns once it holds its own copy)."""
+        for name in ("_source", "_target", "_type", "_weight", "_reason"):
+            setattr(self, name, array(getattr(self, name).typecode))
+        self._reasons = [""]
+        self._reason_ids = {"": 0}
+
     def columns(self) -> tuple[array[int], array[int], array[int], array[float], array[int], list[str]]:
         """The arrays the edges are kept in (not copies): source and target indexes, type codes
         (positions in ``EDGE_TYPES``), weights, reason codes, and the reasons by code."""

@@ -455,3 +455,18 @@ def test_the_preparation_pool_runs_a_bounded_number_of_blocks_ahead(monkeypatch)
     finally:
         prepared.close()
     assert got == prepare.prepare_texts(texts)
+
+
+def test_import_consumes_the_draft_and_reports_every_item(tmp_path: Path, draft_text: str) -> None:
+    """The import releases the draft's edges and items as it goes (they are not the index build's
+    memory); the report still lists every item with its content."""
+    draft = parse_draft(draft_text)
+    contents = [item.content for item in draft.insights]
+    assert len(draft.edges) > 0
+    settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
+    with Engine(settings, clock=lambda: NOW) as engine:
+        report = engine.import_draft(draft)
+    assert draft.insights == [] and len(draft.edges) == 0
+    results = report["results"]
+    assert isinstance(results, list) and [r["content"] for r in results] == contents
+    assert [r["index"] for r in results] == list(range(N))

@@ -69,3 +69,51 @@ def test_indenting_with_the_c_encoder_equals_the_indenting_encoder(value: dict[s
     assert got is None or got == json.dumps(value, ensure_ascii=False, indent=2)
     results = {"imported": 2, "results": [{"index": k, "content": s, "action": "added"} for k, s in enumerate(["a},\n      {b", "c"])]}
     assert _indented(results) == json.dumps(results, ensure_ascii=False, indent=2)
+
+
+@settings(max_examples=400, derandomize=True)
+@given(_RESULTS, st.booleans(), st.integers(1, 3))
+def test_emit_json_writes_to_jsons_text_piece_by_piece(value: dict[str, object], html: bool, rows_per_piece: int) -> None:
+    """emit_json writes an indentable value in pieces (a list of dicts a few rows at a time): the
+    bytes are to_json's, for values that take the fast path, the slow one (\\b, \\f) or neither."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from mnemon.cli import render
+
+    with mock.patch.object(render, "_ROWS_PER_PIECE", rows_per_piece):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            render.emit_json(value, html_escape=html)
+        assert out.getvalue() == render.to_json_reference(value, html_escape=html) + "\n"
+        if render._indentable(value):
+            assert "".join(render._indented_pieces(value)) == json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def test_a_long_result_list_is_written_in_pieces_equal_to_the_whole() -> None:
+    """An import's results span several pieces; the text is the indenting encoder's, the pieces
+    are bounded by the piece size (not the list), and a string that needs Go's slow escapes
+    anywhere in the list sends the whole value down the reference path."""
+    import contextlib
+    import io
+    from unittest import mock
+
+    from mnemon.cli import render
+
+    rows = [{"index": k, "id": f"id-{k}", "content": f"<item> {k} \u2028 中", "action": "added"} for k in range(23)]
+    report = {"imported": 23, "updated": 0, "auto_pruned_ids": [], "results": rows}
+    with mock.patch.object(render, "_ROWS_PER_PIECE", 5):
+        pieces = list(render._indented_pieces(report))
+        assert len(pieces) > 5 and max(map(len, pieces)) < len("".join(pieces)) / 3
+        for html in (True, False):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                render.emit_json(report, html_escape=html)
+            assert out.getvalue() == render.to_json_reference(report, html_escape=html) + "\n"
+        rows[17]["content"] = "bell\b and feed\f"
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            render.emit_json(report)
+        assert out.getvalue() == render.to_json_reference(report) + "\n"
+        assert "\\u0008" in out.getvalue() and "\\u000c" in out.getvalue()

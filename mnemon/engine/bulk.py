@@ -39,6 +39,7 @@ from mnemon.engine.semantic import ChunkNeighbours
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
 from mnemon.engine.upkeep import effective_importance as upkeep_ei
 from mnemon.errors import EmbedderError
+from mnemon.heap import release_free_memory
 from mnemon.records import (
     CAUSAL_LOOKBACK,
     CAUSAL_MIN_OVERLAP,
@@ -62,10 +63,12 @@ IMPORT_BATCH = 1000  # items per write transaction: durable progress without a c
 # of the store. Batches therefore grow with the store (a fraction of the insights already in it,
 # at most IMPORT_BATCH_MAX items), which keeps the commit cost per item about constant. Batches
 # as large as the store (10 transactions for 100k items, 5 for 10k, instead of 25 and 12 with a
-# quarter of it from 500) took 3 % less CPU at 10k and 100k; the largest batch, and so the
-# import's memory, is the same.
+# quarter of it from 500) took 3 % less CPU at 10k and 100k. The largest batch bounds what an
+# import holds for one batch (its edge rows as tuples, about 35 an item): a 100k import peaked at
+# 925 MiB with batches of at most 5,000 items against 996 MiB with 20,000, for the same CPU
+# (44.2 / 46.2 s against 45.4 / 45.9 s, two pairs, with synchronous=NORMAL batch commits).
 IMPORT_BATCH_GROWTH = 1  # a batch is at least as large as the store before it
-IMPORT_BATCH_MAX = 20_000
+IMPORT_BATCH_MAX = 5_000
 EMBED_BATCH = 64  # texts per embed_batch request
 IMPORT_TRIGGER = "import"  # the prune oplog's trigger=… for the import's auto-prune
 _EdgeRow = tuple[str, str, str, float, str, str]  # an edge as edges.upsert_row binds it
@@ -286,16 +289,24 @@ class ImportPipeline:
     # --- import -------------------------------------------------------------------------------
 
     def import_draft(self, draft: Draft, *, no_diff: bool = False, progress: Progress | None = None) -> dict[str, object]:
-        """Import a validated draft; return the §3.15 output object."""
+        """Import a validated draft; return the §3.15 output object.
+
+        The draft is consumed: its explicit edges are released once the import holds its own
+        narrow copy, and its items once the last batch is written (the report keeps each item's
+        content), so neither adds to the index build's memory (a 1M draft holds about 300 MB).
+        """
         self.ctx.require_writable("import")
         now = self.ctx.now()
         state = _ImportState()
         with self.ctx.store.bulk_tuning():
             report = self._import(draft, no_diff, progress, now, state)
+        sequences = state.sequences
+        del state  # the look-up state (entities, look-backs) is not the index build's
+        release_free_memory()  # what the draft and the batches freed, before the index's arrays
         # The WAL is copied into the database beside the index build, not after it by the close.
         checkpointed = self.ctx.store.checkpoint_aside()
         try:
-            self._index_imported(state.sequences)
+            self._index_imported(sequences)
         finally:
             checkpointed()
         return report
@@ -348,6 +359,7 @@ class ImportPipeline:
         counts = {"imported": 0, "skipped": 0, "errors": 0}
         written: list[Any] = []  # per chunk: hashes of the edge keys it wrote
         explicit = ExplicitEdges(draft.edges, total)  # written with the chunk that completes them
+        _release(draft.edges)  # (the import's copy is narrower)
         plan = getattr(_new_id, "plan", None)
         if plan is not None:
             plan(total)  # one ascending id per item (_Ids.plan)
@@ -398,6 +410,7 @@ class ImportPipeline:
             if progress is not None:
                 progress(start, total)
 
+        _release(draft.insights)  # every item is written; the results keep their contents
         store.commits_synced()  # the last transaction's sync makes the batches' commits durable too
         inserted, pruned = self._finalize_import(
             explicit, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred
@@ -703,6 +716,14 @@ class ImportPipeline:
                 row["reason"] = edge.metadata["reason"]
             out_edges.append(row)
         return {"schema_version": "1", "insights": items, "edges": out_edges}
+
+
+def _release(items: Any) -> None:
+    """Empty a consumed part of the draft (a list, or the edge columns ``DraftEdges.clear`` frees);
+    an immutable sequence (a test's tuple) is left as it is."""
+    clear = getattr(items, "clear", None)
+    if clear is not None:
+        clear()
 
 
 def _entity_edges(

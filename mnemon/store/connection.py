@@ -218,6 +218,9 @@ def sort_cache(conn: apsw.Connection) -> Iterator[None]:
     index; the connection's size is restored afterwards."""
     with _pragmas_restored(conn, "cache_size"):
         _pragma(conn, f"PRAGMA cache_size=-{SORT_CACHE_KIB}")
+        from mnemon.heap import release_free_memory
+
+        release_free_memory()  # the pages the smaller cache let go, before the sort allocates its own
         yield
 
 
