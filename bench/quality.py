@@ -46,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -189,41 +189,98 @@ Key = tuple[str, str]  # an insight of a harness store: (content, created_at), u
 
 
 @contextlib.contextmanager
-def out_of_scope(key: Key | None) -> Any:
+def out_of_scope(key: Key | None, hole: bool = False) -> Any:
     """In this process only, while the block runs: recall's scope leaves out the stored insight(s) with
     this content and date, as if they were no memory (their BM25 df, cosine, entity match and graph
-    reach go with the scope). The held-out probes' condition: a dialogue turn asked as a query is no
+    reach go with the scope), and the pipeline reads the backbone as a store without them holds it
+    (:func:`close_backbone`). The held-out probes' condition: a dialogue turn asked as a query is no
     memory of the store. A harness device, not a user-visible option: it wraps
-    ``RetrievePipeline._scope``, the one place recall's scope is built."""
+    ``RetrievePipeline._scope``, the one place recall's scope is built, and ``mnemon.recall.run``.
+    ``hole``: leave the backbone as stored (the turn's neighbours stay unlinked: the view before the
+    sixth Chinese session, bench/quality-ablations.md)."""
     if key is None:
         yield
         return
+    import mnemon.recall as pipeline
     from mnemon.engine.retrieve import RetrievePipeline
     from mnemon.store import insights
 
-    original = RetrievePipeline._scope
+    original, original_run = RetrievePipeline._scope, pipeline.run
+    gone: list[int] = []
 
     def scope(self: Any, index: Any, category: str, source: str) -> Any:
         rows = original(self, index, category, source)
+        gone.clear()
         for found in insights.all_active(self.ctx.store.conn):
             if (found.content, found.created_at) == key and (row := index.row_of(found.id)) is not None:
                 rows[row] = False
+                gone.append(row)
         return rows
 
+    def run(a: Any, *args: Any, **kwargs: Any) -> Any:
+        return original_run(close_backbone(a, gone) if gone and not hole else a, *args, **kwargs)
+
     RetrievePipeline._scope = scope  # type: ignore[method-assign]
+    pipeline.run = run
     try:
         yield
     finally:
         RetrievePipeline._scope = original  # type: ignore[method-assign]
+        pipeline.run = original_run
+
+
+def close_backbone(a: Any, gone: list[int]) -> Any:
+    """The recall arrays ``a`` as a store without the rows ``gone`` holds them: each gone row's backbone
+    neighbours are each other's prev / next and are joined by the temporal edge (both directions, the
+    gone row's weight) that an import writes between consecutive memories. Out of scope only, a turn
+    would leave a hole there: the memory after it has no predecessor to lend it the neighbour lift and
+    no edge for the beam, which no store without the turn has (a probe's evidence is that very memory:
+    29.4 with the hole against 42.2 without, the same as stores imported without the turn,
+    bench/quality-ablations.md). Harness only: recall never needs it, a forgotten memory's neighbours
+    are linked by the store."""
+    import numpy as np
+
+    from mnemon.records import EDGE_TYPES
+
+    temporal = EDGE_TYPES.index("temporal")
+    prev, nxt = np.array(a.prev, copy=True), np.array(a.next, copy=True)
+    ptr, nbr, weight, kind, out = a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, a.csr_out
+    added: dict[int, list[tuple[int, float, bool]]] = {}
+    for row in gone:
+        before, after = int(prev[row]), int(nxt[row])
+        if before >= 0:
+            nxt[before] = after
+        if after >= 0:
+            prev[after] = before
+        if before < 0 or after < 0:
+            continue
+        own = slice(int(ptr[row]), int(ptr[row + 1]))
+        links = (nbr[own] == before) & (kind[own] == temporal)
+        w = float(weight[own][links][0]) if links.any() else 1.0
+        for x, y in ((before, after), (after, before)):
+            added.setdefault(x, []).extend([(y, w, True), (y, w, False)])
+    if not added:
+        return replace(a, prev=prev, next=nxt)
+    new_ptr = np.array(ptr, copy=True)
+    columns = [nbr, weight, kind, out]
+    for row in sorted(added, reverse=True):  # from the end: the earlier rows' offsets stay valid
+        at, entries = int(ptr[row + 1]), added[row]
+        values = ([y for y, _, _ in entries], [w for _, w, _ in entries], [temporal] * len(entries),
+                  [o for _, _, o in entries])  # fmt: skip
+        columns = [np.insert(c, at, np.asarray(v, dtype=c.dtype)) for c, v in zip(columns, values, strict=True)]
+        new_ptr[row + 1 :] += len(entries)
+    return replace(a, prev=prev, next=nxt, csr_ptr=new_ptr, csr_nbr=columns[0], csr_weight=columns[1],
+                   csr_type=columns[2], csr_out=columns[3])
 
 
 def excluding_main() -> int:
     """``--mode cli`` with an insight out of scope: ``python -c`` runs this as the whole process,
-    argv = [KEY_JSON, mnemon's argv...]; the same CLI in a process of its own, the key out of scope."""
+    argv = [KEY_JSON, mnemon's argv...] (KEY_JSON: [content, created_at, hole]); the same CLI in a process
+    of its own, the key out of scope."""
     from mnemon.cli import main
 
-    content, created_at = json.loads(sys.argv[1])
-    with out_of_scope((content, created_at)):
+    content, created_at, hole = json.loads(sys.argv[1])
+    with out_of_scope((content, created_at), hole):
         return main(sys.argv[2:])
 
 
@@ -234,10 +291,11 @@ _EXCLUDING = ("import sys; sys.path.append({root!r}); from bench.quality import 
 class Runner:
     """Runs mnemon commands against one data dir, as whole processes or in this process."""
 
-    def __init__(self, data_dir: Path, env: dict[str, str], mode: str) -> None:
+    def __init__(self, data_dir: Path, env: dict[str, str], mode: str, hole: bool = False) -> None:
         self.data_dir = data_dir
         self.env = env
         self.mode = mode
+        self.hole = hole  # out_of_scope's: an excluded insight's neighbours left unlinked
 
     def __call__(self, *args: str, exclude: Key | None = None) -> tuple[float, str]:
         """``exclude``: an insight left out of recall's scope for this command (``out_of_scope``)."""
@@ -249,7 +307,8 @@ class Runner:
             # cwd outside any checkout: ``-m`` puts the cwd first on sys.path, which would shadow
             # the mnemon this interpreter has installed (or PYTHONPATH names).
             head = (["-m", "mnemon"] if exclude is None else
-                    ["-c", _EXCLUDING.format(root=str(Path(__file__).resolve().parent.parent)), json.dumps(exclude)])  # fmt: skip
+                    ["-c", _EXCLUDING.format(root=str(Path(__file__).resolve().parent.parent)),
+                     json.dumps([*exclude, self.hole])])  # fmt: skip
             proc = subprocess.run([sys.executable, *head, *argv], capture_output=True, env=self.env,
                                   cwd=self.data_dir.parent)  # fmt: skip
             elapsed = time.perf_counter() - start
@@ -262,7 +321,7 @@ class Runner:
         saved = {k: os.environ.get(k) for k in self.env if k.startswith("MNEMON_")}
         os.environ.update({k: v for k, v in self.env.items() if k.startswith("MNEMON_")})
         try:
-            with contextlib.redirect_stdout(out), out_of_scope(exclude):
+            with contextlib.redirect_stdout(out), out_of_scope(exclude, self.hole):
                 code = main(argv)
         finally:
             for k, v in saved.items():
@@ -324,10 +383,10 @@ def out_of_scope_index(units_kind: str, units: list[Unit], borrowed: str, long: 
 
 def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str], mode: str, limit: int,
                      root: Path, embed: str, long: str = "", foreign: list[dict[str, Any]] | None = None,
-                     borrowed_out: bool = False) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
+                     borrowed_out: bool = False, hole: bool = False) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
     units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
     data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
-    run = Runner(data_dir, env, mode)
+    run = Runner(data_dir, env, mode, hole)
     draft_path = root / f"{data_dir.name}.json"
     draft_path.write_text(json.dumps(draft_of(units)), encoding="utf-8")
     run("import", str(draft_path), "--no-diff")
@@ -367,7 +426,8 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
 
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None,
-            server: str = "off", model: str | None = None, long: str = "", borrowed_out: bool = False) -> RunResult:
+            server: str = "off", model: str | None = None, long: str = "", borrowed_out: bool = False,
+            hole: bool = False) -> RunResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     # one kind of process per run: with the default "auto" a warm server would start part-way
     # through and the latency percentiles would mix served and one-shot calls
@@ -387,7 +447,7 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, 
         for k, sample in enumerate(data):
             foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
             cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed, long, foreign,
-                                             borrowed_out)  # fmt: skip
+                                             borrowed_out, hole)  # fmt: skip
             for c, s in cats.items():
                 by_category[c].extend(s)
             latencies.extend(lat)
@@ -556,6 +616,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--borrowed-out", action="store_true",
                         help="far/prev: the borrowed turn out of recall's scope too, as a probe's turn is no memory "
                         "(always so for probe)")  # fmt: skip
+    parser.add_argument("--keep-hole", action="store_true",
+                        help="a turn out of scope leaves its backbone neighbours unlinked, as before the sixth Chinese "
+                        "session (default: linked, as a store without the turn holds them)")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
     args = parser.parse_args(argv)
@@ -564,7 +627,8 @@ def main(argv: list[str] | None = None) -> int:
     embeds = ("none", "local") if args.embed == "both" else (args.embed,)
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, server {args.server}, "
              f"recall --limit {args.limit}" + (f", long queries ({args.long_query})" if args.long_query else "")
-             + (", the borrowed turn out of scope" if args.borrowed_out or args.long_query == "probe" else ""), ""]
+             + (", the borrowed turn out of scope" if args.borrowed_out or args.long_query == "probe" else "")
+             + (" (its neighbours unlinked)" if args.keep_hole else ""), ""]
     dumps = {}
     if args.baseline:
         plain = plain_bm25(data, args.units, args.limit, args.long_query, args.borrowed_out)
@@ -574,7 +638,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for embed in embeds:
             result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server, args.embed_model,
-                             args.long_query, args.borrowed_out)  # fmt: skip
+                             args.long_query, args.borrowed_out, args.keep_hole)  # fmt: skip
             report = table(result) + "\n" + conversation_table(result)
             parts.append(report)
             dumps[embed] = result.per_question

@@ -135,3 +135,35 @@ def test_probe_view_scores_and_the_baseline_drops_the_probe_turn_from_its_corpus
     plain = quality.plain_bm25([SAMPLE], "turns", 20, "probe")
     assert plain.by_category[4].recall[10] == [1.0]  # "I" is the probe's one word its event shares
     assert all(["D1:2"] not in pq["ranked"] for pq in plain.per_question)
+
+
+@pytest.mark.parametrize("mode", ["inprocess", "cli"])
+def test_a_turn_out_of_scope_reads_as_a_store_imported_without_it(tmp_path: Path, mode: str) -> None:
+    """The probe view's condition is a store that never held the turn: the turn's neighbours are each
+    other's backbone neighbours (the lift, the temporal edge), not two ends of a hole."""
+    texts = ["Ana: I went hiking in the mountains near Chamonix last weekend.", "Bo: Which trail?",
+             "Ana: The glacier path, six hours up and down.", "Bo: I bought a new guitar.",
+             "Ana: Do you play often?", "Bo: Every evening after work, mostly blues."]  # fmt: skip
+    units = [quality.Unit(t, f"2023-05-08T13:56:0{i}Z", "user", frozenset({f"D1:{i + 1}"})) for i, t in enumerate(texts)]
+    env = {k: v for k, v in quality.os.environ.items() if not k.startswith("MNEMON_")}
+    env.update({"MNEMON_SERVER": "off", "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"})
+
+    def store(name: str, rows: list[quality.Unit]) -> quality.Runner:
+        draft = tmp_path / f"{name}.json"
+        draft.write_text(quality.json.dumps(quality.draft_of(rows)), encoding="utf-8")
+        run = quality.Runner(tmp_path / name, env, mode)
+        run("import", str(draft), "--no-diff")
+        return run
+
+    def ranked(run: quality.Runner, exclude: quality.Key | None = None) -> list[tuple[str, float]]:
+        out = run("recall", "hiking in the mountains last weekend", "--limit", "5", "--verbose", exclude=exclude)[1]
+        return [(r["insight"]["content"], round(r["score"], 9)) for r in quality.json.loads(out)["results"]]
+
+    turn = units[1]
+    whole, without = store("whole", units), store("without", units[:1] + units[2:])
+    assert ranked(whole, (turn.content, turn.created_at)) == ranked(without)
+    whole.hole = True  # the view before: the turn after the hole lends and borrows no lift across it
+    holed = ranked(whole, (turn.content, turn.created_at))
+    assert turn.content not in [c for c, _ in holed]
+    assert dict(holed)[units[2].content] < dict(ranked(without))[units[2].content]
+    assert ranked(whole)[0][0] == units[0].content  # the store itself is untouched
