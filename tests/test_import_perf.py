@@ -470,3 +470,22 @@ def test_import_consumes_the_draft_and_reports_every_item(tmp_path: Path, draft_
     results = report["results"]
     assert isinstance(results, list) and [r["content"] for r in results] == contents
     assert [r["index"] for r in results] == list(range(N))
+
+
+def _batch_sizes(settings: Settings, text: str) -> list[int]:
+    """The sizes of an import's write transactions, read from its progress reports."""
+    done: list[int] = []
+    with Engine(settings, clock=lambda: NOW) as engine:
+        engine.import_draft(parse_draft(text), progress=lambda n, total: done.append(n))
+    return [b - a for a, b in zip([0, *done], done)]
+
+
+def test_batches_grow_with_the_store_up_to_the_backends_largest(tmp_path, monkeypatch):
+    """A SQLite import's batches grow with the store up to IMPORT_BATCH_MAX (what one batch holds
+    in memory is bounded); the PostgreSQL cap (tests/test_postgres.py) is not SQLite's."""
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 50)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH_MAX", 120)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH_MAX_POSTGRES", 400)
+    settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
+    sizes = _batch_sizes(settings, json.dumps(generate_draft(700, seed=13)))
+    assert sizes == [50, 50, 100, 120, 120, 120, 120, 20]

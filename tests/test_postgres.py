@@ -891,3 +891,25 @@ def test_the_index_build_streams_its_scans_through_a_server_side_cursor(tmp_path
         opened.close()
     # A whole build through the streams gives the recall a fresh in-memory build gives.
     assert cli.ok("--store", "team", "recall", "Kafka retries") == cli.ok("--readonly", "--store", "team", "recall", "Kafka retries")
+
+
+def test_an_import_into_a_postgres_store_keeps_its_larger_batches(tmp_path, capsys, pg_db, monkeypatch) -> None:
+    """A PostgreSQL store's batches grow up to IMPORT_BATCH_MAX_POSTGRES, not SQLite's cap: each
+    batch costs the server round trips and statements of its own."""
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+    from mnemon.config import Settings
+    from mnemon.drafts import parse_draft
+    from mnemon.engine import Engine, bulk
+
+    monkeypatch.setattr(bulk, "IMPORT_BATCH", 50)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH_MAX", 120)
+    monkeypatch.setattr(bulk, "IMPORT_BATCH_MAX_POSTGRES", 400)
+    cli = make_cli(tmp_path, "m", capsys)
+    assert cli("store", "create", "pg", "--postgres", pg_db).code == 0
+    done: list[int] = []
+    settings = Settings(data_dir=cli.data_dir, store="pg", embed_endpoint="http://127.0.0.1:9")
+    with Engine(settings) as engine:
+        report = engine.import_draft(parse_draft(json.dumps(generate_draft(700, seed=13))), progress=lambda n, t: done.append(n))
+    assert report["imported"] == 700
+    assert [b - a for a, b in zip([0, *done], done)] == [50, 50, 100, 200, 300]
