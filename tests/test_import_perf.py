@@ -196,7 +196,7 @@ def test_parallel_preparation_writes_what_in_process_preparation_writes(tmp_path
     monkeypatch.setattr(prepare, "PARALLEL_CHUNK", 128)
     monkeypatch.setattr(prepare.Preparer, "_start", start)
     pooled, _ = _import(tmp_path / "pooled", text)
-    assert started and started[0] == 8  # 900 items in tasks of 128 (0 if fork is unavailable)
+    assert started and started[0] == 10  # 900 items in tasks of 16, 32, 64, then 128 (0 if fork is unavailable)
     strip = lambda r: {k: v for k, v in r.items() if k != "results"}  # noqa: E731
     assert strip(pooled) == strip(local)
     assert [(r["index"], r["action"]) for r in pooled["results"]] == [(r["index"], r["action"]) for r in local["results"]]
@@ -224,7 +224,7 @@ def test_import_prepares_in_process_when_the_pool_cannot_start_or_breaks(tmp_pat
 
     def broken_start(self: prepare.Preparer) -> None:
         real_start(self)
-        self.futures = [Broken() for _ in range(len(self.texts) // self.chunk + 1)]
+        self.futures = [Broken() for _ in range(len(self.starts) - 1)]
 
     monkeypatch.undo()
     monkeypatch.setattr(prepare, "PARALLEL_THRESHOLD", 10)
@@ -437,6 +437,13 @@ def test_the_index_an_import_leaves_uses_its_token_sequences_and_equals_a_rebuil
     assert _views(left) == _views(rebuilt)
 
 
+def test_block_starts_ramp_up_to_the_chunk_and_cover_every_item():
+    assert prepare.block_starts(0, 2000) == [0]
+    assert prepare.block_starts(100, 2000) == [0, 100]
+    assert prepare.block_starts(10_000, 2000) == [0, 250, 750, 1750, 3750, 5750, 7750, 9750, 10_000]
+    assert prepare.block_starts(5, 1) == [0, 1, 2, 3, 4, 5]
+
+
 def test_the_preparation_pool_runs_a_bounded_number_of_blocks_ahead(monkeypatch):
     """Tasks are submitted ``PARALLEL_AHEAD`` blocks ahead of the block read, not all at once
     (their results wait in the importing process: a whole 1M draft's took about 2 GB)."""
@@ -446,12 +453,14 @@ def test_the_preparation_pool_runs_a_bounded_number_of_blocks_ahead(monkeypatch)
     try:
         if prepared.pool is None:
             pytest.skip("no fork here: no pool")
-        assert len(prepared.futures) == 11 and prepared.submitted == 3
-        got = [prepared.get(k) for k in range(5 * 64 + 1)]
-        assert prepared.submitted == 8  # block 5 read: blocks up to 7 submitted, 8-10 not yet
+        # blocks of 8, 16, 32, then 64 items: starts 0, 8, 24, 56, 120, 184, ..., 696, 700
+        assert prepared.starts[:6] == [0, 8, 24, 56, 120, 184] and prepared.starts[-1] == 700
+        assert len(prepared.futures) == 14 and prepared.submitted == 3
+        got = [prepared.get(k) for k in range(185)]
+        assert prepared.submitted == 8  # block 5 read: blocks up to 7 submitted, 8-13 not yet
         assert all(f is None for f in prepared.futures[8:])
-        got += [prepared.get(k) for k in range(5 * 64 + 1, len(texts))]
-        assert prepared.submitted == 11
+        got += [prepared.get(k) for k in range(185, len(texts))]
+        assert prepared.submitted == 14
     finally:
         prepared.close()
     assert got == prepare.prepare_texts(texts)
