@@ -360,6 +360,8 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     # a long query (a whole turn or prompt) matches many sessions, the one of its own topic best: the
     # prior would pull that session up rather than the question's (bench/quality-ablations.md, far)
     session = None if a.long_query else _sessions(a, cand)
+    # the model's own weight when its similarity is in the signals (records.SimilarityScale.session_prior)
+    session_weight = a.similarity_scale.session_prior if embedded else SESSION_PRIOR_WEIGHT
     lift_weights = NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS
     if a.long_query:
         to_similarity = embedded and a.similarity_scale.long_below_best > 0.0
@@ -393,7 +395,7 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
             # joined is as much a part of its session as a candidate
             w_keyword, w_entity, w_similarity, _ = rerank_weights
             own = w_keyword * keyword(cand) + w_entity * entity(cand) + w_similarity * similarity(cand)
-            final += SESSION_PRIOR_WEIGHT * _session_best(own, session)
+            final += session_weight * _session_best(own, session)
         if agreement is not None:  # a positive factor per row: the bounded-similarity bracket holds
             final *= agreement
         final[a.superseded[cand]] *= SUPERSEDED_FACTOR

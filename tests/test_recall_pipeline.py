@@ -142,6 +142,34 @@ def test_a_row_gains_the_best_match_of_its_session() -> None:
     assert long == recall.run(dataclasses.replace(plain, long_query=True), Intent.GENERAL, 10)
 
 
+def test_the_session_prior_weight_is_the_models_when_its_similarity_is_in_the_signals() -> None:
+    # Same rows and days as above, with a similarity: a scale's session_prior weighs the session prior
+    # (e5: records.SESSION_PRIOR_E5); without a query vector, SESSION_PRIOR_WEIGHT whatever the scale.
+    import dataclasses
+
+    from mnemon.records import CONTRACT_SIMILARITY, SESSION_PRIOR_E5, similarity_scale
+
+    assert similarity_scale("multilingual-e5-small").session_prior == SESSION_PRIOR_E5 != SESSION_PRIOR_WEIGHT
+    assert CONTRACT_SIMILARITY.session_prior == SESSION_PRIOR_WEIGHT
+    days = np.array([b"2026-03-01", b"2026-03-01", b"2026-03-01", b"2026-03-02", b"2026-03-02"])
+    base = dataclasses.replace(arrays(5, bm25=[4.0, 0.0, 1.0, 1.2, 1.0]), created_day=lambda rows: days[rows],
+                               similarity=np.array([0.9, 0.1, 0.3, 0.2, 0.3]))  # fmt: skip
+    doubled = dataclasses.replace(CONTRACT_SIMILARITY, session_prior=2 * SESSION_PRIOR_WEIGHT)
+
+    def gain(a: recall.RecallArrays, scale: object) -> dict[int, float]:
+        """Each hit's score with its session prior less its score without (no days: no prior)."""
+        with_prior = recall.run(dataclasses.replace(a, similarity_scale=scale), Intent.GENERAL, 10).hits
+        without = recall.run(dataclasses.replace(a, similarity_scale=scale, created_day=None), Intent.GENERAL, 10).hits
+        return {h.row: h.score - {w.row: w.score for w in without}[h.row] for h in with_prior}
+
+    contract, twice = gain(base, CONTRACT_SIMILARITY), gain(base, doubled)
+    assert sorted(contract) == sorted(twice) and contract[2] > 0  # row 2 shares row 0's day
+    for r in contract:  # the same own matches (same floor): the gain scales with the weight alone
+        assert math.isclose(twice[r], 2 * contract[r])
+    vectorless = dataclasses.replace(base, similarity=None)
+    assert gain(vectorless, doubled) == gain(vectorless, CONTRACT_SIMILARITY)
+
+
 def test_supersedes_demotion_after_expansion_and_flag() -> None:
     plain = recall.run(arrays(3, bm25=[1.0, 2.0, 0.0], prev=[-1, 0, 1], nxt=[1, 2, -1]), Intent.GENERAL, 10)
     demoted = recall.run(arrays(3, bm25=[1.0, 2.0, 0.0], prev=[-1, 0, 1], nxt=[1, 2, -1], superseded=[1]),
