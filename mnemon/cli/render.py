@@ -198,24 +198,27 @@ def _flat_text(value: object, indent: str) -> str:
     return f"{text[0]}\n{inner}{text[1:-1]}\n{indent}{text[-1]}"
 
 
-def _dumps_like_go(value: object, pretty: bool, html: bool) -> str | None:
-    """Encode with the C json encoder when its output is Go's, else None.
+def _go_pieces(value: object, pretty: bool, html: bool) -> list[str] | None:
+    """Go's text of ``value`` from the C json encoder, in pieces (an ``_indentable`` value's rows a
+    piece at a time, anything else one piece), or None when the C encoder's text is not Go's.
 
     Without floats (Go prints ``1`` where Python prints ``1.0``) the layouts agree; the escapes Go
-    adds can be applied to the whole text, because ``<``, ``>``, ``&``, U+2028 and U+2029 can only
-    stand inside string literals there. ``\\b``/``\\f`` (Go: ``\\u0008``/``\\u000c``) fall back.
+    adds can be applied piece by piece, because ``<``, ``>``, ``&``, U+2028 and U+2029 can only
+    stand inside string literals there and pieces end outside them. ``\\b``/``\\f`` (Go:
+    ``\\u0008``/``\\u000c``) fall back.
     """
     try:
-        text = _indented(value) if pretty else None  # (never with a float)
-        if text is None:
-            if _has_float(value):
-                return None
-            text = json.dumps(value, ensure_ascii=False, indent=2 if pretty else None, separators=None if pretty else (",", ":"))
+        if pretty and _indentable(value):  # (never with a float: _SCALARS)
+            pieces = list(_indented_pieces(value))  # type: ignore[arg-type]
+        elif _has_float(value):
+            return None
+        else:
+            pieces = [json.dumps(value, ensure_ascii=False, indent=2 if pretty else None, separators=None if pretty else (",", ":"))]
     except (TypeError, ValueError):
         return None
-    if _go_escape_differs(text):
+    if any(map(_go_escape_differs, pieces)):
         return None
-    return _go_escaped(text, html)
+    return [_go_escaped(piece, html) for piece in pieces]
 
 
 def _go_escape_differs(text: str) -> bool:
@@ -234,12 +237,10 @@ def _go_escaped(text: str, html: bool) -> str:
 
 def to_json(value: object, *, pretty: bool = True, html_escape: bool = True) -> str:
     """Encode ``value`` as Go would: MarshalIndent(v, "", "  ") when pretty, Marshal otherwise."""
-    fast = _dumps_like_go(value, pretty, html_escape)
-    if fast is not None:
-        return fast
-    out: list[str] = []
-    _encode(value, html_escape, "  " if pretty else None, 0, out)
-    return "".join(out)
+    pieces = _go_pieces(value, pretty, html_escape)
+    if pieces is not None:
+        return "".join(pieces)
+    return to_json_reference(value, pretty=pretty, html_escape=html_escape)
 
 
 def to_json_reference(value: object, *, pretty: bool = True, html_escape: bool = True) -> str:
@@ -250,25 +251,16 @@ def to_json_reference(value: object, *, pretty: bool = True, html_escape: bool =
 
 
 def emit_json(value: object, *, pretty: bool = True, html_escape: bool = True) -> None:
-    """Write ``value`` as JSON plus one trailing newline to stdout.
-
-    An ``_indentable`` value is written piece by piece (``to_json``'s text exactly): its text is
-    held once, not copied whole by each step, since an import's output has a row per item.
-    """
-    if pretty and _indentable(value):  # (no float: _SCALARS)
-        pieces: list[str] = []
-        for piece in _indented_pieces(value):  # type: ignore[arg-type]
-            if _go_escape_differs(piece):  # (pieces end outside strings: the test is the whole text's)
-                break
-            pieces.append(_go_escaped(piece, html_escape))
-        else:
-            write = sys.stdout.write
-            for k, piece in enumerate(pieces):
-                pieces[k] = ""  # each piece freed once written
-                write(piece)
-            write("\n")
-            return
-    sys.stdout.write(to_json(value, pretty=pretty, html_escape=html_escape) + "\n")
+    """Write ``value`` as JSON plus one trailing newline to stdout (``to_json``'s text), piece by
+    piece: an import's output has a row per item, and its text is held once, not copied whole."""
+    pieces = _go_pieces(value, pretty, html_escape)
+    if pieces is None:
+        pieces = [to_json_reference(value, pretty=pretty, html_escape=html_escape)]
+    write = sys.stdout.write
+    for k, piece in enumerate(pieces):
+        pieces[k] = ""  # each piece freed once written
+        write(piece)
+    write("\n")
 
 
 def emit_raw(text: str) -> None:
