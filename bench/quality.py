@@ -2,7 +2,7 @@
 
     python bench/quality.py DATA.json [--units turns|facts] [--embed none|local|both]
                             [--mode cli|inprocess] [--limit 20] [--long-query other|far|prev|probe]
-                            [--borrowed-out] [--out FILE.md]
+                            [--borrowed-out] [--separate shuffle|alone] [--out FILE.md]
 
 Each conversation becomes its own store in a fresh data dir, loaded with ``import --no-diff``:
 
@@ -25,6 +25,9 @@ long queries, where a few words matter among many, as in a probe that is a whole
 ``--long-query probe`` asks the dialogue turn just before the first evidence turn alone, that turn out
 of recall's scope (``out_of_scope``): the held-out probes' condition, a turn that is no memory;
 ``--borrowed-out`` puts the borrowed turn of ``far`` and ``prev`` out of scope the same way.
+``--separate shuffle|alone`` stores the units as separate event memories (``separate_units``), as the
+held-out Chinese set's are: no backbone between turns of the conversation, so the neighbour lift and the
+session prior carry no signal; with ``--long-query probe`` the proxy of that set.
 
 ``--mode cli`` (the default, and the only mode whose figures are reported) runs every command as a
 whole process, as an agent would. ``--mode inprocess`` calls ``mnemon.cli.main`` in this process
@@ -175,6 +178,35 @@ def long_query(question: str, evidence: set[str], turns: list[dict[str, Any]], p
         while turns[i]["dia_id"] in evidence:
             i = (i + 1) % len(turns)
     return f"{turns[i]['text']} {question}", str(turns[i]["dia_id"])
+
+
+SEPARATE_KINDS = ("shuffle", "alone")
+
+
+def separate_units(units: list[Unit], how: str, seed: str) -> list[Unit]:
+    """The units as separate event memories, the held-out Chinese set's condition (171 human-written
+    events, none a turn of the dialogue before or after it), so that what recall reads from a
+    conversation's order (the backbone lift and bridge, the beam along the backbone, the session prior
+    over a day's memories) carries no signal:
+
+    - ``shuffle``: the units in a seeded random order (``seed``: the conversation's id), one a day in
+      that order, one source: each memory still has backbone neighbours and a day of its own, but they
+      are unrelated to it, as consecutive events of a life mostly are;
+    - ``alone``: the same order and days, each unit with a source of its own: no backbone edge at all
+      (the backbone links a source's consecutive memories) and no day shared.
+
+    A unit keeps its content and what it covers; its date and (``alone``) source change, so the
+    (content, created_at) key stays unique."""
+    import random
+
+    if not units:
+        return []
+    order = list(range(len(units)))
+    random.Random(f"separate:{seed}").shuffle(order)
+    start = datetime.fromisoformat(min(u.created_at for u in units).replace("Z", "+00:00"))
+    return [replace(units[i], created_at=_rfc3339(start + timedelta(days=day)),
+                    source=f"{units[i].source}-{day}" if how == "alone" else units[i].source)
+            for day, i in enumerate(order)]  # fmt: skip
 
 
 def draft_of(units: list[Unit]) -> dict[str, Any]:
@@ -383,8 +415,11 @@ def out_of_scope_index(units_kind: str, units: list[Unit], borrowed: str, long: 
 
 def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str], mode: str, limit: int,
                      root: Path, embed: str, long: str = "", foreign: list[dict[str, Any]] | None = None,
-                     borrowed_out: bool = False, hole: bool = False) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
+                     borrowed_out: bool = False, hole: bool = False,
+                     separate: str = "") -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
     units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
+    if separate:
+        units = separate_units(units, separate, str(sample.get("sample_id", "conv")))
     data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
     run = Runner(data_dir, env, mode, hole)
     draft_path = root / f"{data_dir.name}.json"
@@ -427,7 +462,7 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None,
             server: str = "off", model: str | None = None, long: str = "", borrowed_out: bool = False,
-            hole: bool = False) -> RunResult:
+            hole: bool = False, separate: str = "") -> RunResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     # one kind of process per run: with the default "auto" a warm server would start part-way
     # through and the latency percentiles would mix served and one-shot calls
@@ -447,7 +482,7 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, 
         for k, sample in enumerate(data):
             foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
             cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed, long, foreign,
-                                             borrowed_out, hole)  # fmt: skip
+                                             borrowed_out, hole, separate)  # fmt: skip
             for c, s in cats.items():
                 by_category[c].extend(s)
             latencies.extend(lat)
@@ -619,6 +654,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep-hole", action="store_true",
                         help="a turn out of scope leaves its backbone neighbours unlinked, as before the sixth Chinese "
                         "session (default: linked, as a store without the turn holds them)")  # fmt: skip
+    parser.add_argument("--separate", choices=SEPARATE_KINDS, default="",
+                        help="the units as separate event memories (separate_units): shuffled one a day with their "
+                        "backbone between unrelated memories (shuffle), or each with a source of its own, no backbone "
+                        "(alone)")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
     args = parser.parse_args(argv)
@@ -628,7 +667,8 @@ def main(argv: list[str] | None = None) -> int:
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), mode {args.mode}, server {args.server}, "
              f"recall --limit {args.limit}" + (f", long queries ({args.long_query})" if args.long_query else "")
              + (", the borrowed turn out of scope" if args.borrowed_out or args.long_query == "probe" else "")
-             + (" (its neighbours unlinked)" if args.keep_hole else ""), ""]
+             + (" (its neighbours unlinked)" if args.keep_hole else "")
+             + (f", units as separate memories ({args.separate})" if args.separate else ""), ""]
     dumps = {}
     if args.baseline:
         plain = plain_bm25(data, args.units, args.limit, args.long_query, args.borrowed_out)
@@ -638,7 +678,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for embed in embeds:
             result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server, args.embed_model,
-                             args.long_query, args.borrowed_out, args.keep_hole)  # fmt: skip
+                             args.long_query, args.borrowed_out, args.keep_hole, args.separate)  # fmt: skip
             report = table(result) + "\n" + conversation_table(result)
             parts.append(report)
             dumps[embed] = result.per_question

@@ -167,3 +167,39 @@ def test_a_turn_out_of_scope_reads_as_a_store_imported_without_it(tmp_path: Path
     assert turn.content not in [c for c, _ in holed]
     assert dict(holed)[units[2].content] < dict(ranked(without))[units[2].content]
     assert ranked(whole)[0][0] == units[0].content  # the store itself is untouched
+
+
+@pytest.mark.parametrize("how", quality.SEPARATE_KINDS)
+def test_separate_memories_carry_no_backbone_between_conversation_neighbours(tmp_path: Path, how: str) -> None:
+    """--separate: the held-out Chinese set's memories are separate events, not consecutive turns. A store
+    built that way has no backbone edge between two turns that follow each other in the conversation
+    (shuffle: its backbone runs along the shuffled order, one memory a day; alone: none at all)."""
+    texts = [f"Ana: turn number {i} about topic {i}" for i in range(12)]
+    units = [quality.Unit(t, f"2023-05-08T13:56:{i:02d}Z", "user", frozenset({f"D1:{i + 1}"})) for i, t in enumerate(texts)]
+    separate = quality.separate_units(units, how, "tiny")
+    assert separate == quality.separate_units(units, how, "tiny")  # seeded: the same store every run
+    assert sorted(u.content for u in separate) == sorted(texts) and {u.covers for u in separate} == {u.covers for u in units}
+    days = [u.created_at[:10] for u in separate]
+    assert len(set(days)) == len(units) and days == sorted(days)  # one memory a day, in the shuffled order
+    assert [u.content for u in separate] != texts
+    assert len({u.source for u in separate}) == (len(units) if how == "alone" else 1)
+    draft = tmp_path / "draft.json"
+    draft.write_text(quality.json.dumps(quality.draft_of(separate)), encoding="utf-8")
+    env = {k: v for k, v in quality.os.environ.items() if not k.startswith("MNEMON_")}
+    env.update({"MNEMON_SERVER": "off", "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"})
+    quality.Runner(tmp_path / "store", env, "inprocess")("import", str(draft), "--no-diff")
+    import apsw
+
+    conn = apsw.Connection(str(tmp_path / "store" / "data" / "default" / "mnemon.db"))
+    backbone = conn.execute(
+        "SELECT s.content, d.content FROM edges e JOIN insights s ON s.id = e.source_id JOIN insights d ON d.id = e.target_id "
+        "WHERE e.edge_type = 'temporal' AND e.metadata LIKE '%backbone%' AND e.metadata LIKE '%precedes%'").fetchall()  # fmt: skip
+    order = [u.content for u in separate]
+    if how == "alone":
+        assert backbone == []
+    else:
+        assert sorted(backbone) == sorted(zip(order, order[1:], strict=False))  # the shuffled order's neighbours
+    conversation = set(zip(texts, texts[1:], strict=False))
+    assert len(conversation & {tuple(p) for p in backbone}) <= 2  # at most what a random order keeps by chance
+    result = quality.run_all([SAMPLE], "turns", "none", "inprocess", 20, None, long="probe", separate=how)
+    assert all(0.0 <= v <= 1.0 for s in result.by_category.values() for v in s.recall[10])
