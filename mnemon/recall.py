@@ -22,6 +22,8 @@ from typing import TYPE_CHECKING, Protocol
 from mnemon.records import (
     CONTRACT_SIMILARITY,
     ANCHOR_TOP_K,
+    BACKBONE_COHERENT,
+    BACKBONE_UNRELATED,
     BEAM_PARAMS,
     EDGE_TYPES,
     INTENT_EDGE_WEIGHTS,
@@ -125,6 +127,9 @@ class RecallArrays:
     # bool (n,): the rows whose first term is a frequent proper name the query writes (engine.retrieve,
     # records.SUBJECT_MISMATCH_FACTOR); the other candidates' scores are scaled down. None: the query names none.
     subject: np.ndarray | None = None
+    # The share of the backbone neighbour lift the store's backbone earns (backbone_lift_share): 1 where
+    # consecutive memories are about the same thing (a conversation), 0 where they are separate events.
+    backbone_share: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,6 +373,7 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         rerank_weights = _long_query_weights(rerank_weights, to_similarity)
         lift_weights = _long_query_weights(lift_weights, to_similarity)
     after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
+    after, before = after * a.backbone_share, before * a.backbone_share
     # subject agreement: a candidate about someone other than the person the query names weighs less
     agreement = None if a.subject is None else np.where(a.subject[cand], 1.0, SUBJECT_MISMATCH_FACTOR)
 
@@ -511,6 +517,43 @@ def _sessions(a: RecallArrays, cand: np.ndarray) -> np.ndarray | None:
         return None
     _, session = np.unique(a.created_day(cand), return_inverse=True)
     return session.reshape(-1)
+
+
+def pair_overlaps(ptr: np.ndarray, terms: np.ndarray, idf: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """The idf-weighted Jaccard of each pair of rows (``x[i]``, ``y[i]``) of a term list in CSR form
+    (``ptr``, ``terms``: each row's distinct term ids; ``idf`` indexed by term id): what two memories
+    share, rare terms counting most; 0 for a pair of empty rows. One pass for all pairs, no loop."""
+    import numpy as np
+
+    lengths = np.diff(ptr)
+    owner = np.repeat(np.arange(lengths.shape[0], dtype=np.int64), lengths)
+    row_weight = np.bincount(owner, weights=idf[terms], minlength=lengths.shape[0])
+    width = int(idf.shape[0])
+
+    def keyed(rows: np.ndarray) -> np.ndarray:  # (pair, term) as one int64 key per term of each pair's row
+        size = lengths[rows]
+        at = np.repeat(ptr[rows] - np.cumsum(size) + size, size) + np.arange(int(size.sum()), dtype=np.int64)
+        return np.repeat(np.arange(rows.shape[0], dtype=np.int64) * width, size) + terms[at]
+
+    both = np.intersect1d(keyed(x), keyed(y), assume_unique=True)
+    shared = np.bincount(both // width, weights=idf[both % width], minlength=x.shape[0])
+    union = row_weight[x] + row_weight[y] - shared
+    return np.divide(shared, union, out=np.zeros(x.shape[0]), where=union > 0)
+
+
+def backbone_lift_share(linked: np.ndarray, apart: np.ndarray) -> float:
+    """The share of the backbone neighbour lift a store earns (records.BACKBONE_COHERENT): from the
+    overlaps (``pair_overlaps``) of sampled memories with their backbone predecessors, ``linked``, and
+    with memories written far from them, ``apart``. Their means' ratio is ~1 where consecutive memories
+    are unrelated: 0 at BACKBONE_UNRELATED and below, 1 at BACKBONE_COHERENT and above, linear between.
+    1 without a sample (nothing to judge by: the lift as it always was)."""
+    if linked.shape[0] == 0 or apart.shape[0] == 0:
+        return 1.0
+    base = float(apart.mean())
+    if base <= 0.0:
+        return 1.0
+    ratio = float(linked.mean()) / base
+    return min(1.0, max(0.0, (ratio - BACKBONE_UNRELATED) / (BACKBONE_COHERENT - BACKBONE_UNRELATED)))
 
 
 def _session_best(own: np.ndarray, session: np.ndarray) -> np.ndarray:

@@ -137,6 +137,21 @@ NEIGHBOUR_LIFT_WEIGHTS_TOKENS: tuple[float, float, float, float] = (0.70, 0.15, 
 # views (long, self-contained memories) and the Chinese view unchanged, no conversation lower; a
 # bridge through any neighbour raised turns more but lowered facts (conv-30 -1.3).
 NEIGHBOUR_BRIDGE_SHORTER = 0.7
+# The lift above reads a store's backbone as a conversation: the memory after a strong match is its reply.
+# Where consecutive memories are separate events (notes remembered one by one, imported facts in no
+# particular order), a neighbour is unrelated and its lift is noise. So the lift's weights are scaled by
+# the store's backbone coherence: how much more a memory shares with its backbone predecessor than with a
+# memory written far from it (idf-weighted Jaccard of their terms, means over up to BACKBONE_SAMPLE rows
+# strided over the scope, recall.backbone_lift_share): the whole lift from BACKBONE_COHERENT x, none at
+# BACKBONE_UNRELATED x (in between, linearly). Development stores (bench/quality-ablations.md, Chinese part,
+# seventh session): dialogue turns 2.41-4.30, facts 1.94-3.11 (full lift: every development figure as
+# before); the same units shuffled into separate memories, one a day (bench/quality.py --separate
+# shuffle): turns 0.89-1.10, facts 1.03-1.44. A store with fewer than BACKBONE_MIN_SAMPLE linked memories keeps
+# the whole lift: too few pairs to judge by.
+BACKBONE_COHERENT = 1.75
+BACKBONE_UNRELATED = 1.25
+BACKBONE_SAMPLE = 256
+BACKBONE_MIN_SAMPLE = 32
 # A memory is read with the session it was written in (the memories created the same day): a row
 # gains SESSION_PRIOR_WEIGHT x the best own match among the candidates of its day (the keyword,
 # entity and similarity signals with the rerank weights, no graph; in [0, 1]). Passage retrieval's

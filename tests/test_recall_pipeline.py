@@ -632,3 +632,76 @@ def test_a_memory_shares_the_subject_it_names_first(engine) -> None:
     caroline = engine.retrieval._subject(index, "What does Caroline paint?", scope)
     assert caroline is not None and not caroline[row["Melanie thinks Caroline paints better"]]
     assert caroline[row[late[0]]]
+
+
+def test_pair_overlaps_is_the_idf_weighted_jaccard_of_each_pair() -> None:
+    # rows: {0, 1, 2}, {1, 2, 3}, {}, {4}
+    ptr = np.array([0, 3, 6, 6, 7], dtype=np.int64)
+    terms = np.array([0, 1, 2, 1, 2, 3, 4], dtype=np.int64)
+    idf = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    got = recall.pair_overlaps(ptr, terms, idf, np.array([0, 0, 2, 3, 1]), np.array([1, 3, 2, 3, 0]))
+    assert np.allclose(got, [(2 + 3) / (1 + 2 + 3 + 4), 0.0, 0.0, 1.0, (2 + 3) / (1 + 2 + 3 + 4)])
+
+
+def test_the_lift_share_follows_how_much_more_backbone_neighbours_share_than_memories_apart() -> None:
+    from mnemon.records import BACKBONE_COHERENT, BACKBONE_UNRELATED
+
+    apart = np.full(6, 0.1)
+
+    def share(ratio: float) -> float:
+        return recall.backbone_lift_share(np.full(4, 0.1 * ratio), apart)
+
+    assert share(1.0) == 0.0 and share(BACKBONE_UNRELATED) == 0.0  # neighbours no closer than strangers
+    assert share(BACKBONE_COHERENT) == 1.0 and share(3.0) == 1.0  # a conversation: the whole lift
+    assert math.isclose(share((BACKBONE_UNRELATED + BACKBONE_COHERENT) / 2), 0.5)
+    assert recall.backbone_lift_share(np.zeros(0), apart) == 1.0  # nothing to judge by: the lift as it was
+    assert recall.backbone_lift_share(np.full(4, 0.2), np.zeros(6)) == 1.0
+
+
+def test_a_store_of_unrelated_consecutive_memories_lends_no_lift() -> None:
+    """The backbone share scales the neighbour lift: at 0 a row after a strong match gains nothing
+    from it; at 1 (the default) it gains the lift as before."""
+    from dataclasses import replace
+
+    a = arrays(4, bm25=[2.0, 0.0, 1.0, 0.0], prev=[-1, 0, 1, 2], nxt=[1, 2, 3, -1])
+    lifted = {h.row: h.score for h in recall.run(a, Intent.GENERAL, 10).hits}
+    assert lifted[1] > 0.0 and lifted[3] > 0.0
+    alone = {h.row: h.score for h in recall.run(replace(a, backbone_share=0.0), Intent.GENERAL, 10).hits}
+    assert alone[1] == 0.0 and alone[3] == 0.0  # neither matches: no lift from a neighbour
+    assert alone[0] == lifted[0] and alone[2] == lifted[2]
+    half = {h.row: h.score for h in recall.run(replace(a, backbone_share=0.5), Intent.GENERAL, 10).hits}
+    assert math.isclose(half[3], lifted[3] / 2)
+
+
+@pytest.mark.parametrize("layout", ["conversation", "separate"])
+def test_the_backbone_share_is_measured_on_the_store(data_dir: Path, layout: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A conversation's consecutive memories share its thread's words (share 1: the lift as before);
+    separate events written one after another share no more than any two (share 0: no lift), and
+    the memory written after a strong match then gains nothing from it."""
+    from mnemon.engine import Engine
+
+    animals = ("otter heron badger lynx walrus gecko falcon bison moose ibis koala lemur panda quokka raven "
+               "sloth tapir viper wombat yak zebu alpaca beaver camel dingo egret ferret gibbon hyena impala").split()  # fmt: skip
+    if layout == "conversation":  # two memories per thread, the second answering the first
+        texts = [f"{'Ana' if i % 2 else 'Bo'}: about the {animals[i // 2]} {'again' if i % 2 else 'today'} note{i}"
+                 for i in range(2 * len(animals))]  # fmt: skip
+    else:  # each an event of its own
+        texts = [f"Ana: saw a {animals[i % len(animals)]} at place{i} with item{i}" for i in range(2 * len(animals))]
+    eng = Engine(GlobalOptions(data_dir=str(data_dir)).settings())
+    try:
+        for text in texts:
+            eng.remember(text, no_diff=True)
+        index = eng.hot_index()
+        share = eng.retrieval._backbone_share(index, np.array(index.active))
+        assert share == (1.0 if layout == "conversation" else 0.0)
+        query = "note7" if layout == "conversation" else "place7 item7"
+        measured = {h.insight.content: h.score for h in eng.recall(query, limit=10).hits}
+        monkeypatch.setattr(type(eng.retrieval), "_backbone_share", lambda self, index, scope: 1.0)
+        whole_lift = {h.insight.content: h.score for h in eng.recall(query, limit=10).hits}
+        assert next(iter(measured)) == texts[7] == next(iter(whole_lift))
+        if layout == "conversation":
+            assert measured == whole_lift
+        else:  # the memory written after the match gains nothing from it
+            assert measured.get(texts[8], 0.0) < whole_lift[texts[8]]
+    finally:
+        eng.close()

@@ -17,6 +17,8 @@ from mnemon.engine.core import EngineBase
 from mnemon.intent import detect_intent, parse_intent
 from mnemon.query_dates import query_days, query_months
 from mnemon.records import (
+    BACKBONE_MIN_SAMPLE,
+    BACKBONE_SAMPLE,
     BM25_B,
     BM25_K1,
     CATEGORIES,
@@ -183,7 +185,7 @@ class RetrievePipeline:
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
             similarity_scale=self.ctx.similarity_scale(), doc_len=index.doc_len, mean_doc_len=mean_len,
             created_day=lambda rows: index.row_values("created", rows).astype("S10"),
-            subject=self._subject(index, query, scope),
+            subject=self._subject(index, query, scope), backbone_share=self._backbone_share(index, scope),
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)
@@ -229,6 +231,45 @@ class RetrievePipeline:
         subject = np.zeros(index.n, dtype=np.bool_)
         subject[rows[np.isin(first, frequent)]] = True
         return subject
+
+    def _backbone_share(self, index: HotIndex, scope: np.ndarray) -> float:
+        """The share of the neighbour lift this store's backbone earns (recall.backbone_lift_share):
+        up to records.BACKBONE_SAMPLE rows in scope whose backbone predecessor is in scope, strided over
+        them, each compared with that predecessor and with the sampled rows a third, a half and two
+        thirds of the sample away (written far from it). Terms weigh by their idf over the whole store
+        (base postings plus the delta's rows). 1 with fewer than records.BACKBONE_MIN_SAMPLE such rows."""
+        import numpy as np
+
+        from mnemon import recall as pipeline
+
+        prev = index.derived("prev")
+        linked = np.flatnonzero(scope & (prev >= 0))
+        linked = linked[scope[prev[linked]]]
+        if linked.shape[0] < BACKBONE_MIN_SAMPLE:
+            return 1.0
+        k = min(BACKBONE_SAMPLE, linked.shape[0])
+        sample = linked[(np.arange(k, dtype=np.int64) * linked.shape[0]) // k]
+        r_ptr = index.r_ptr
+        base_df = np.diff(np.asarray(index.derived("post_r_ptr"), dtype=np.int64))
+        tail = index.row_values("r_term", np.arange(int(r_ptr[index.base_n]), int(r_ptr[index.n]), dtype=np.int64))
+        df = np.zeros(max(int(index.n_terms), base_df.shape[0]), dtype=np.float64)
+        df[: base_df.shape[0]] += base_df
+        df += np.bincount(np.asarray(tail, dtype=np.int64), minlength=df.shape[0])[: df.shape[0]]
+        n = float(index.n)
+        idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+        # the term lists of the sampled rows and their predecessors only, as a CSR of their own
+        rows = np.unique(np.concatenate([sample, prev[sample]]))
+        starts = np.asarray(r_ptr[rows], dtype=np.int64)
+        lengths = np.asarray(r_ptr[rows + 1], dtype=np.int64) - starts
+        ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+        np.cumsum(lengths, out=ptr[1:])
+        at = np.repeat(starts - ptr[:-1], lengths) + np.arange(int(ptr[-1]), dtype=np.int64)
+        terms = np.asarray(index.row_values("r_term", at), dtype=np.int64)
+        local = np.searchsorted(rows, sample)
+        linked_overlap = pipeline.pair_overlaps(ptr, terms, idf, local, np.searchsorted(rows, prev[sample]))
+        apart = np.concatenate([np.roll(local, -shift) for shift in (k // 3, k // 2, 2 * k // 3)])
+        apart_overlap = pipeline.pair_overlaps(ptr, terms, idf, np.tile(local, 3), apart)
+        return pipeline.backbone_lift_share(linked_overlap, apart_overlap)
 
     def _relevance(self, index: HotIndex, query: str, scope: np.ndarray, similarity: np.ndarray | None,
                    hits: list[Hit]) -> list[float]:
