@@ -678,7 +678,7 @@ def test_the_backbone_share_is_measured_on_the_store(data_dir: Path, layout: str
     """A conversation's consecutive memories share its thread's words (share 1: the lift as before);
     separate events written one after another share no more than any two (share 0: no lift), and
     the memory written after a strong match then gains nothing from it."""
-    from mnemon.engine import Engine
+    from mnemon.engine import Engine, retrieve
 
     animals = ("otter heron badger lynx walrus gecko falcon bison moose ibis koala lemur panda quokka raven "
                "sloth tapir viper wombat yak zebu alpaca beaver camel dingo egret ferret gibbon hyena impala").split()  # fmt: skip
@@ -692,16 +692,39 @@ def test_the_backbone_share_is_measured_on_the_store(data_dir: Path, layout: str
         for text in texts:
             eng.remember(text, no_diff=True)
         index = eng.hot_index()
-        share = eng.retrieval._backbone_share(index, np.array(index.active))
+        share = retrieve.measure_backbone_share(index, np.array(index.active))
         assert share == (1.0 if layout == "conversation" else 0.0)
         query = "note7" if layout == "conversation" else "place7 item7"
         measured = {h.insight.content: h.score for h in eng.recall(query, limit=10).hits}
-        monkeypatch.setattr(type(eng.retrieval), "_backbone_share", lambda self, index, scope: 1.0)
+        monkeypatch.setattr(retrieve, "backbone_share", lambda index, scope, category, source: 1.0)
         whole_lift = {h.insight.content: h.score for h in eng.recall(query, limit=10).hits}
         assert next(iter(measured)) == texts[7] == next(iter(whole_lift))
         if layout == "conversation":
             assert measured == whole_lift
         else:  # the memory written after the match gains nothing from it
             assert measured.get(texts[8], 0.0) < whole_lift[texts[8]]
+    finally:
+        eng.close()
+
+
+def test_the_backbone_share_is_measured_once_per_store_state(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemon.engine import Engine, retrieve
+
+    measured: list[int] = []
+    real = retrieve.measure_backbone_share
+    monkeypatch.setattr(retrieve, "measure_backbone_share", lambda index, scope: measured.append(index.n) or real(index, scope))
+    eng = Engine(GlobalOptions(data_dir=str(data_dir)).settings())
+    try:
+        for i in range(40):
+            eng.remember(f"Ana: saw a heron at place{i} with item{i}", no_diff=True)
+        eng.recall("heron", limit=5)
+        eng.recall("place3", limit=5)
+        assert measured == [40]  # one store state, one measurement
+        eng.recall("heron", limit=5, source="nobody")  # another scope: measured for it
+        eng.remember("Ana: saw an otter", no_diff=True)
+        eng.recall("heron", limit=5)  # a write: measured again
+        assert measured == [40, 40, 41]
+        retrieve.warm_backbone_share(eng.hot_index())  # the warm server's call: the recall's own state
+        assert measured == [40, 40, 41]
     finally:
         eng.close()

@@ -9,6 +9,7 @@ SQLite, then one short write transaction for the access bumps and the oplog row.
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -185,7 +186,8 @@ class RetrievePipeline:
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
             similarity_scale=self.ctx.similarity_scale(), doc_len=index.doc_len, mean_doc_len=mean_len,
             created_day=lambda rows: index.row_values("created", rows).astype("S10"),
-            subject=self._subject(index, query, scope), backbone_share=self._backbone_share(index, scope),
+            subject=self._subject(index, query, scope),
+            backbone_share=backbone_share(index, scope, category, source),
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)
@@ -231,45 +233,6 @@ class RetrievePipeline:
         subject = np.zeros(index.n, dtype=np.bool_)
         subject[rows[np.isin(first, frequent)]] = True
         return subject
-
-    def _backbone_share(self, index: HotIndex, scope: np.ndarray) -> float:
-        """The share of the neighbour lift this store's backbone earns (recall.backbone_lift_share):
-        up to records.BACKBONE_SAMPLE rows in scope whose backbone predecessor is in scope, strided over
-        them, each compared with that predecessor and with the sampled rows a third, a half and two
-        thirds of the sample away (written far from it). Terms weigh by their idf over the whole store
-        (base postings plus the delta's rows). 1 with fewer than records.BACKBONE_MIN_SAMPLE such rows."""
-        import numpy as np
-
-        from mnemon import recall as pipeline
-
-        prev = index.derived("prev")
-        linked = np.flatnonzero(scope & (prev >= 0))
-        linked = linked[scope[prev[linked]]]
-        if linked.shape[0] < BACKBONE_MIN_SAMPLE:
-            return 1.0
-        k = min(BACKBONE_SAMPLE, linked.shape[0])
-        sample = linked[(np.arange(k, dtype=np.int64) * linked.shape[0]) // k]
-        r_ptr = index.r_ptr
-        base_df = np.diff(np.asarray(index.derived("post_r_ptr"), dtype=np.int64))
-        tail = index.row_values("r_term", np.arange(int(r_ptr[index.base_n]), int(r_ptr[index.n]), dtype=np.int64))
-        df = np.zeros(max(int(index.n_terms), base_df.shape[0]), dtype=np.float64)
-        df[: base_df.shape[0]] += base_df
-        df += np.bincount(np.asarray(tail, dtype=np.int64), minlength=df.shape[0])[: df.shape[0]]
-        n = float(index.n)
-        idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
-        # the term lists of the sampled rows and their predecessors only, as a CSR of their own
-        rows = np.unique(np.concatenate([sample, prev[sample]]))
-        starts = np.asarray(r_ptr[rows], dtype=np.int64)
-        lengths = np.asarray(r_ptr[rows + 1], dtype=np.int64) - starts
-        ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-        np.cumsum(lengths, out=ptr[1:])
-        at = np.repeat(starts - ptr[:-1], lengths) + np.arange(int(ptr[-1]), dtype=np.int64)
-        terms = np.asarray(index.row_values("r_term", at), dtype=np.int64)
-        local = np.searchsorted(rows, sample)
-        linked_overlap = pipeline.pair_overlaps(ptr, terms, idf, local, np.searchsorted(rows, prev[sample]))
-        apart = np.concatenate([np.roll(local, -shift) for shift in (k // 3, k // 2, 2 * k // 3)])
-        apart_overlap = pipeline.pair_overlaps(ptr, terms, idf, np.tile(local, 3), apart)
-        return pipeline.backbone_lift_share(linked_overlap, apart_overlap)
 
     def _relevance(self, index: HotIndex, query: str, scope: np.ndarray, similarity: np.ndarray | None,
                    hits: list[Hit]) -> list[float]:
@@ -444,6 +407,72 @@ class RetrievePipeline:
         if index is not None and index.fp == before:
             hot.mark_current(store.path, index, replace(before, generation=before.generation + 1), readonly=False)
         self.ctx.after_write()
+
+
+def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
+    """The share of the neighbour lift this store's backbone earns (recall.backbone_lift_share):
+    up to records.BACKBONE_SAMPLE rows in scope whose backbone predecessor is in scope, strided over
+    them, each compared with that predecessor and with the sampled rows a third, a half and two
+    thirds of the sample away (written far from it). Terms weigh by their idf over the whole store
+    (base postings plus the delta's rows). 1 with fewer than records.BACKBONE_MIN_SAMPLE such rows."""
+    import numpy as np
+
+    from mnemon import recall as pipeline
+
+    prev = index.derived("prev")
+    linked = np.flatnonzero(scope & (prev >= 0))
+    linked = linked[scope[prev[linked]]]
+    if linked.shape[0] < BACKBONE_MIN_SAMPLE:
+        return 1.0
+    k = min(BACKBONE_SAMPLE, linked.shape[0])
+    sample = linked[(np.arange(k, dtype=np.int64) * linked.shape[0]) // k]
+    r_ptr = index.r_ptr
+    base_df = np.diff(np.asarray(index.derived("post_r_ptr"), dtype=np.int64))
+    tail = index.row_values("r_term", np.arange(int(r_ptr[index.base_n]), int(r_ptr[index.n]), dtype=np.int64))
+    df = np.zeros(max(int(index.n_terms), base_df.shape[0]), dtype=np.float64)
+    df[: base_df.shape[0]] += base_df
+    df += np.bincount(np.asarray(tail, dtype=np.int64), minlength=df.shape[0])[: df.shape[0]]
+    n = float(index.n)
+    idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
+    # the term lists of the sampled rows and their predecessors only, as a CSR of their own
+    rows = np.unique(np.concatenate([sample, prev[sample]]))
+    starts = np.asarray(r_ptr[rows], dtype=np.int64)
+    lengths = np.asarray(r_ptr[rows + 1], dtype=np.int64) - starts
+    ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    at = np.repeat(starts - ptr[:-1], lengths) + np.arange(int(ptr[-1]), dtype=np.int64)
+    terms = np.asarray(index.row_values("r_term", at), dtype=np.int64)
+    local = np.searchsorted(rows, sample)
+    linked_overlap = pipeline.pair_overlaps(ptr, terms, idf, local, np.searchsorted(rows, prev[sample]))
+    apart = np.concatenate([np.roll(local, -shift) for shift in (k // 3, k // 2, 2 * k // 3)])
+    apart_overlap = pipeline.pair_overlaps(ptr, terms, idf, np.tile(local, 3), apart)
+    return pipeline.backbone_lift_share(linked_overlap, apart_overlap)
+
+
+# The backbone share of each index in this process, with the state it was measured on: a store's
+# property, not the query's, so one measurement serves every recall until a write or another filter
+# (the warm server measures it once in the parent, warm_backbone_share, and its workers inherit it).
+_SHARES: weakref.WeakKeyDictionary[HotIndex, tuple[tuple[int, int, int, str, str], float]] = weakref.WeakKeyDictionary()
+
+
+def backbone_share(index: HotIndex, scope: np.ndarray, category: str = "", source: str = "") -> float:
+    """``measure_backbone_share`` of ``scope``, measured once per index state (rows, edge rows, rows in
+    scope) and filter."""
+    key = (int(index.n), int(index.m), int(scope.sum()), category, source)
+    known = _SHARES.get(index)
+    if known is not None and known[0] == key:
+        return known[1]
+    share = measure_backbone_share(index, scope)
+    _SHARES[index] = (key, share)
+    return share
+
+
+def warm_backbone_share(index: HotIndex) -> None:
+    """Measure the backbone share of every active row (a recall without --cat/--source) now: the warm
+    server's parent does, so its forked workers start with it."""
+    import numpy as np
+
+    backbone_share(index, np.array(index.active, dtype=np.bool_))
 
 
 def created_days(created: np.ndarray) -> np.ndarray:

@@ -110,6 +110,7 @@ class WarmIndexes:
 
     def _load(self, name: str, db_path: Path, paths: tuple[Path, Path, Path]) -> None:
         from mnemon.engine.hot import HotIndex
+        from mnemon.engine.retrieve import warm_backbone_share
         from mnemon.store import hotindex
 
         self.entries.pop(name, None)
@@ -125,6 +126,7 @@ class WarmIndexes:
             if tuple(_identity(p) for p in paths) != before:
                 continue
             index.prepare_for_forks()  # what commands derive lazily, done once here; room to append rows
+            warm_backbone_share(index)  # a store's property every recall reads: measured once, here
             self.entries[name] = Entry(db_path, index, (before[0], before[1], before[2]))
             while len(self.entries) > MAX_STORES:
                 self.entries.popitem(last=False)
