@@ -88,6 +88,12 @@ BM25_B = 0.75
 # share of a query term's BM25: enough to reach "adopted", not enough to outrank the noun itself
 # (dev set: 0.25 helps turns and facts; 0.6 costs turns/none open-domain a question).
 QUERY_DERIVED_WEIGHT = 0.25
+# The other forms of a query's irregular verb ("meet" → "met", text.irregular_query_terms) count at
+# this share of a query term's BM25. Five development conversations (bench/quality-ablations.md,
+# seventh English round): 0.5-0.7 raise all four English views with no conversation lower by more
+# than 0.7; 0.45 and 0.75 leave one view within 0.05; 1.0 lowers facts (a form's own idf outweighs
+# the question's other words).
+QUERY_IRREGULAR_WEIGHT = 0.6
 # A day the query names ("on 1 February, 2023", mnemon.query_dates) multiplies the BM25 of the
 # memories created that day by 1 + QUERY_DAY_BOOST; a month it names ("in October 2023"), when it
 # names no day, those created that month by 1 + QUERY_MONTH_BOOST: the keyword anchors and the

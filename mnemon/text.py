@@ -27,6 +27,7 @@ __all__ = [
     "excerpt",
     "insight_tokens",
     "insight_views",
+    "irregular_query_terms",
     "jaccard",
     "keyword_score",
     "possessor_query_terms",
@@ -344,6 +345,78 @@ def derived_query_terms(text: str) -> list[str]:
                 if term not in out and term not in own:
                     out.append(term)
     return out
+
+
+# Query side only: an irregular verb's other forms. A question asks "did X meet / find / win ...", a
+# memory tells what X "met / found / won": the -ed/-ing stemmer (Decision 13) cannot join them. The
+# query also asks for the other forms' stems at a reduced BM25 weight (records.QUERY_IRREGULAR_WEIGHT),
+# as it does a derived noun's root; memories are indexed as before. One entry per verb: base, past,
+# past participle (a form the same in all three is written once). Forms that are as often a noun,
+# an adjective or another verb's form ("left", "found", "felt", "saw", "rose") ask nothing more.
+_IRREGULAR_VERBS = """arise arose arisen; awake awoke awoken; bear bore born borne; beat beaten; become became;
+begin began begun; bend bent; bind bound; bite bit bitten; bleed bled; blow blew blown; break broke broken;
+breed bred; bring brought; build built; burn burnt; buy bought; catch caught; choose chose chosen; cling clung;
+come came; creep crept; deal dealt; dig dug; draw drew drawn; dream dreamt; drink drank drunk; drive drove driven;
+eat ate eaten; fall fell fallen; feed fed; feel felt; fight fought; find found; flee fled; fly flew flown;
+forbid forbade forbidden; forget forgot forgotten; forgive forgave forgiven; freeze froze frozen; get got gotten;
+give gave given; go went gone; grind ground; grow grew grown; hang hung; hear heard; hide hid hidden; hold held;
+keep kept; kneel knelt; know knew known; lay laid; lead led; lean leant; leap leapt; learn learnt; leave left;
+lend lent; light lit; lose lost; make made; mean meant; meet met; pay paid; prove proven; ride rode ridden;
+ring rang rung; rise rose risen; run ran; say said; see saw seen; seek sought; sell sold; send sent;
+shake shook shaken; shine shone; shoot shot; show shown; shrink shrank shrunk; sing sang sung; sink sank sunk;
+sit sat; sleep slept; slide slid; speak spoke spoken; speed sped; spend spent; spin spun; spring sprang sprung;
+stand stood; steal stole stolen; stick stuck; sting stung; strike struck; strive strove striven; swear swore sworn;
+sweep swept; swim swam swum; swing swung; take took taken; teach taught; tear tore torn; tell told; think thought;
+throw threw thrown; understand understood; wake woke woken; wear wore worn; weave wove woven; weep wept; win won;
+wind wound; withdraw withdrew withdrawn; write wrote written"""
+_AMBIGUOUS_FORMS = frozenset(
+    "rose saw lay bore wound ground left found felt fell light lit bound lead mean tear wind spring sped sink fed"
+    " lean stick beat run".split()
+)
+
+
+@lru_cache(maxsize=1)
+def _irregular_verbs() -> dict[str, tuple[str, ...]]:
+    """Each irregular form → its verb's forms (base first). Stemmed per query, for the verbs it writes only:
+    stemming the whole table would cost a one-shot recall more than the rest of this query side."""
+    out: dict[str, tuple[str, ...]] = {}
+    for entry in _IRREGULAR_VERBS.split(";"):
+        forms = tuple(entry.split())
+        for form in forms:
+            out[form] = out.get(form, ()) + forms
+    return out
+
+
+def _verb_stems(forms: tuple[str, ...]) -> set[str]:
+    """The stems of a verb's forms (``forms[0]`` its base) and of its base's -s and -ing forms."""
+    base = forms[0]
+    stems = {stem(form) for form in forms if form not in STOPWORDS}
+    return stems | {stem(base + "s"), stem(base + "ing") if len(base) > 2 else stem(base)}
+
+
+def irregular_query_terms(text: str) -> list[str]:
+    """Return the stems of the other forms of ``text``'s irregular verbs that its own terms lack.
+
+    "When did Maria meet Jean?" → ["met"]; "What did Nate win?" → ["won"]; "Where did she go?" → ["gon",
+    "gos", "went"] (sorted per verb, in order of appearance, each once). A form listed as ambiguous
+    ("found", "left", "saw") adds nothing.
+    """
+    table = _irregular_verbs()
+    words = [w for w in (word.lower() for word in _IRREGULAR_WORD.findall(text)) if w in table]
+    if not words:
+        return []
+    own = set(recall_query_terms(text))
+    out: list[str] = []
+    for word in words:
+        if word in _AMBIGUOUS_FORMS:
+            continue
+        for term in sorted(_verb_stems(table[word]) - {stem(word)}):
+            if term not in own and term not in out:
+                out.append(term)
+    return out
+
+
+_IRREGULAR_WORD = regex.compile(r"[A-Za-z]+")
 
 
 def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[str]) -> list[str]:

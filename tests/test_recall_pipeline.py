@@ -281,25 +281,32 @@ def test_tag_only_terms_count_once(engine) -> None:
     assert int(index.doc_len[row]) == 2  # the content's token sequence only
 
 
-def test_derived_query_noun_reaches_the_root_at_a_quarter_weight(engine) -> None:
-    from mnemon.records import QUERY_DERIVED_WEIGHT
+@pytest.mark.parametrize("weight_name, query, other_form, with_other, with_own, filler", [
+    # "adoption" stems to itself; the memory says "adopted" (stem "adopt"): the root of a derived noun
+    ("QUERY_DERIVED_WEIGHT", "adoption", "adopt", "we adopted a puppy", "the adoption papers", "papers"),
+    # "meet" and "met" share no stem (Decision 13 strips -ed/-ing only): another form of an irregular verb
+    ("QUERY_IRREGULAR_WEIGHT", "meet", "met", "Maria met Jean at the shelter", "Maria will meet Jean soon", "Maria will Jean soon"),
+])  # fmt: skip
+def test_a_query_words_other_form_counts_at_a_reduced_weight(
+    engine, weight_name: str, query: str, other_form: str, with_other: str, with_own: str, filler: str
+) -> None:
+    from mnemon import records
 
-    # "adoption" stems to itself; the memory says "adopted" (stem "adopt"). The query's root term
-    # adds QUERY_DERIVED_WEIGHT x its own BM25; a memory with the noun itself keeps the full term.
-    for text in ("we adopted a puppy", "the adoption papers", "barn owl"):
+    # The query's other form adds the weight x its own BM25; a memory with the query's own word keeps the full term.
+    for text in (with_other, with_own, "barn owl"):
         engine.remember(text, no_diff=True)
     index = engine.hot_index()
     scope = np.array(index.active)
     ids = _ids(engine)
-    scores = engine.retrieval._bm25(index, "adoption", scope, False)
-    root_only = engine.retrieval._bm25(index, "adopt", scope, False)
-    noun_only = engine.retrieval._bm25(index, "adoption papers", scope, False) - engine.retrieval._bm25(index, "papers", scope, False)
-    adopted, papers = index.row_of(ids["we adopted a puppy"]), index.row_of(ids["the adoption papers"])
-    assert math.isclose(scores[adopted], QUERY_DERIVED_WEIGHT * root_only[adopted], rel_tol=1e-12)
-    assert math.isclose(scores[papers], noun_only[papers], rel_tol=1e-12)
-    assert scores[papers] > scores[adopted] > 0
+    scores = engine.retrieval._bm25(index, query, scope, False)
+    other_only = engine.retrieval._bm25(index, other_form, scope, False)
+    own_only = engine.retrieval._bm25(index, with_own, scope, False) - engine.retrieval._bm25(index, filler, scope, False)
+    other, own = index.row_of(ids[with_other]), index.row_of(ids[with_own])
+    assert math.isclose(scores[other], getattr(records, weight_name) * other_only[other], rel_tol=1e-12)
+    assert math.isclose(scores[own], own_only[own], rel_tol=1e-12)
+    assert scores[own] > scores[other] > 0
     assert scores[index.row_of(ids["barn owl"])] == 0.0
-    assert np.array_equal(engine.retrieval._bm25(index, "adoption", scope, True), scores)  # numba path agrees
+    assert np.array_equal(engine.retrieval._bm25(index, query, scope, True), scores)  # numba path agrees
 
 
 def test_a_possessive_s_counts_only_with_its_owner(engine) -> None:

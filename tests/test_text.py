@@ -333,6 +333,26 @@ def test_derived_query_terms(query: str, expected: list[str]) -> None:
     assert derived_query_terms(query) == expected
 
 
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("When did Maria meet Jean?", ["met"]),
+        ("What did Nate win?", ["won"]),  # the past a memory tells
+        ("What has Nate won?", ["win"]),  # and the base from a past form ("wins", "winning" stem to "win")
+        ("Where did she go?", ["gon", "gos", "went"]),  # sorted per verb
+        ("What did Caroline find and take?", ["found", "taken", "took"]),  # "find" asks for "found"
+        ("What has Melanie found?", []),  # "found" is as often "founded": an ambiguous form asks nothing
+        ("What books has Melanie read?", []),  # no irregular verb
+        ("did they meet and met", []),  # never a term the query already has
+        ("WROTE 写作", ["writ", "written"]),  # any case; Han text is not English
+    ],
+)
+def test_irregular_query_terms(query: str, expected: list[str]) -> None:
+    from mnemon.text import irregular_query_terms
+
+    assert irregular_query_terms(query) == expected
+
+
 @pytest.mark.parametrize("content, tags, entities", [
     ("Running tests daily; the runner runs them", ["testing", "CI"], ["GitHub Actions"]),
     ("中文记忆系统 works with paintings and painted walls", ["记忆"], ["Paint", "walls"]),

@@ -27,6 +27,7 @@ from mnemon.records import (
     LONG_QUERY_TERMS,
     QUERY_DAY_BOOST,
     QUERY_DERIVED_WEIGHT,
+    QUERY_IRREGULAR_WEIGHT,
     QUERY_MONTH_BOOST,
     SUBJECT_NAME_MIN_SHARE,
     Insight,
@@ -36,6 +37,7 @@ from mnemon.store import hotindex, insights, oplog
 from mnemon.text import (
     POSSESSIVE_TERM,
     derived_query_terms,
+    irregular_query_terms,
     possessor_query_terms,
     query_length,
     query_name_terms,
@@ -284,7 +286,8 @@ class RetrievePipeline:
     def _keyword(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
                  mean_len: float | None = None) -> tuple[np.ndarray, bool]:
         """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
-        plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms).
+        plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms)
+        and its irregular verbs' other forms at QUERY_IRREGULAR_WEIGHT (text.irregular_query_terms).
         A possessive's "s" counts only where the word it is attached to matches (text.POSSESSIVE_TERM).
         A day or month the query names (query_dates) multiplies the scores of the memories written then.
         ``mean_len``: the rows' mean length in scope when the caller has it (BM25's avgdl).
@@ -317,6 +320,9 @@ class RetrievePipeline:
         derived = [t for t in index.term_ids(derived_query_terms(query)) if t not in qids]
         if derived:
             scores = scores + QUERY_DERIVED_WEIGHT * self._bm25_terms(index, derived, scope, stats, use_numba)
+        irregular = [t for t in index.term_ids(irregular_query_terms(query)) if t not in qids and t not in derived]
+        if irregular:
+            scores = scores + QUERY_IRREGULAR_WEIGHT * self._bm25_terms(index, irregular, scope, stats, use_numba)
         days, months = query_days(query), query_months(query)
         if days or months:
             # "on 1 February, 2023" / "in October 2023": the memories written then (the date of
