@@ -433,13 +433,6 @@ def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
     k = min(BACKBONE_SAMPLE, linked.shape[0])
     sample = linked[(np.arange(k, dtype=np.int64) * linked.shape[0]) // k]
     r_ptr = index.r_ptr
-    base_df = np.diff(np.asarray(index.derived("post_r_ptr"), dtype=np.int64))
-    tail = index.row_values("r_term", np.arange(int(r_ptr[index.base_n]), int(r_ptr[index.n]), dtype=np.int64))
-    df = np.zeros(max(int(index.n_terms), base_df.shape[0]), dtype=np.float64)
-    df[: base_df.shape[0]] += base_df
-    df += np.bincount(np.asarray(tail, dtype=np.int64), minlength=df.shape[0])[: df.shape[0]]
-    n = float(index.n)
-    idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
     # the term lists of the sampled rows and their predecessors only, as a CSR of their own
     rows = np.unique(np.concatenate([sample, prev[sample]]))
     starts = np.asarray(r_ptr[rows], dtype=np.int64)
@@ -447,7 +440,18 @@ def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
     ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
     np.cumsum(lengths, out=ptr[1:])
     at = np.repeat(starts - ptr[:-1], lengths) + np.arange(int(ptr[-1]), dtype=np.int64)
-    terms = np.asarray(index.row_values("r_term", at), dtype=np.int64)
+    found, terms = np.unique(np.asarray(index.row_values("r_term", at), dtype=np.int64), return_inverse=True)
+    # each found term's document frequency over the whole store: the base postings' length, plus the
+    # delta rows that carry it; read for these terms only (never a pass over the vocabulary)
+    base_ptr = index.derived("post_r_ptr")
+    df = np.zeros(found.shape[0], dtype=np.float64)
+    in_base = found < base_ptr.shape[0] - 1
+    df[in_base] = np.asarray(base_ptr[found[in_base] + 1], dtype=np.float64) - base_ptr[found[in_base]]
+    tail = np.sort(np.asarray(index.row_values("r_term", np.arange(int(r_ptr[index.base_n]), int(r_ptr[index.n]),
+                                                                          dtype=np.int64)), dtype=np.int64))  # fmt: skip
+    df += np.searchsorted(tail, found, side="right") - np.searchsorted(tail, found, side="left")
+    n = float(index.n)
+    idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
     local = np.searchsorted(rows, sample)
     linked_overlap = pipeline.pair_overlaps(ptr, terms, idf, local, np.searchsorted(rows, prev[sample]))
     apart = np.concatenate([np.roll(local, -shift) for shift in (k // 3, k // 2, 2 * k // 3)])
