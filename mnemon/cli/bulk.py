@@ -48,6 +48,7 @@ def import_(
     """Import memory drafts in bulk (validated first; explicit edges; backbone repair)."""
     from mnemon.drafts import load_draft
     from mnemon.engine.bulk import collector_paused
+    from mnemon.engine.hot.aside import AsideBuild
 
     (path,) = exactly(words, 1)
     with collector_paused():
@@ -58,8 +59,15 @@ def import_(
             )
             return
         progress = _progress_bar if sys.stderr.isatty() else None
-        with open_engine(ctx.obj) as engine:
-            report = engine.import_draft(draft, no_diff=no_diff, progress=progress)
+        # Forked before the store is opened: the child that builds the hot index beside the
+        # import's last transaction (hot.aside).
+        aside = AsideBuild.fork(len(draft.insights))
+        try:
+            with open_engine(ctx.obj) as engine:
+                report = engine.import_draft(draft, no_diff=no_diff, progress=progress, aside=aside)
+        finally:
+            if aside is not None:
+                aside.cancel()
     render.emit_json(report)
 
 

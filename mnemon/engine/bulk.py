@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from mnemon.embed import Embedder
+    from mnemon.engine.hot.aside import AsideBuild
 
 IMPORT_BATCH = 1000  # items per write transaction: durable progress without a commit per item
 # Edge and index b-trees are keyed by random UUIDs, so a commit writes (to the WAL) nearly every
@@ -81,6 +82,7 @@ EMBED_BATCH = 64  # texts per embed_batch request
 INDEX_BUILD_REUSE = 128 << 20
 IMPORT_TRIGGER = "import"  # the prune oplog's trigger=… for the import's auto-prune
 _EdgeRow = tuple[str, str, str, float, str, str]  # an edge as edges.upsert_row binds it
+_Key = tuple[str, str, str]  # an edge row's key: source, target, type
 _EDGE_KEY = operator.itemgetter(0, 1, 2)  # (source_id, target_id, edge_type)
 Progress = Callable[[int, int], None]
 
@@ -132,6 +134,12 @@ class _ImportState:
     prefetch_known: frozenset[str] = frozenset()
     # id → its content's token sequence (interned), for the hot index built at the end (_index_imported)
     sequences: dict[str, list[str]] = field(default_factory=dict)
+    # The child building the hot index beside the finalize (``hot.aside``): each committed batch's
+    # sequences are handed to it instead of kept here.
+    aside: AsideBuild | None = None
+    # The edge keys the finalize deleted or replaced, which that child's index drops (it was built
+    # before the finalize, and a SQLite store keeps no log of such changes).
+    replaced: list[_Key] = field(default_factory=list)
 
     def reset(self, conn: apsw.Connection) -> None:
         self.known = insights.known_entities(conn)
@@ -297,27 +305,41 @@ class ImportPipeline:
 
     # --- import -------------------------------------------------------------------------------
 
-    def import_draft(self, draft: Draft, *, no_diff: bool = False, progress: Progress | None = None) -> dict[str, object]:
+    def import_draft(
+        self, draft: Draft, *, no_diff: bool = False, progress: Progress | None = None, aside: AsideBuild | None = None
+    ) -> dict[str, object]:
         """Import a validated draft; return the §3.15 output object.
 
         The draft is consumed: its explicit edges are released once the import holds its own
         narrow copy, and its items once the last batch is written (the report keeps each item's
         content), so neither adds to the index build's memory (a 1M draft holds about 300 MB).
+        ``aside``: a child waiting to build the hot index beside the finalize (``hot.aside``;
+        SQLite stores only); this call ends it.
         """
-        self.ctx.require_writable("import")
-        now = self.ctx.now()
-        state = _ImportState()
-        with self.ctx.store.bulk_tuning():
-            report = self._import(draft, no_diff, progress, now, state)
-        sequences = state.sequences
-        del state  # the look-up state (entities, look-backs) is not the index build's
-        release_free_memory(INDEX_BUILD_REUSE)  # what the draft and the batches freed, before the index's arrays
-        # The WAL is copied into the database beside the index build, not after it by the close.
-        checkpointed = self.ctx.store.checkpoint_aside()
+        if aside is not None and self.ctx.store.backend != "sqlite":
+            aside.cancel()  # its read-only connection is a SQLite file's
+            aside = None
         try:
-            self._index_imported(sequences)
+            self.ctx.require_writable("import")
+            now = self.ctx.now()
+            state = _ImportState(aside=aside)
+            with self.ctx.store.bulk_tuning():
+                report = self._import(draft, no_diff, progress, now, state)
+            sequences, replaced, aside = state.sequences, state.replaced, state.aside
+            del state  # the look-up state (entities, look-backs) is not the index build's
+            release_free_memory(INDEX_BUILD_REUSE)  # what the draft and the batches freed, before the index's arrays
+            # The WAL is copied into the database beside the index build, not after it by the close.
+            checkpointed = self.ctx.store.checkpoint_aside()
+            try:
+                if aside is not None:
+                    aside.finish(replaced)  # the finalize is committed: the child catches up and writes
+                    aside.join()  # (if it failed, the index is built here below)
+                self._index_imported(sequences)
+            finally:
+                checkpointed()
         finally:
-            checkpointed()
+            if aside is not None:
+                aside.cancel()  # (a no-op once joined)
         return report
 
     def _index_imported(self, sequences: dict[str, list[str]]) -> None:
@@ -411,6 +433,8 @@ class ImportPipeline:
             added.extend(out.added)
             touched_sources.update(out.sources)
             written.append(out.keys)
+            if state.aside is not None and not state.aside.send({i: state.sequences.pop(i) for i in out.added}):
+                state.aside = None  # the child is gone: the index is built here, from the rest's sequences
             for key, value in out.counts.items():
                 counts[key] += value
             state.mark = store.write_mark()
@@ -422,8 +446,13 @@ class ImportPipeline:
 
         _release(draft.insights)  # every item is written; the results keep their contents
         store.commits_synced()  # the last transaction's sync makes the batches' commits durable too
+        if state.aside is not None:
+            prepared.close()  # (its workers are done) before the child works on the other core
+            if not state.aside.start(store.path):  # the batches' index, built while we finalize
+                state.aside = None
         inserted, pruned = self._finalize_import(
-            explicit, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred
+            explicit, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred,
+            state.replaced,
         )
         return {
             "imported": counts["imported"], "updated": 0, "skipped": counts["skipped"], "errors": counts["errors"],
@@ -653,6 +682,7 @@ class ImportPipeline:
         self, explicit: ExplicitEdges, ids: list[str | None], added: list[str], sources: list[str], now: datetime,
         written: _Written,
         deferred_index: bool,
+        replaced: list[_Key],
     ) -> tuple[int, list[str]]:
         """The explicit edges the chunks could not write, backbone repair, EI of touched nodes,
         auto-prune: one transaction.
@@ -660,7 +690,8 @@ class ImportPipeline:
         The explicit edges between two inserted items were written with their chunks
         (``bulkedges``); the rest (an end that is an existing insight) are upserted here, those
         whose keys cannot exist yet (``_fresh``) inserted (edges.upsert_rows_split): the same rows
-        as one upsert of all of them. So are the backbone rows.
+        as one upsert of all of them. So are the backbone rows. ``replaced`` collects the key of
+        every edge row this may delete or replace (a superset: a listed key need not have a row).
         """
         stamp = format_ts(now)
         late, positions, ends, kept = explicit.finish(ids, self.ctx.notice, stamp)
@@ -676,11 +707,13 @@ class ImportPipeline:
                 rows = _sorted_by_key(late, touched)  # key order keeps the edge b-trees' pages hot
                 fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
                 written.parts.append(hashes)
+                replaced += [row[:3] for row, new in zip(rows, fresh) if not new]
                 try:
                     with conn:  # (stable sort: a repeated key's last row wins)
                         edges.upsert_rows_split(conn, rows, fresh)
                     inserted += len(late)
                 except StatementError:
+                    replaced += [row[:3] for row in late]
                     for k, row in zip(positions, late):  # find the failing ones, keep the rest
                         try:
                             with conn:
@@ -690,7 +723,7 @@ class ImportPipeline:
                             self.ctx.notice(f"warning: explicit edge {k}: {exc}")
             known = written.sorted()  # the chunks' and the explicit edges' keys
             for source in sources:
-                touched.update(dict.fromkeys(_repair_backbone(conn, source, added_set, stamp, known, own)))
+                touched.update(dict.fromkeys(_repair_backbone(conn, source, added_set, stamp, known, own, replaced)))
             if deferred_index:  # after the import's last edge write, before the first read by target
                 bulkwrite.restore_edge_target_index(conn)
             refresh_effective_importance(conn, touched, now)
@@ -780,7 +813,8 @@ def _checked(
 
 
 def _repair_backbone(
-    conn: apsw.Connection, source: str, imported: set[str], stamp: str, written: NDArray[np.int64], own: bool
+    conn: apsw.Connection, source: str, imported: set[str], stamp: str, written: NDArray[np.int64], own: bool,
+    replaced: list[_Key],
 ) -> list[str]:
     """§4.4 import repair for one source; return the ids whose backbone edges were (re)written.
 
@@ -788,7 +822,7 @@ def _repair_backbone(
     between two older neighbours, the old backbone pair between those neighbours goes; then every
     adjacent pair with at least one imported side gets the precedes/succeeds pair (weight 1.0).
     ``written``, ``own``: as for ``_fresh`` (a pair's key is new unless the import wrote it: an
-    explicit temporal edge).
+    explicit temporal edge). ``replaced`` gains the keys of the rows this deletes or may replace.
     """
     timeline = insights.source_timeline(conn, source)
     last_old: int | None = None
@@ -800,6 +834,7 @@ def _repair_backbone(
         if run and last_old is not None:
             edges.delete_pair(conn, timeline[last_old], insight_id, "temporal")
             edges.delete_pair(conn, insight_id, timeline[last_old], "temporal")
+            replaced += [(timeline[last_old], insight_id, "temporal"), (insight_id, timeline[last_old], "temporal")]
         last_old, run = pos, False
     precedes = edges.dump_metadata({"sub_type": "backbone", "direction": "precedes"})
     succeeds = edges.dump_metadata({"sub_type": "backbone", "direction": "succeeds"})
@@ -811,7 +846,9 @@ def _repair_backbone(
             rows.append((newer, older, "temporal", 1.0, succeeds, stamp))
             touched += [older, newer]
     rows.sort()  # keys are distinct (adjacent pairs of distinct ids): whole-tuple order is key order
-    edges.upsert_rows_split(conn, rows, _fresh(rows, imported, written, own)[0])
+    fresh = _fresh(rows, imported, written, own)[0]
+    replaced += [row[:3] for row, new in zip(rows, fresh) if not new]
+    edges.upsert_rows_split(conn, rows, fresh)
     return touched
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import secrets
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from itertools import islice
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -181,13 +181,18 @@ class Currency(Derived, EdgeList):
         return (self.n - self.base_n) + max(0, self.fp.deleted_count - self.base_fp.deleted_count)
 
     def catch_up(
-        self: _Index, conn: apsw.Connection, fp: Fingerprint, sequences: Mapping[str, list[str]] | None = None
+        self: _Index, conn: apsw.Connection, fp: Fingerprint, sequences: Mapping[str, list[str]] | None = None,
+        replaced: Sequence[tuple[str, str, str]] = (),
     ) -> _Index:
         """Apply what changed since ``self.fp``; rebuild what cannot be reconciled.
 
         New rows, deletions and new edge rows are applied by rowid/``deleted_at`` in O(delta).
         The edge-count check that catches an edge row deleted or replaced out of sight is left
-        to :meth:`verify_edges`, which edge readers (recall) call.
+        to :meth:`verify_edges`, which edge readers (recall) call. ``replaced``: on a store
+        without an edge change log, the keys of edge rows the caller itself deleted or replaced
+        since ``self.fp`` (an import, for the index built beside its last transaction,
+        ``hot.aside``), dropped as the log's keys are. A listed key without a row is ignored;
+        a change not listed is still caught by the count check.
         """
         import numpy as np
 
@@ -211,6 +216,8 @@ class Currency(Derived, EdgeList):
                 self.edge_count_db = -1  # the log was pruned past us: verify_edges reloads
             else:
                 dropped = self._drop_edges(keys)
+        elif not logged and replaced:
+            dropped = self._drop_edges(list(dict.fromkeys(replaced)))
         gone_rows: list[int] = []
         if fp.deleted_count != old.deleted_count:
             found = [row for row in self._lookup(hotindex.deleted_since(conn, old.last_deleted_at))
