@@ -1,4 +1,4 @@
-"""The hot index of a large import built in a child beside the finalize (``mnemon.engine.hot.aside``).
+"""The hot index of a large import built in a child beside the finalize (``mnemon.engine.hotaside``).
 
 Each import runs as a whole process (the child is forked before the store is opened, which a test
 process holding connections could not promise), with the threshold lowered so a small draft
@@ -29,10 +29,12 @@ from bench.generate import generate_draft  # noqa: E402
 
 _DRIVER = r"""
 import os, sys
-from mnemon.engine.hot import aside, catchup
+from mnemon.engine import hotaside as aside
+from mnemon.engine.hot import catchup
 
 data_dir, draft, threshold, log_path, mode = sys.argv[1:6]
 aside.ASIDE_THRESHOLD = int(threshold)
+aside.ASIDE_MIN_BYTES = 0
 parent = os.getpid()
 log = open(log_path, "a")
 
@@ -72,17 +74,26 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _import(tmp_path: Path, data_dir: Path, draft: dict, *, mode: str = "", threshold: int = 1, **env: str):
-    """Import ``draft`` in a process of its own; return its report and the driver's log lines."""
+def _run(tmp_path: Path, data_dir: Path, text: str, *, mode: str = "", threshold: int = 1, stdin: bool = False,
+         **env: str) -> tuple[subprocess.CompletedProcess[bytes], list[str]]:
+    """Import the draft ``text`` in a process of its own (from a file, or on stdin); return the
+    process and the driver's log lines."""
     path = tmp_path / f"draft-{len(list(tmp_path.glob('draft-*')))}.json"
-    path.write_text(json.dumps(draft))
+    path.write_text(text)
     log = tmp_path / "log.txt"
     log.write_text("")
-    args = [sys.executable, "-c", _DRIVER, str(data_dir), str(path), str(threshold), str(log), mode]
-    proc = subprocess.run(args, capture_output=True, timeout=120, env=_env(**env))
-    assert proc.returncode == 0, proc.stderr.decode()
+    args = [sys.executable, "-c", _DRIVER, str(data_dir), "-" if stdin else str(path), str(threshold), str(log), mode]
+    proc = subprocess.run(args, input=text.encode() if stdin else None, capture_output=True, timeout=120,
+                          env=_env(**env))
     assert b"Traceback" not in proc.stderr
-    return json.loads(proc.stdout), log.read_text().split("\n")[:-1]
+    return proc, log.read_text().split("\n")[:-1]
+
+
+def _import(tmp_path: Path, data_dir: Path, draft: dict, **options):
+    """Import ``draft``; return its report and the driver's log lines."""
+    proc, log = _run(tmp_path, data_dir, json.dumps(draft), **options)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return json.loads(proc.stdout), log
 
 
 def _with_backbone_edges(draft: dict) -> dict:
@@ -147,6 +158,25 @@ def test_a_child_that_dies_leaves_the_build_to_the_import(tmp_path):
     same_content(left, fresh_build(data_dir))
 
 
+def test_a_draft_on_stdin_is_built_beside_too(tmp_path):
+    data_dir = tmp_path / "store"
+    report, log = _import(tmp_path, data_dir, generate_draft(200, seed=8), stdin=True)
+    assert report["imported"] == 200
+    assert log[0] == "build child"
+    left, _live = _left_index(data_dir)
+    same_content(left, fresh_build(data_dir))
+
+
+def test_an_invalid_draft_ends_the_child_and_writes_nothing(tmp_path):
+    data_dir = tmp_path / "store"
+    draft = generate_draft(100, seed=9)
+    draft["insights"][60]["importance"] = 9
+    proc, log = _run(tmp_path, data_dir, json.dumps(draft))
+    assert proc.returncode == 1
+    assert proc.stderr.decode().startswith("Error: ")
+    assert log == [] and not data_dir.exists()
+
+
 def test_a_small_draft_forks_no_child(tmp_path):
     data_dir = tmp_path / "store"
     _report, log = _import(tmp_path, data_dir, generate_draft(50, seed=6), threshold=51)
@@ -156,18 +186,18 @@ def test_a_small_draft_forks_no_child(tmp_path):
 
 _LIFETIME = r"""
 import os, sys, apsw
-from mnemon.engine.hot.aside import AsideBuild
+from mnemon.engine.hotaside import AsideBuild
 case = sys.argv[1]
 if case == "connection-open":
     conn = apsw.Connection(":memory:")
-    print(AsideBuild.fork(10, threshold=1))
+    print(AsideBuild.fork())
 elif case == "cancel":
-    aside = AsideBuild.fork(10, threshold=1)
+    aside = AsideBuild.fork()
     aside.send({"x": ["a"]})
     aside.cancel()
     print(aside.process.exitcode, aside.join())
 elif case == "orphan":
-    aside = AsideBuild.fork(10, threshold=1)
+    aside = AsideBuild.fork()
     print(aside.process.pid, flush=True)
     os._exit(0)  # no cancel, no close: the child must notice by itself
 """

@@ -8,14 +8,18 @@ the active store as a draft (compact JSON) or writes it to ``--output``.
 
 from __future__ import annotations
 
+import os
 import sys
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from mnemon.cli import render
 from mnemon.cli.state import exactly, open_engine
 from mnemon.errors import InputError
+
+if TYPE_CHECKING:
+    from mnemon.engine.hotaside import AsideBuild
 
 Words = Optional[list[str]]
 
@@ -48,27 +52,42 @@ def import_(
     """Import memory drafts in bulk (validated first; explicit edges; backbone repair)."""
     from mnemon.drafts import load_draft
     from mnemon.engine.bulk import collector_paused
-    from mnemon.engine.hot.aside import AsideBuild
+    from mnemon.engine.hotaside import ASIDE_THRESHOLD
 
     (path,) = exactly(words, 1)
     with collector_paused():
-        draft = load_draft(path, _read_stdin_draft() if path == "-" else None)
-        if dry_run:
-            render.emit_text(
-                f"Dry run: {len(draft.insights)} insights, {len(draft.edges)} explicit edges — validation passed."
-            )
-            return
-        progress = _progress_bar if sys.stderr.isatty() else None
-        # Forked before the store is opened: the child that builds the hot index beside the
-        # import's last transaction (hot.aside).
-        aside = AsideBuild.fork(len(draft.insights))
+        text = _read_stdin_draft() if path == "-" else None
+        aside = None if dry_run else _fork_aside(path, text)
         try:
+            draft = load_draft(path, text)
+            del text
+            if dry_run:
+                render.emit_text(
+                    f"Dry run: {len(draft.insights)} insights, {len(draft.edges)} explicit edges — validation passed."
+                )
+                return
+            if aside is not None and len(draft.insights) < ASIDE_THRESHOLD:
+                aside.cancel()
+                aside = None
+            progress = _progress_bar if sys.stderr.isatty() else None
             with open_engine(ctx.obj) as engine:
                 report = engine.import_draft(draft, no_diff=no_diff, progress=progress, aside=aside)
         finally:
             if aside is not None:
-                aside.cancel()
+                aside.cancel()  # (a no-op once the import joined it)
     render.emit_json(report)
+
+
+def _fork_aside(path: str, text: str | None) -> AsideBuild | None:
+    """The child that builds the hot index beside the import's last transaction (``hotaside``),
+    for a draft large enough; forked before the draft is parsed and the store opened."""
+    from mnemon.engine import hotaside
+
+    try:
+        size = len(text) if text is not None else os.stat(path).st_size
+    except OSError:
+        return None  # load_draft says what is wrong with the path
+    return hotaside.AsideBuild.fork() if size >= hotaside.ASIDE_MIN_BYTES else None
 
 
 def export(

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from mnemon.embed import Embedder
-    from mnemon.engine.hot.aside import AsideBuild
+    from mnemon.engine.hotaside import AsideBuild
 
 IMPORT_BATCH = 1000  # items per write transaction: durable progress without a commit per item
 # Edge and index b-trees are keyed by random UUIDs, so a commit writes (to the WAL) nearly every
@@ -134,7 +134,7 @@ class _ImportState:
     prefetch_known: frozenset[str] = frozenset()
     # id → its content's token sequence (interned), for the hot index built at the end (_index_imported)
     sequences: dict[str, list[str]] = field(default_factory=dict)
-    # The child building the hot index beside the finalize (``hot.aside``): each committed batch's
+    # The child building the hot index beside the finalize (``hotaside``): each committed batch's
     # sequences are handed to it instead of kept here.
     aside: AsideBuild | None = None
     # The edge keys the finalize deleted or replaced, which that child's index drops (it was built
@@ -313,12 +313,13 @@ class ImportPipeline:
         The draft is consumed: its explicit edges are released once the import holds its own
         narrow copy, and its items once the last batch is written (the report keeps each item's
         content), so neither adds to the index build's memory (a 1M draft holds about 300 MB).
-        ``aside``: a child waiting to build the hot index beside the finalize (``hot.aside``;
+        ``aside``: a child waiting to build the hot index beside the finalize (``hotaside``;
         SQLite stores only); this call ends it.
         """
         if aside is not None and self.ctx.store.backend != "sqlite":
             aside.cancel()  # its read-only connection is a SQLite file's
             aside = None
+        child = aside
         try:
             self.ctx.require_writable("import")
             now = self.ctx.now()
@@ -338,8 +339,8 @@ class ImportPipeline:
             finally:
                 checkpointed()
         finally:
-            if aside is not None:
-                aside.cancel()  # (a no-op once joined)
+            if child is not None:
+                child.cancel()  # (a no-op once joined)
         return report
 
     def _index_imported(self, sequences: dict[str, list[str]]) -> None:

@@ -191,7 +191,7 @@ class Currency(Derived, EdgeList):
         to :meth:`verify_edges`, which edge readers (recall) call. ``replaced``: on a store
         without an edge change log, the keys of edge rows the caller itself deleted or replaced
         since ``self.fp`` (an import, for the index built beside its last transaction,
-        ``hot.aside``), dropped as the log's keys are. A listed key without a row is ignored;
+        ``hotaside``), dropped as the log's keys are. A listed key without a row is ignored;
         a change not listed is still caught by the count check.
         """
         import numpy as np

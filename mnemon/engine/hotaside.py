@@ -9,11 +9,13 @@ finalize's changes, as any reader catches up a stale index (O(delta), or a rebui
 does not add up). Nothing depends on the child: if it fails, is killed or is not started, the parent
 builds the index itself, as before.
 
-The child is forked before the store is opened (``apsw.connections()`` is empty then), because a
-process forked while it holds a SQLite connection must not open that database again: the child
-would inherit the parent's in-memory lock state for the file. It receives each committed batch's
-token sequences through a pipe (so the index does not tokenise those contents again), then the
-database path, and opens a read-only WAL connection of its own.
+The child is forked before the draft is parsed and the store opened: a lean process (the parsed
+draft would otherwise stay in its memory), and one that has never held a SQLite connection
+(``apsw.connections()`` is empty then), because a process forked while it holds one must not open
+that database again: the child would inherit the parent's in-memory lock state for the file. It
+loads the index modules while the parent parses, receives each committed batch's token sequences
+through a pipe (so the index does not tokenise those contents again), then the database path,
+and opens a read-only WAL connection of its own.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ from typing import Any
 # Below this many items the build is short and the child's fork and pipe are not worth it
 # (the preparation pool's threshold: the same drafts run that pool).
 ASIDE_THRESHOLD = 5_000
+# The child is forked before the draft is parsed, for a draft text of at least this many bytes
+# (5,000 items of a typical draft are 1.5-8 MB; a parsed draft of fewer items ends the child).
+ASIDE_MIN_BYTES = 1 << 20
 _POLL_SECONDS = 1.0  # how often a waiting child checks that its parent is alive
 
 
@@ -45,11 +50,9 @@ class AsideBuild:
         self.finished = False
 
     @classmethod
-    def fork(cls, items: int, threshold: int | None = None) -> AsideBuild | None:
-        """A waiting child for an import of ``items`` items, or None (a draft under ``threshold``,
-        no fork on this platform, or a SQLite connection already open in this process)."""
-        if items < (ASIDE_THRESHOLD if threshold is None else threshold):
-            return None
+    def fork(cls) -> AsideBuild | None:
+        """A waiting child, or None (no fork on this platform, or a SQLite connection already
+        open in this process)."""
         import multiprocessing
 
         import apsw
@@ -111,6 +114,8 @@ def _child(reader: Any, writer: Any, parent: int) -> None:
     finalize, catch up and write. Any failure exits non-zero: the parent builds instead."""
     writer.close()  # our copy of the parent's end: the pipe ends only when the parent's is closed
     try:
+        import mnemon.engine.hot  # noqa: F401 -- loaded while the parent parses the draft
+
         sequences: dict[str, list[str]] = {}
         message = _receive(reader, parent)
         while isinstance(message, dict):
