@@ -53,13 +53,20 @@ def logged_catch_up(self, conn, fp, sequences=None, replaced=()):
     return catch_up(self, conn, fp, sequences, replaced)
 catchup.Currency.catch_up = logged_catch_up
 
-if mode == "kill-child":  # the child dies once the batches are committed: the import builds
-    start = aside.AsideBuild.start
-    def start_then_kill(self, db_path):
-        started = start(self, db_path)
+from mnemon.engine.hot import edges
+reload = edges.EdgeList._reload_edges
+def logged_reload(self, conn):
+    log.write(f"reload {who()}\n"); log.flush()
+    return reload(self, conn)
+edges.EdgeList._reload_edges = logged_reload
+
+if mode == "kill-child":  # the child dies after the first batch: the import builds the index
+    send = aside.AsideBuild.send
+    def send_then_kill(self, sequences):
+        sent = send(self, sequences)
         os.kill(self.process.pid, 9)
-        return started
-    aside.AsideBuild.start = start_then_kill
+        return sent
+    aside.AsideBuild.send = send_then_kill
 
 from mnemon.cli import main
 sys.exit(main(["--data-dir", data_dir, "import", draft]))
@@ -128,6 +135,7 @@ def test_the_child_builds_the_index_and_drops_the_rows_the_finalize_replaced(tmp
     assert [line for line in log if "parent" in line] == []
     replaced = [int(line.split()[2]) for line in log if line.startswith("catch_up child")]
     assert replaced and replaced[-1] > 0  # the finalize's backbone replaced explicit temporal rows
+    assert log.count("reload child") == 1  # the build's own load: the rows replaced were dropped, not reloaded
     left, live = _left_index(data_dir)
     assert left is not None and left.fp == live and left.delta_id == ""  # one base, current
     same_content(left, fresh_build(data_dir))
