@@ -117,3 +117,28 @@ def test_a_long_result_list_is_written_in_pieces_equal_to_the_whole() -> None:
             render.emit_json(report)
         assert out.getvalue() == render.to_json_reference(report) + "\n"
         assert "\\u0008" in out.getvalue() and "\\u000c" in out.getvalue()
+
+
+def test_a_result_of_one_piece_is_one_write_with_its_newline() -> None:
+    """A reader that stops at its first match (``mnemon recall ... | grep -q`` under ``pipefail``,
+    as the Go program's scripts run it) must not make a second write fail with a broken pipe: a
+    result of one piece reaches stdout in one write, newline included, whatever its size."""
+    import contextlib
+    import io
+
+    from mnemon.cli import render
+
+    class Writes(io.StringIO):
+        calls = 0
+
+        def write(self, s: str) -> int:
+            self.calls += 1
+            return super().write(s)
+
+    for size in (10, 20_000):
+        value = {"results": [{"insight": {"id": "a", "content": "x" * size}, "score": 0.5}], "intent": "WHY"}
+        out = Writes()
+        with contextlib.redirect_stdout(out):
+            render.emit_json(value)
+        assert out.calls == 1
+        assert out.getvalue() == render.to_json_reference(value) + "\n"

@@ -256,11 +256,13 @@ def emit_json(value: object, *, pretty: bool = True, html_escape: bool = True) -
     pieces = _go_pieces(value, pretty, html_escape)
     if pieces is None:
         pieces = [to_json_reference(value, pretty=pretty, html_escape=html_escape)]
-    write = sys.stdout.write
+    # The newline goes with the last piece: a small result is then one write, so a reader that
+    # stops at its first match (``| grep -q`` under ``pipefail``, as the Go program's scripts do)
+    # never makes a second write fail with a broken pipe.
+    write, last = sys.stdout.write, len(pieces) - 1
     for k, piece in enumerate(pieces):
         pieces[k] = ""  # each piece freed once written
-        write(piece)
-    write("\n")
+        write(piece + "\n" if k == last else piece)
 
 
 def emit_raw(text: str) -> None:
