@@ -119,10 +119,10 @@ def test_a_long_result_list_is_written_in_pieces_equal_to_the_whole() -> None:
         assert "\\u0008" in out.getvalue() and "\\u000c" in out.getvalue()
 
 
-def test_a_result_of_one_piece_is_one_write_with_its_newline() -> None:
-    """A reader that stops at its first match (``mnemon recall ... | grep -q`` under ``pipefail``,
-    as the Go program's scripts run it) must not make a second write fail with a broken pipe: a
-    result of one piece reaches stdout in one write, newline included, whatever its size."""
+def test_a_result_is_one_write_with_its_newline() -> None:
+    """A reader that stops at its first match (``mnemon status | grep -q`` under ``pipefail``, as
+    the Go program's scripts run it) must not make a second write fail with a broken pipe, even on
+    an unbuffered stdout: a result below the write chunk is one write, newline included."""
     import contextlib
     import io
 
@@ -135,10 +135,19 @@ def test_a_result_of_one_piece_is_one_write_with_its_newline() -> None:
             self.calls += 1
             return super().write(s)
 
-    for size in (10, 20_000):
-        value = {"results": [{"insight": {"id": "a", "content": "x" * size}, "score": 0.5}], "intent": "WHY"}
+    status = {"total_insights": 1, "by_category": {"general": 1}, "top_entities": [], "db_path": "/x/mnemon.db"}
+    for value in [status] + [
+        {"results": [{"insight": {"id": "a", "content": "x" * size}, "score": 0.5}], "intent": "WHY"}
+        for size in (10, 20_000)
+    ]:
         out = Writes()
         with contextlib.redirect_stdout(out):
             render.emit_json(value)
         assert out.calls == 1
         assert out.getvalue() == render.to_json_reference(value) + "\n"
+    report = {"imported": 3000, "results": [{"index": k, "content": "y" * 1000} for k in range(3000)]}
+    out = Writes()
+    with contextlib.redirect_stdout(out):
+        render.emit_json(report)  # about 3 MB: written a chunk at a time, never held whole twice
+    assert 2 <= out.calls <= 4
+    assert out.getvalue() == render.to_json_reference(report) + "\n"

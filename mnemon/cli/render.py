@@ -250,19 +250,31 @@ def to_json_reference(value: object, *, pretty: bool = True, html_escape: bool =
     return "".join(out)
 
 
+_WRITE_CHUNK = 1 << 20  # characters of a result written at once (at most this much text held twice)
+
+
 def emit_json(value: object, *, pretty: bool = True, html_escape: bool = True) -> None:
     """Write ``value`` as JSON plus one trailing newline to stdout (``to_json``'s text), piece by
     piece: an import's output has a row per item, and its text is held once, not copied whole."""
     pieces = _go_pieces(value, pretty, html_escape)
     if pieces is None:
         pieces = [to_json_reference(value, pretty=pretty, html_escape=html_escape)]
-    # The newline goes with the last piece: a small result is then one write, so a reader that
-    # stops at its first match (``| grep -q`` under ``pipefail``, as the Go program's scripts do)
-    # never makes a second write fail with a broken pipe.
-    write, last = sys.stdout.write, len(pieces) - 1
+    # Pieces are joined up to _WRITE_CHUNK characters, newline included: a result below that is
+    # one write even on an unbuffered stdout (PYTHONUNBUFFERED), as the Go program writes it, so a
+    # reader that stops at its first match (``| grep -q`` under ``pipefail``, as scripts written
+    # for it do) never makes a later write fail with a broken pipe.
+    write = sys.stdout.write
+    held: list[str] = []
+    size = 0
     for k, piece in enumerate(pieces):
         pieces[k] = ""  # each piece freed once written
-        write(piece + "\n" if k == last else piece)
+        held.append(piece)
+        size += len(piece)
+        if size >= _WRITE_CHUNK:
+            write("".join(held))
+            held, size = [], 0
+    held.append("\n")
+    write("".join(held))
 
 
 def emit_raw(text: str) -> None:
