@@ -85,7 +85,7 @@ def _fork_aside(path: str, text: str | None) -> AsideBuild | None:
 
     try:
         size = len(text) if text is not None else os.stat(path).st_size
-    except OSError:
+    except (OSError, ValueError):  # (a NUL in the path)
         return None  # load_draft says what is wrong with the path
     return hotaside.AsideBuild.fork() if size >= hotaside.ASIDE_MIN_BYTES else None
 
