@@ -11,7 +11,7 @@ builds the index itself, as before.
 
 The child is forked before the draft is parsed and the store opened: a lean process (the parsed
 draft would otherwise stay in its memory), and one that has never held a SQLite connection
-(``apsw.connections()`` is empty then), because a process forked while it holds one must not open
+(``store.connection.holds_connections()``), because a process forked while it holds one must not open
 that database again: the child would inherit the parent's in-memory lock state for the file. It
 loads the index modules while the parent parses, receives each committed batch's token sequences
 through a pipe (so the index does not tokenise those contents again), then the database path,
@@ -55,9 +55,9 @@ class AsideBuild:
         open in this process)."""
         import multiprocessing
 
-        import apsw
+        from mnemon.store.connection import holds_connections
 
-        if "fork" not in multiprocessing.get_all_start_methods() or apsw.connections():
+        if "fork" not in multiprocessing.get_all_start_methods() or holds_connections():
             return None
         context = multiprocessing.get_context("fork")
         try:

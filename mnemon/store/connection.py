@@ -256,6 +256,13 @@ def foreign_keys_unchecked(conn: apsw.Connection) -> Iterator[None]:
             pass  # a closed connection enforces nothing any more
 
 
+def holds_connections() -> bool:
+    """Whether this process has a SQLite connection open. A process forked while it has one must
+    not open that database again (SQLite keeps the process's lock state for a file in memory,
+    which the child would inherit wrong): ``engine.hotaside`` forks only when this is False."""
+    return bool(apsw.connections())
+
+
 def open_readonly(path: Path, *, live: bool = False) -> apsw.Connection:
     """Open ``path`` read-only; the file must exist and its database is never modified.
 
