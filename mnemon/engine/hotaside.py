@@ -150,16 +150,11 @@ def _receive(reader: Any, parent: int) -> object:
 
 
 def _batches_index(conn: Any, db_path: Path, sequences: Mapping[str, list[str]]) -> Any:
-    """The index of what the batches committed: the store's index file caught up, or a build."""
-    from mnemon.engine.hot import HotIndex, _load
-    from mnemon.store import hotindex
+    """The index of what the batches committed: the store's index file caught up, or a build,
+    in memory (``readonly``: nothing is written before the finalize is caught up too)."""
+    from mnemon.engine.hot import open_index
 
-    with hotindex.read_snapshot(conn):
-        live = hotindex.fingerprint(conn)
-        index = _load(db_path)
-        if index is None:
-            return HotIndex.build(conn, live, sequences)
-        return index.catch_up(conn, live, sequences) if index.fp != live else index
+    return open_index(conn, db_path, readonly=True, cached=None, edges=False, sequences=sequences)
 
 
 def _write_caught_up(conn: Any, db_path: Path, index: Any, replaced: list[tuple[str, str, str]]) -> None:
