@@ -2,7 +2,7 @@
 
     python bench/quality.py DATA.json [--units turns|facts] [--embed none|local|both]
                             [--mode cli|inprocess] [--limit 20] [--long-query other|far|prev|probe]
-                            [--borrowed-out] [--separate shuffle|alone] [--out FILE.md]
+                            [--borrowed-out] [--separate shuffle|alone] [--as-written] [--out FILE.md]
 
 Each conversation becomes its own store in a fresh data dir, loaded with ``import --no-diff``:
 
@@ -27,7 +27,8 @@ of recall's scope (``out_of_scope``): the held-out probes' condition, a turn tha
 ``--borrowed-out`` puts the borrowed turn of ``far`` and ``prev`` out of scope the same way.
 ``--separate shuffle|alone`` stores the units as separate event memories (``separate_units``), as the
 held-out Chinese set's are: no backbone between turns of the conversation, so the neighbour lift and the
-session prior carry no signal; with ``--long-query probe`` the proxy of that set.
+session prior carry no signal; with ``--long-query probe`` the proxy of that set. ``--as-written`` stores
+each turn's text alone (no ``"<speaker>: "``, no caption), for a set whose turns are event memories.
 
 ``--mode cli`` (the default, and the only mode whose figures are reported) runs every command as a
 whole process, as an agent would. ``--mode inprocess`` calls ``mnemon.cli.main`` in this process
@@ -105,12 +106,15 @@ class Unit:
     covers: frozenset[str]  # dialogue ids this insight stands for
 
 
-def turn_units(sample: dict[str, Any]) -> list[Unit]:
+def turn_units(sample: dict[str, Any], as_written: bool = False) -> list[Unit]:
+    """One unit per dialogue turn, ``"<speaker>: <text>"`` and the shared photo's caption; ``as_written``:
+    the turn's text alone, nothing added, for a data set whose turns are event memories as an agent stores
+    them (``remember "API 限流为每秒一百个请求"``: no speaker, no caption)."""
     units = []
     for _, start, turns in _sessions(sample["conversation"]):
         for i, turn in enumerate(turns):
-            text = f"{turn['speaker']}: {turn['text']}"
-            if turn.get("blip_caption"):
+            text = str(turn["text"]) if as_written else f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption") and not as_written:
                 text += f" [shares {turn['blip_caption']}]"
             units.append(Unit(text, _rfc3339(start + timedelta(seconds=i)), "user", frozenset({turn["dia_id"]})))
     return units
@@ -128,6 +132,11 @@ def fact_units(sample: dict[str, Any]) -> list[Unit]:
                 units.append(Unit(text, _rfc3339(dates[n] + timedelta(seconds=i)), speaker, frozenset(evidence_ids(cited))))
                 i += 1
     return units
+
+
+def units_of(sample: dict[str, Any], units_kind: str, as_written: bool = False) -> list[Unit]:
+    """The units ``units_kind`` names (``turns`` or ``facts``); ``as_written`` for turns only."""
+    return turn_units(sample, as_written) if units_kind == "turns" else fact_units(sample)
 
 
 def conversation_turns(sample: dict[str, Any]) -> list[dict[str, Any]]:
@@ -416,8 +425,8 @@ def out_of_scope_index(units_kind: str, units: list[Unit], borrowed: str, long: 
 def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str], mode: str, limit: int,
                      root: Path, embed: str, long: str = "", foreign: list[dict[str, Any]] | None = None,
                      borrowed_out: bool = False, hole: bool = False,
-                     separate: str = "") -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
-    units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
+                     separate: str = "", as_written: bool = False) -> tuple[dict[int, Scores], list[float], list[dict[str, Any]]]:  # fmt: skip
+    units = units_of(sample, units_kind, as_written)
     if separate:
         units = separate_units(units, separate, str(sample.get("sample_id", "conv")))
     data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
@@ -462,7 +471,7 @@ def run_conversation(sample: dict[str, Any], units_kind: str, env: dict[str, str
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, limit: int, model_path: str | None,
             server: str = "off", model: str | None = None, long: str = "", borrowed_out: bool = False,
-            hole: bool = False, separate: str = "") -> RunResult:
+            hole: bool = False, separate: str = "", as_written: bool = False) -> RunResult:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     # one kind of process per run: with the default "auto" a warm server would start part-way
     # through and the latency percentiles would mix served and one-shot calls
@@ -482,7 +491,7 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, mode: str, 
         for k, sample in enumerate(data):
             foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
             cats, lat, pq = run_conversation(sample, units_kind, env, mode, limit, Path(tmp), embed, long, foreign,
-                                             borrowed_out, hole, separate)  # fmt: skip
+                                             borrowed_out, hole, separate, as_written)  # fmt: skip
             for c, s in cats.items():
                 by_category[c].extend(s)
             latencies.extend(lat)
@@ -512,14 +521,15 @@ def plain_terms(text: str) -> list[str]:
 
 def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int, long: str = "",
                             foreign: list[dict[str, Any]] | None = None,
-                            borrowed_out: bool = False) -> tuple[dict[int, Scores], list[dict[str, Any]]]:  # fmt: skip
+                            borrowed_out: bool = False,
+                            as_written: bool = False) -> tuple[dict[int, Scores], list[dict[str, Any]]]:  # fmt: skip
     """The baseline the Chinese targets are set against, on the same units and questions; equal
     scores keep the units' order (the conversation's). A borrowed turn out of mnemon's scope is out
     of this corpus too (its length and terms leave N, avgdl and df)."""
     import math
     from collections import Counter
 
-    units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
+    units = units_of(sample, units_kind, as_written)
     docs = [Counter(plain_terms(u.content)) for u in units]
     lengths = [sum(d.values()) for d in docs]
     avgdl = statistics.fmean(lengths) if lengths else 0.0
@@ -563,12 +573,12 @@ def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int,
 
 
 def plain_bm25(data: list[dict[str, Any]], units_kind: str, limit: int, long: str = "",
-               borrowed_out: bool = False) -> RunResult:
+               borrowed_out: bool = False, as_written: bool = False) -> RunResult:
     by_category = {c: Scores() for c in CATEGORIES}
     per_question: list[dict[str, Any]] = []
     for k, sample in enumerate(data):
         foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
-        cats, pq = plain_bm25_conversation(sample, units_kind, limit, long, foreign, borrowed_out)
+        cats, pq = plain_bm25_conversation(sample, units_kind, limit, long, foreign, borrowed_out, as_written)
         for c, scores in cats.items():
             by_category[c].extend(scores)
         per_question.extend(pq)
@@ -658,6 +668,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="the units as separate event memories (separate_units): shuffled one a day with their "
                         "backbone between unrelated memories (shuffle), or each with a source of its own, no backbone "
                         "(alone)")  # fmt: skip
+    parser.add_argument("--as-written", action="store_true",
+                        help="turns: each turn's text stored as written, without the speaker's name or a caption (a "
+                        "data set whose turns are event memories, as an agent's remember calls store them)")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     parser.add_argument("--dump", help="write per-question results (JSON) here, for error analysis")
     args = parser.parse_args(argv)
@@ -668,17 +681,18 @@ def main(argv: list[str] | None = None) -> int:
              f"recall --limit {args.limit}" + (f", long queries ({args.long_query})" if args.long_query else "")
              + (", the borrowed turn out of scope" if args.borrowed_out or args.long_query == "probe" else "")
              + (" (its neighbours unlinked)" if args.keep_hole else "")
-             + (f", units as separate memories ({args.separate})" if args.separate else ""), ""]
+             + (f", units as separate memories ({args.separate})" if args.separate else "")
+             + (", turns stored as written" if args.as_written else ""), ""]
     dumps = {}
     if args.baseline:
-        plain = plain_bm25(data, args.units, args.limit, args.long_query, args.borrowed_out)
+        plain = plain_bm25(data, args.units, args.limit, args.long_query, args.borrowed_out, args.as_written)
         baseline = table(plain).split("\n\nrecall latency")[0] + "\n\n" + conversation_table(plain)
         parts.append(baseline)
         print(baseline, flush=True)
     try:
         for embed in embeds:
             result = run_all(data, args.units, embed, args.mode, args.limit, args.model_path, args.server, args.embed_model,
-                             args.long_query, args.borrowed_out, args.keep_hole, args.separate)  # fmt: skip
+                             args.long_query, args.borrowed_out, args.keep_hole, args.separate, args.as_written)  # fmt: skip
             report = table(result) + "\n" + conversation_table(result)
             parts.append(report)
             dumps[embed] = result.per_question

@@ -203,3 +203,28 @@ def test_separate_memories_carry_no_backbone_between_conversation_neighbours(tmp
     assert len(conversation & {tuple(p) for p in backbone}) <= 2  # at most what a random order keeps by chance
     result = quality.run_all([SAMPLE], "turns", "none", "inprocess", 20, None, long="probe", separate=how)
     assert all(0.0 <= v <= 1.0 for s in result.by_category.values() for v in s.recall[10])
+
+
+def test_turns_as_written_are_stored_without_speaker_or_caption(tmp_path: Path) -> None:
+    """--as-written: a data set whose turns are event memories stores each as its text alone, as an agent's
+    remember call would, in mnemon's store and in the plain baseline's corpus; results map back to the turns."""
+    units = quality.turn_units(SAMPLE, as_written=True)
+    assert [u.content for u in units] == [t["text"] for t in quality.conversation_turns(SAMPLE)]
+    assert [u.created_at for u in units] == [u.created_at for u in quality.turn_units(SAMPLE)]
+    assert quality.units_of(SAMPLE, "facts", as_written=True) == quality.fact_units(SAMPLE)
+    draft = tmp_path / "draft.json"
+    draft.write_text(quality.json.dumps(quality.draft_of(units)), encoding="utf-8")
+    env = {k: v for k, v in quality.os.environ.items() if not k.startswith("MNEMON_")}
+    env.update({"MNEMON_SERVER": "off", "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"})
+    run = quality.Runner(tmp_path / "store", env, "inprocess")
+    run("import", str(draft), "--no-diff")
+    stored = quality.json.loads(run("recall", "Lovely pottery", "--limit", "5", "--verbose")[1])["results"]
+    assert stored[0]["insight"]["content"] == "Lovely! I started pottery classes."
+    for separate in ("", "alone"):
+        result = quality.run_all([SAMPLE], "turns", "none", "inprocess", 20, None, separate=separate, as_written=True)
+        assert result.by_category[4].recall[5] == [1.0]  # "greyhound": the row's own words
+        assert result.by_category[1].recall[20][0] >= 0.5  # "Comet": found; "kiln" ("what did Bo get?"): not named
+    # "... what did Bo get?": "My kiln finally arrived today." no longer names Bo, and no other word matches
+    plain = quality.plain_bm25([SAMPLE], "turns", 20, as_written=True)
+    assert plain.by_category[4].recall[5] == [1.0] and plain.by_category[1].recall[20] == [0.5]
+    assert quality.plain_bm25([SAMPLE], "turns", 20).by_category[1].recall[20] == [1.0]  # with the names: both
