@@ -438,7 +438,7 @@ def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[s
 def insight_views(
     content: str, tags: Iterable[str], entities: Iterable[str], sequence: list[str] | None = None,
     fields: dict[str, tuple[list[str], list[str]]] | None = None,
-) -> tuple[list[str], set[str], int]:
+) -> tuple[list[str], dict[str, None], int]:
     """``(recall_insight_terms(...), insight_tokens(...), len(recall_terms(content)))`` with each
     field tokenised once: what the hot index stores per insight (a 1M-row build tokenises 1M texts).
     ``sequence``: ``token_sequence(content)`` when the caller has it already (an import's).
@@ -449,7 +449,9 @@ def insight_views(
     recall = recall_sequence(content, sequence)
     terms = [stem(token) for token in recall]
     seen = set(terms)
-    plain = set(sequence)
+    # the plain tokens in first-seen order (a dict, not a set): the order new term ids are given
+    # in, so that an index built twice is the same file whatever the process's hash seed
+    plain = dict.fromkeys(sequence)
     for field in (*tags, *entities):
         views = fields.get(field) if fields is not None else None
         if views is None:
@@ -457,7 +459,7 @@ def insight_views(
             views = (field_tokens, list(map(stem, recall_sequence(field, field_tokens))))
             if fields is not None:
                 fields[field] = views
-        plain.update(views[0])
+        plain.update(dict.fromkeys(views[0]))
         for term in views[1]:
             if term not in seen:
                 seen.add(term)

@@ -140,6 +140,27 @@ def test_deleted_index_files_are_rebuilt(cli, data_dir: Path) -> None:
     assert hot_file(data_dir).exists()
 
 
+def test_an_index_built_twice_is_the_same_whatever_the_hash_seed(cli, data_dir: Path) -> None:
+    """The plain tokens' order within a row once followed a set's order, which the process's hash
+    seed moves: two builds of one store then differed in ``p_term``. Every array must be equal."""
+    for text in ("Alice moved the API rate limit to 100 requests per second", "张伟决定周三发布 v2 版本，因为测试已经通过",
+                 "The deploy of 《数据之书》 notes failed twice on Friday", "Bob prefers tea; Alice prefers coffee"):
+        cli.ok("remember", text, "--tags", "ops,notes", "--entities", "Alice,张伟")
+    builds = []
+    for seed in ("1", "2"):
+        hot_file(data_dir).unlink(missing_ok=True)
+        hotindex.stamp_path(db_file(data_dir)).unlink(missing_ok=True)
+        result = run_process(["recall", "api limit", "--verbose"], data_dir=data_dir,
+                             env={"PYTHONHASHSEED": seed, "MNEMON_SERVER": "off"})
+        assert result.code == 0, result.err
+        loaded = hotindex.read_index(db_file(data_dir))
+        assert loaded is not None
+        builds.append(loaded[1])
+    first, second = builds
+    assert sorted(first) == sorted(second)
+    assert [k for k in first if not np.array_equal(first[k], second[k])] == []
+
+
 def test_garbage_index_file_is_ignored_and_replaced(cli, data_dir: Path) -> None:
     a = cli.ok("remember", "Otters hold hands while sleeping")["id"]
     cli.ok("recall", "otters")
