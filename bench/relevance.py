@@ -1,7 +1,8 @@
 """Recall on prompt: does it inject memories only when they are about the prompt? (issue 28)
 
     python bench/relevance.py DATA.json [--lang en|zh] [--units turns|facts|both]
-                              [--embed none|local|both] [--mode cli|inprocess] [--out FILE.md]
+                              [--embed none|local|both] [--mode cli|inprocess] [--long-query other|far]
+                              [--out FILE.md]
 
 Each conversation becomes its own store (``bench/quality.py``'s loading: one insight per turn, or per
 fact). Every question of categories 1-4 is a *positive* prompt; the prompts of
@@ -13,6 +14,13 @@ whose ``relevance`` is at least the floor (superseded hits never: the hook skips
 - positives injected: the share of positives with at least one kept hit covering an evidence turn;
 - negatives injected: the share of negative prompts (per store) with anything kept;
 - lines per injection: the mean number of kept hits over the prompts that inject anything.
+
+``--long-query other|far`` asks each positive as a long prompt, the question after a borrowed dialogue
+turn (``quality.long_query``): a real prompt is a whole turn, where the words a memory carries are a few
+among many, and the floor was calibrated on bare questions. ``other``: a turn of the next conversation
+(no word of it is about this store); ``far``: a turn half this conversation away from the evidence, put
+out of recall's scope for that prompt (``quality.out_of_scope``; turns view only), since a prompt is no
+memory of the store. The negatives are asked as they are.
 
 The row ``score >= 0.65`` is the old hook, for comparison: ``recall --limit 5`` and its relative floor. ``--mode cli`` runs every
 recall as a whole process (``--verbose``, which carries the same ``relevance`` as ``--brief``);
@@ -33,7 +41,16 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from quality import Runner, evidence_ids, fact_units, turn_units  # noqa: E402
+from quality import (  # noqa: E402
+    Key,
+    Runner,
+    conversation_turns,
+    evidence_ids,
+    fact_units,
+    long_query,
+    out_of_scope_index,
+    turn_units,
+)
 
 from mnemon.setup.hooks import RECALL_FLOOR, RECALL_LIMIT  # noqa: E402
 
@@ -41,6 +58,7 @@ OLD_LIMIT = 5
 OLD_SCORE_FLOOR = 0.65
 FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 NEGATIVES = Path(__file__).resolve().parent / "relevance_negatives.json"
+LONG_QUERY_KINDS = ("other", "far")
 
 
 @dataclass
@@ -64,10 +82,12 @@ class Run:
     units: str
     embed: str
     prompts: list[Prompt] = field(default_factory=list)
+    long: str = ""  # the positives' long-prompt view (LONG_QUERY_KINDS), "" for the bare questions
 
 
-def _ask(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]], limit: int) -> list[Hit]:
-    _, out = run("recall", "--limit", str(limit), "--verbose", "--readonly", "--", text)
+def _ask(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]], limit: int,
+         exclude: Key | None = None) -> list[Hit]:  # fmt: skip
+    _, out = run("recall", "--limit", str(limit), "--verbose", "--readonly", "--", text, exclude=exclude)
     hits = []
     for r in json.loads(out)["results"]:
         key = (r["insight"]["content"], r["insight"]["created_at"])
@@ -75,12 +95,13 @@ def _ask(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]], 
     return hits
 
 
-def _both(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]]) -> tuple[list[Hit], list[Hit]]:
-    return _ask(run, text, covers, RECALL_LIMIT), _ask(run, text, covers, OLD_LIMIT)
+def _both(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]],
+          exclude: Key | None = None) -> tuple[list[Hit], list[Hit]]:  # fmt: skip
+    return _ask(run, text, covers, RECALL_LIMIT, exclude), _ask(run, text, covers, OLD_LIMIT, exclude)
 
 
 def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: list[str], env: dict[str, str],
-              mode: str, root: Path) -> list[Prompt]:  # fmt: skip
+              mode: str, root: Path, long: str = "", foreign: list[dict[str, Any]] | None = None) -> list[Prompt]:  # fmt: skip
     units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
     data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
     run = Runner(data_dir, env, mode)
@@ -91,19 +112,25 @@ def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: li
     if embed == "local":
         run("embed", "--all")
     covers = {(u.content, u.created_at): u.covers for u in units}
+    turns = conversation_turns(sample)
+    position = {str(t["dia_id"]): i for i, t in enumerate(turns)}
     prompts = []
     for qa in sample["qa"]:
         evidence = evidence_ids(qa.get("evidence", []))
         if evidence and int(qa["category"]) in (1, 2, 3, 4):
             question = str(qa["question"])
-            prompts.append(Prompt(True, frozenset(evidence), *_both(run, question, covers)))
+            prompt, borrowed = long_query(question, evidence, turns, position, long, foreign) if long else (question, "")
+            # far: the borrowed turn is a memory of the store, a prompt is not; out of scope for this prompt
+            left_out = out_of_scope_index(units_kind, units, borrowed, long, borrowed_out=True)
+            exclude = None if left_out is None else (units[left_out].content, units[left_out].created_at)
+            prompts.append(Prompt(True, frozenset(evidence), *_both(run, prompt, covers, exclude)))
     for text in negatives:
         prompts.append(Prompt(False, frozenset(), *_both(run, text, covers)))
     return prompts
 
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, negatives: list[str], mode: str,
-            model_path: str | None) -> Run:  # fmt: skip
+            model_path: str | None, long: str = "") -> Run:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     env["MNEMON_SERVER"] = "off"
     env["MNEMON_MAX_INSIGHTS"] = "0"
@@ -112,10 +139,12 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, negatives: 
         env["MNEMON_EMBED_PROTOCOL"] = "local"
         if model_path:
             env["MNEMON_EMBED_MODEL_PATH"] = model_path
-    result = Run(units_kind, embed)
+    result = Run(units_kind, embed, long=long)
     with tempfile.TemporaryDirectory(prefix="mnemon-relevance-") as tmp:
-        for sample in data:
-            result.prompts.extend(run_store(sample, units_kind, embed, negatives, env, mode, Path(tmp)))
+        for k, sample in enumerate(data):
+            # other: the next conversation's turns, as quality.py borrows them
+            foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
+            result.prompts.extend(run_store(sample, units_kind, embed, negatives, env, mode, Path(tmp), long, foreign))
     return result
 
 
@@ -142,7 +171,8 @@ def figures(prompts: list[Prompt], floor: float, by_score: bool = False) -> tupl
 def table(result: Run) -> str:
     n_pos = sum(1 for p in result.prompts if p.positive)
     n_neg = len(result.prompts) - n_pos
-    out = [f"### units={result.units}, embeddings={result.embed} ({n_pos} positives, {n_neg} negative asks)", "",
+    view = f", positives as long prompts ({result.long})" if result.long else ""
+    out = [f"### units={result.units}, embeddings={result.embed}{view} ({n_pos} positives, {n_neg} negative asks)", "",
            "| floor | positives with evidence injected | negatives with anything injected | lines per injection |",
            "|---|---|---|---|"]  # fmt: skip
     rows = [(f"old: limit {OLD_LIMIT}, score >= {OLD_SCORE_FLOOR}", figures(result.prompts, OLD_SCORE_FLOOR, by_score=True))]
@@ -162,16 +192,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("cli", "inprocess"), default="cli")
     parser.add_argument("--model-path", default=os.environ.get("MNEMON_EMBED_MODEL_PATH"),
                         help="model directory for --embed local (default: $MNEMON_EMBED_MODEL_PATH)")  # fmt: skip
+    parser.add_argument("--long-query", choices=LONG_QUERY_KINDS, default="",
+                        help="ask each positive after a borrowed dialogue turn (quality.long_query): of the next "
+                             "conversation (other) or half this one away, out of scope (far)")  # fmt: skip
     parser.add_argument("--out", help="also write the markdown tables here")
     args = parser.parse_args(argv)
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
     negatives = json.loads(NEGATIVES.read_text(encoding="utf-8"))[args.lang]
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), {len(negatives)} {args.lang} negatives, "
-             f"mode {args.mode}", ""]
+             f"mode {args.mode}" + (f", positives as long prompts ({args.long_query})" if args.long_query else ""), ""]
     for embed in ("none", "local") if args.embed == "both" else (args.embed,):
         for units in ("turns", "facts") if args.units == "both" else (args.units,):
-            part = table(run_all(data, units, embed, negatives, args.mode, args.model_path))
+            part = table(run_all(data, units, embed, negatives, args.mode, args.model_path, args.long_query))
             parts.append(part)
             print(part, flush=True)
     if args.out:

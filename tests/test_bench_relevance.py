@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import relevance  # noqa: E402
@@ -30,3 +34,61 @@ def test_figures_through_the_cli_in_process() -> None:
     pos, neg, lines = relevance.figures(result.prompts, relevance.RECALL_FLOOR)
     assert pos >= 50.0 and neg == 0.0 and 1.0 <= lines <= relevance.RECALL_LIMIT
     assert f"limit {relevance.RECALL_LIMIT}, relevance >= {relevance.RECALL_FLOOR} (default) |" in relevance.table(result)
+
+
+def _other_conversation() -> dict[str, Any]:
+    """SAMPLE's shape with words that match nothing of SAMPLE (the turns ``--long-query other`` borrows)."""
+    other = copy.deepcopy(SAMPLE)
+    other["sample_id"] = "tiny-other"
+    texts = ["Der Zug fährt um acht.", "Bitte schließ das Fenster.", "Das Wetter bleibt kalt.", "Wir essen später."]
+    for turn, text in zip(other["conversation"]["session_1"] + other["conversation"]["session_2"], texts, strict=True):
+        turn["text"] = text
+        turn.pop("blip_caption", None)
+    return other
+
+
+def test_long_prompts_other_put_a_foreign_turn_before_each_question(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[str] = []
+    ask = relevance._ask
+
+    def recording(run: Any, text: str, *args: Any) -> list[relevance.Hit]:
+        asked.append(text)
+        return ask(run, text, *args)
+
+    monkeypatch.setattr(relevance, "_ask", recording)
+    result = relevance.run_all([SAMPLE, _other_conversation()], "turns", "none", [], "inprocess", None, long="other")
+    assert result.long == "other" and "positives as long prompts (other)" in relevance.table(result)
+    # the greyhound question (evidence D1:1, position 0) after the other conversation's turn 0, for both hook limits
+    assert asked[:2] == ["Der Zug fährt um acht. Who adopted a greyhound?"] * 2
+    assert all(text.endswith("?") and len(text.split()) > 4 for text in asked)
+    greyhound = result.prompts[0]
+    assert greyhound.positive and any(h.covers == {"D1:1"} for h in relevance.kept(greyhound.hits, 0.0))
+
+
+def test_long_prompts_far_leave_the_borrowed_turn_out_of_scope() -> None:
+    bare = relevance.run_all([SAMPLE], "turns", "none", [], "inprocess", None)
+    far = relevance.run_all([SAMPLE], "turns", "none", [], "inprocess", None, long="far")
+    assert len(far.prompts) == len(bare.prompts) == 2
+    # greyhound (D1:1): the turn half the conversation away is D2:1 ("Comet loves the beach ..."), which
+    # names Comet as the evidence does; out of scope, it is never a hit of its own prompt
+    greyhound = far.prompts[0]
+    assert greyhound.hits and all(h.covers != {"D2:1"} for h in greyhound.hits + greyhound.old_hits)
+    assert any(h.covers == {"D1:1"} for h in greyhound.hits)
+
+
+def test_the_long_query_option_reaches_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    data = tmp_path / "data.json"
+    data.write_text(json.dumps([SAMPLE]), encoding="utf-8")
+    seen: list[str] = []
+    run_all = relevance.run_all
+
+    def recording(*args: Any) -> relevance.Run:
+        seen.append(args[-1])
+        return run_all(*args)
+
+    monkeypatch.setattr(relevance, "run_all", recording)
+    out = tmp_path / "out.md"
+    assert relevance.main([str(data), "--units", "turns", "--mode", "inprocess", "--long-query", "far", "--out", str(out)]) == 0
+    assert seen == ["far"] and "positives as long prompts (far)" in out.read_text(encoding="utf-8")
+    with pytest.raises(SystemExit):
+        relevance.main([str(data), "--long-query", "prev"])  # only the views whose prompt is no memory
