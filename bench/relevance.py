@@ -20,7 +20,9 @@ turn (``quality.long_query``): a real prompt is a whole turn, where the words a 
 among many, and the floor was calibrated on bare questions. ``other``: a turn of the next conversation
 (no word of it is about this store); ``far``: a turn half this conversation away from the evidence, put
 out of recall's scope for that prompt (``quality.out_of_scope``; turns view only), since a prompt is no
-memory of the store. The negatives are asked as they are.
+memory of the store. The negatives are then long prompts too: each after a turn of the next conversation
+(spread over it), words about other people's lives that no memory of this store is about, so that a judgement
+which reads a long prompt's parts is also measured on long prompts it should keep out.
 
 The row ``score >= 0.65`` is the old hook, for comparison: ``recall --limit 5`` and its relative floor. ``--mode cli`` runs every
 recall as a whole process (``--verbose``, which carries the same ``relevance`` as ``--brief``);
@@ -56,7 +58,7 @@ from mnemon.setup.hooks import RECALL_FLOOR, RECALL_LIMIT  # noqa: E402
 
 OLD_LIMIT = 5
 OLD_SCORE_FLOOR = 0.65
-FLOORS = (0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
+FLOORS = (0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.5)
 NEGATIVES = Path(__file__).resolve().parent / "relevance_negatives.json"
 LONG_QUERY_KINDS = ("other", "far")
 
@@ -124,7 +126,9 @@ def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: li
             left_out = out_of_scope_index(units_kind, units, borrowed, long, borrowed_out=True)
             exclude = None if left_out is None else (units[left_out].content, units[left_out].created_at)
             prompts.append(Prompt(True, frozenset(evidence), *_both(run, prompt, covers, exclude)))
-    for text in negatives:
+    for j, text in enumerate(negatives):
+        if long and foreign:  # long too: a turn of another conversation first, spread over that conversation
+            text = f"{foreign[j * len(foreign) // len(negatives)]['text']} {text}"
         prompts.append(Prompt(False, frozenset(), *_both(run, text, covers)))
     return prompts
 

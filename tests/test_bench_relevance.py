@@ -56,11 +56,16 @@ def test_long_prompts_other_put_a_foreign_turn_before_each_question(monkeypatch:
         return ask(run, text, *args)
 
     monkeypatch.setattr(relevance, "_ask", recording)
-    result = relevance.run_all([SAMPLE, _other_conversation()], "turns", "none", [], "inprocess", None, long="other")
+    negatives = ["Fix the failing test in test_parser.py", "Plan a week of vegetarian dinners"]
+    result = relevance.run_all([SAMPLE, _other_conversation()], "turns", "none", negatives, "inprocess", None, long="other")
     assert result.long == "other" and "positives as long prompts (other)" in relevance.table(result)
     # the greyhound question (evidence D1:1, position 0) after the other conversation's turn 0, for both hook limits
     assert asked[:2] == ["Der Zug fährt um acht. Who adopted a greyhound?"] * 2
-    assert all(text.endswith("?") and len(text.split()) > 4 for text in asked)
+    # the negatives are long too, their borrowed turns spread over the other conversation (4 turns, 2 negatives)
+    assert asked[4:6] == ["Der Zug fährt um acht. Fix the failing test in test_parser.py"] * 2
+    assert asked[6:8] == ["Das Wetter bleibt kalt. Plan a week of vegetarian dinners"] * 2
+    # the other conversation's store is asked the same way, borrowing from SAMPLE's turns
+    assert all(len(text.split()) > 6 for text in asked) and len(asked) == 2 * 2 * (2 + 2)
     greyhound = result.prompts[0]
     assert greyhound.positive and any(h.covers == {"D1:1"} for h in relevance.kept(greyhound.hits, 0.0))
 
