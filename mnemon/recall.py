@@ -118,9 +118,10 @@ class RecallArrays:
     # backbone neighbour bridges the lift (records.NEIGHBOUR_BRIDGE_SHORTER). None: no bridging.
     doc_len: np.ndarray | None = None
     mean_doc_len: float = 0.0
-    # A whole dialogue turn or prompt rather than a question (engine.retrieve.is_long_query): the
-    # graph signal's weight goes to the keyword signal (_long_query_weights).
-    long_query: bool = False
+    # How far the query is a whole dialogue turn or prompt rather than a question, 0 to 1
+    # (engine.retrieve.long_query_share): that share of the graph signal's weight goes to the keyword
+    # signal (_long_query_weights); the session prior keeps the rest of its weight (none at 1).
+    long_query: float = 0.0
     # The creation day (bytes, "YYYY-MM-DD") of each of some rows, read at the candidates only: a
     # row gains its session's best match (records.SESSION_PRIOR_WEIGHT). None: no session prior.
     created_day: Callable[[np.ndarray], np.ndarray] | None = None
@@ -363,15 +364,16 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     prev2_c, next2_c = _bridged(a.prev, prev_c, short), _bridged(a.next, next_c, short)
     rerank_weights = RERANK_WEIGHTS_EMBEDDED if embedded else RERANK_WEIGHTS_TOKENS
     # a long query (a whole turn or prompt) matches many sessions, the one of its own topic best: the
-    # prior would pull that session up rather than the question's (bench/quality-ablations.md, far)
-    session = None if a.long_query else _sessions(a, cand)
+    # prior would pull that session up rather than the question's (bench/quality-ablations.md, far);
+    # a partly long one (records.LONG_QUERY_FULL) keeps that share less of it
+    session = None if a.long_query >= 1.0 else _sessions(a, cand)
     # the model's own weight when its similarity is in the signals (records.SimilarityScale.session_prior)
-    session_weight = a.similarity_scale.session_prior if embedded else SESSION_PRIOR_WEIGHT
+    session_weight = (a.similarity_scale.session_prior if embedded else SESSION_PRIOR_WEIGHT) * (1.0 - a.long_query)
     lift_weights = NEIGHBOUR_LIFT_WEIGHTS_EMBEDDED if embedded else NEIGHBOUR_LIFT_WEIGHTS_TOKENS
-    if a.long_query:
+    if a.long_query > 0.0:
         to_similarity = embedded and a.similarity_scale.long_below_best > 0.0
-        rerank_weights = _long_query_weights(rerank_weights, to_similarity)
-        lift_weights = _long_query_weights(lift_weights, to_similarity)
+        rerank_weights = _long_query_weights(rerank_weights, to_similarity, a.long_query)
+        lift_weights = _long_query_weights(lift_weights, to_similarity, a.long_query)
     after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
     after, before = after * a.backbone_share, before * a.backbone_share
     # subject agreement: a candidate about someone other than the person the query names weighs less
@@ -466,10 +468,16 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
 def _query_scale(a: RecallArrays) -> SimilarityScale:
     """This query's similarity scale: a model with ``signal_below_best`` (``long_below_best`` for a long
     query; records.SimilarityScale) starts the query's signal (and so its vector anchors' floor) that
-    far below the query's best cosine in scope; without that margin the fixed floor stays (the same
-    object)."""
+    far below the query's best cosine in scope, a partly long query's margin between the two by its
+    share; without that margin the fixed floor stays (the same object)."""
     scale = a.similarity_scale
-    margin = scale.long_below_best if a.long_query else scale.signal_below_best
+    share = a.long_query
+    if share <= 0.0:
+        margin = scale.signal_below_best
+    elif scale.long_below_best > 0.0:  # the ordinary margin moves to the long one with the length
+        margin = scale.long_below_best * share + scale.signal_below_best * (1.0 - share)
+    else:
+        margin = 0.0  # a long query keeps the fixed floor (records.SimilarityScale.long_below_best)
     if a.similarity is None or margin <= 0.0 or not a.scope.any():
         return scale
     return replace(scale, signal_floor=_best_similarity(a) - margin)
@@ -490,11 +498,12 @@ def _best_similarity(a: RecallArrays) -> float:
     return float(sim[rows].max())
 
 
-def _long_query_weights(weights: tuple[float, float, float, float],
-                        to_similarity: bool = False) -> tuple[float, float, float, float]:  # fmt: skip
-    """A long query's (keyword, entity, similarity, graph) weights: the graph's go to the keyword, or
-    to the similarity (``to_similarity``: a model measured to read a whole turn, records.SimilarityScale
-    ``long_below_best``).
+def _long_query_weights(weights: tuple[float, float, float, float], to_similarity: bool = False,
+                        share: float = 1.0) -> tuple[float, float, float, float]:  # fmt: skip
+    """A long query's (keyword, entity, similarity, graph) weights: ``share`` of the graph's go to the
+    keyword, or to the similarity (``to_similarity``: a model measured to read a whole turn,
+    records.SimilarityScale ``long_below_best``); ``share`` is how long the query is
+    (engine.retrieve.long_query_share), 1 for a whole turn.
 
     The graph signal is a row's reach from the anchors; a whole dialogue turn's anchors are spread
     over its many topics, and the turns around the ones its other words match reach each other
@@ -503,9 +512,10 @@ def _long_query_weights(weights: tuple[float, float, float, float],
     With multilingual-e5-small, a dialogue turn that is no memory (bench/quality.py --long-query
     probe) 34.6 -> 36.1 with the similarity taking it (and the floor relative to the best cosine)."""
     keyword, entity, similarity, graph = weights
+    moved = graph * share
     if to_similarity:
-        return (keyword, entity, similarity + graph, 0.0)
-    return (keyword + graph, entity, similarity, 0.0)
+        return (keyword, entity, similarity + moved, graph - moved)
+    return (keyword + moved, entity, similarity, graph - moved)
 
 
 def _sessions(a: RecallArrays, cand: np.ndarray) -> np.ndarray | None:

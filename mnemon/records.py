@@ -102,17 +102,26 @@ QUERY_IRREGULAR_WEIGHT = 0.6
 # three of them further; the month at 0.5 on top raised all four again.
 QUERY_DAY_BOOST = 3.0
 QUERY_MONTH_BOOST = 0.5
-# A long query (a whole dialogue turn or prompt: more than LONG_QUERY_TERMS distinct words and Han characters the
-# index knows, text.query_length; a Han run's bigrams are not counted, so the bound means the same in every
-# language) weighs each term by idf ** LONG_QUERY_IDF_POWER instead of idf: most of its words are not what it asks
-# about, and their sum would outweigh the few rare ones that are (kernels.bm25_scores); and its rerank gives the
-# graph signal's weight to the keyword signal (recall._long_query_weights). Chinese dev set with each question
-# after a borrowed turn (bench/quality.py --long-query, no embeddings): off-topic turn 48.8 -> 57.7 -> 55.5, a
-# turn of the same conversation 27.6 -> 38.5 -> 52.4 (plain BM25 45.4, 39.7). No English development question has
-# more than 14 words, so the English views are unchanged; the 9 Chinese questions over 16 (17 over 14, which
-# lowered the Chinese view) move no figure (bench/quality-ablations.md).
-LONG_QUERY_TERMS = 16
+# A long query (a whole dialogue turn or prompt) weighs each term by idf ** LONG_QUERY_IDF_POWER instead of idf:
+# most of its words are not what it asks about, and their sum would outweigh the few rare ones that are
+# (kernels.bm25_scores); its rerank and lift give the graph signal's weight to the keyword signal
+# (recall._long_query_weights) and it has no session prior. Chinese dev set with each question after a borrowed
+# turn (bench/quality.py --long-query, no embeddings): off-topic turn 48.8 -> 57.7 -> 55.5, a turn of the same
+# conversation 27.6 -> 38.5 -> 52.4 (plain BM25 45.4, 39.7). How long a query is: its distinct words and Han
+# characters the index knows (text.query_length; a Han run's bigrams are not counted). The regime grows with that
+# length instead of switching at once (engine.retrieve.long_query_share): none at LONG_QUERY_TERMS and below, all
+# of it at LONG_QUERY_FULL and above, linear between (idf power 1 -> 3, the graph's weight moving with it, the
+# session prior fading). Eighth Chinese session (bench/quality-ablations.md): 10 to 24 for a switch at 16 raised
+# `other` 56.1 -> 56.8, `probe` 44.2 -> 44.7, the separate-memory probe 32.5 -> 33.0, ordinary Chinese questions
+# 72.3 -> 72.7, no conversation lower (`far --borrowed-out` 52.5 equal; e5 74.7 equal); 9-12 and 20-28 pass too,
+# 8 lowers ordinary conv-30 by 1.2. The English questions reached (11 to 13 words: 6 of 997) change no R@10.
+# LONG_QUERY_HAN_CHARACTER: a Han character's part of a word in that length; 0.5 (a Chinese word is about two
+# characters) with the bound at 16 lowered every long view (far 52.5 -> 47.1): the development set's long
+# queries gain from the regime at 17-32 characters.
+LONG_QUERY_TERMS = 10
+LONG_QUERY_FULL = 24
 LONG_QUERY_IDF_POWER = 3.0
+LONG_QUERY_HAN_CHARACTER = 1.0
 # Decision 1: one rerank table for every intent: (keyword, entity, similarity, graph). Re-tuned on
 # the LoCoMo development set (bench/quality.py; ARCHITECTURE.md sums up what was tried): the graph
 # signal is mostly a normalised hop score, so it gets less weight; with embeddings the cosine gets

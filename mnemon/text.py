@@ -255,13 +255,20 @@ def recall_query_terms(text: str) -> list[str]:
     return recall_terms(_CHINESE_QUESTION_WORDS.sub(" ", text))
 
 
-def query_length(terms: Iterable[str]) -> int:
-    """How long a query is, the same way in every language: its distinct words and Han characters.
+def query_length(terms: Iterable[str], han_character: float = 1.0) -> float:
+    """How long a query is: its distinct words, and its distinct Han characters at ``han_character``
+    words each (1: a character a word; records.LONG_QUERY_HAN_CHARACTER for the long-query bound).
 
     A Han run's character bigrams are left out: they are extra views of the same characters, and
     counting them made a 13-character Chinese question as long as a 24-word English one
     (records.LONG_QUERY_TERMS)."""
-    return sum(1 for term in set(terms) if not (len(term) == 2 and _HAN.match(term) and _HAN.match(term, 1)))
+    words = chars = 0
+    for term in set(terms):
+        if len(term) == 1 and _HAN.match(term):
+            chars += 1
+        elif not (len(term) == 2 and _HAN.match(term) and _HAN.match(term, 1)):
+            words += 1  # a Han bigram is two characters already counted
+    return words + han_character * chars
 
 
 # Query side only: the "s" of a possessive ("Melanie's" tokenizes to "melanie", "s") is a term of

@@ -425,6 +425,27 @@ def test_a_long_query_ranks_by_its_match_not_the_graph() -> None:
     assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1)) == (0.7, 0.1, 0.2, 0.0)
 
 
+def test_a_partly_long_query_moves_that_share_of_the_graph_s_weight() -> None:
+    # engine.retrieve.long_query_share: a query between LONG_QUERY_TERMS and LONG_QUERY_FULL is that far
+    # a whole turn; that share of the graph's weight goes to the keyword (or the similarity), the rest
+    # stays, and its score lies between the ordinary query's and the long one's.
+    import dataclasses
+
+    assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1), False, 0.5) == pytest.approx((0.65, 0.1, 0.2, 0.05))
+    assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1), True, 0.25) == pytest.approx((0.6, 0.1, 0.225, 0.075))
+    assert recall._long_query_weights((0.6, 0.1, 0.2, 0.1), False, 1.0) == (0.7, 0.1, 0.2, 0.0)
+    a = arrays(
+        6, bm25=[1.0, 0.0, 1.0, 0.0, 3.0, 0.0], prev=[-1, 0, -1, 2, -1, 4], nxt=[1, -1, 3, -1, 5, -1],
+        edges=[(4, 0, "semantic", 1.0)],
+    )
+    short = {h.row: h for h in recall.run(a, Intent.GENERAL, 10).hits}
+    half = {h.row: h for h in recall.run(dataclasses.replace(a, long_query=0.5), Intent.GENERAL, 10).hits}
+    long = {h.row: h for h in recall.run(dataclasses.replace(a, long_query=1.0), Intent.GENERAL, 10).hits}
+    assert short[0].score > half[0].score > long[0].score  # row 0's graph reach counts half
+    assert half[0].score == pytest.approx((short[0].score + long[0].score) / 2)
+    assert long[0].score == long[2].score and half[0].score > half[2].score
+
+
 def test_the_engine_passes_each_candidate_s_creation_day(engine, monkeypatch) -> None:
     from mnemon.drafts import parse_draft
 

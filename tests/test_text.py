@@ -400,19 +400,46 @@ def test_query_length_counts_words_and_han_characters_not_bigrams() -> None:
 
 
 def test_a_chinese_question_is_not_long_and_a_dialogue_turn_is() -> None:
-    # The long-query bound (records.LONG_QUERY_TERMS) counts words and Han characters: a 15-character
-    # question (28 terms with its bigrams, over the bound of 24 as counted before) is an ordinary question;
-    # a whole dialogue turn is long in Chinese as in English.
-    from mnemon.engine.retrieve import is_long_query
+    # The long-query regime (records.LONG_QUERY_TERMS to LONG_QUERY_FULL) counts words and Han characters:
+    # a 17-character question (32 terms with its bigrams) is at most partly long; a whole dialogue turn is
+    # long in Chinese as in English, and a short English question not at all.
+    from mnemon.engine.retrieve import is_long_query, long_query_share
     from mnemon.text import recall_query_terms
 
     question = recall_query_terms("新版接口上线之后每秒能处理多少请求")
-    assert len(set(question)) > 24 and not is_long_query(question)
+    assert len(set(question)) > 24 and long_query_share(question) < 0.6
     turn = "我昨天去了博物馆看了很多画，然后和朋友一起吃饭聊天，她说最近工作很忙，下个月要去上海出差。"
-    assert is_long_query(recall_query_terms(turn))
+    assert long_query_share(recall_query_terms(turn)) == 1.0
     words = ("yesterday visited the museum and saw old paintings then had dinner with a friend who said work is "
-             "busy and next month she travels to shanghai for meetings with clients")
-    assert is_long_query(recall_query_terms(words)) and not is_long_query(recall_query_terms("when did Caroline paint a lake"))
+             "busy and next month she travels to shanghai for meetings with clients, hoping to see the harbour, "
+             "buy souvenirs for her parents and eat noodles near the river")
+    assert long_query_share(recall_query_terms(words)) == 1.0
+    assert not is_long_query(recall_query_terms("when did Caroline paint a lake"))
+
+
+def test_the_long_query_regime_grows_with_the_length(monkeypatch: pytest.MonkeyPatch) -> None:
+    # None of it at LONG_QUERY_TERMS and below, all of it at LONG_QUERY_FULL and above, linear between;
+    # a switch when the two are equal. A Han character counts LONG_QUERY_HAN_CHARACTER words.
+    from mnemon.engine import retrieve
+    from mnemon.records import LONG_QUERY_FULL, LONG_QUERY_TERMS
+
+    def words(n: int) -> list[str]:
+        return [f"w{k}" for k in range(n)]
+
+    assert LONG_QUERY_TERMS < LONG_QUERY_FULL
+    assert retrieve.long_query_share(words(LONG_QUERY_TERMS)) == 0.0
+    assert retrieve.long_query_share(words(LONG_QUERY_FULL)) == 1.0
+    assert retrieve.long_query_share(words(LONG_QUERY_FULL + 30)) == 1.0
+    middle = (LONG_QUERY_TERMS + LONG_QUERY_FULL) // 2
+    share = retrieve.long_query_share(words(middle))
+    assert share == pytest.approx((middle - LONG_QUERY_TERMS) / (LONG_QUERY_FULL - LONG_QUERY_TERMS)) and 0 < share < 1
+    han = [chr(0x4E00 + k) for k in range(middle)]  # as many distinct Han characters: as long
+    assert retrieve.long_query_share(han + [a + b for a, b in zip(han, han[1:])]) == share
+    monkeypatch.setattr(retrieve, "LONG_QUERY_HAN_CHARACTER", 0.5)  # two characters a word
+    assert retrieve.long_query_share(han * 2) == 0.0
+    monkeypatch.setattr(retrieve, "LONG_QUERY_FULL", 16)
+    monkeypatch.setattr(retrieve, "LONG_QUERY_TERMS", 16)  # a switch
+    assert retrieve.long_query_share(words(16)) == 0.0 and retrieve.long_query_share(words(17)) == 1.0
 
 
 # --- proper names of a query (subject agreement) ----------------------------------------------

@@ -23,6 +23,8 @@ from mnemon.records import (
     BM25_B,
     BM25_K1,
     CATEGORIES,
+    LONG_QUERY_FULL,
+    LONG_QUERY_HAN_CHARACTER,
     LONG_QUERY_IDF_POWER,
     LONG_QUERY_TERMS,
     QUERY_DAY_BOOST,
@@ -55,10 +57,21 @@ if TYPE_CHECKING:
 
 
 
+def long_query_share(known_terms: list[str]) -> float:
+    """How far a query is a whole dialogue turn or prompt rather than a question, from 0 to 1, by
+    its length in the terms the index knows (text.query_length): 0 at records.LONG_QUERY_TERMS and
+    below, 1 at LONG_QUERY_FULL and above, linear between (a switch when they are equal)."""
+    length = query_length(known_terms, LONG_QUERY_HAN_CHARACTER)
+    if length <= LONG_QUERY_TERMS:
+        return 0.0
+    if length >= LONG_QUERY_FULL:
+        return 1.0
+    return (length - LONG_QUERY_TERMS) / (LONG_QUERY_FULL - LONG_QUERY_TERMS)
+
+
 def is_long_query(known_terms: list[str]) -> bool:
-    """A whole dialogue turn or prompt rather than a question: more than records.LONG_QUERY_TERMS
-    distinct words and Han characters (text.query_length) that the index knows."""
-    return query_length(known_terms) > LONG_QUERY_TERMS
+    """Whether the long-query regime reaches the query at all (:func:`long_query_share`)."""
+    return long_query_share(known_terms) > 0.0
 
 
 class _HotIds:
@@ -284,14 +297,14 @@ class RetrievePipeline:
         return self._keyword(index, query, scope, use_numba, mean_len)[0]
 
     def _keyword(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
-                 mean_len: float | None = None) -> tuple[np.ndarray, bool]:
+                 mean_len: float | None = None) -> tuple[np.ndarray, float]:
         """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
         plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms)
         and its irregular verbs' other forms at QUERY_IRREGULAR_WEIGHT (text.irregular_query_terms).
         A possessive's "s" counts only where the word it is attached to matches (text.POSSESSIVE_TERM).
         A day or month the query names (query_dates) multiplies the scores of the memories written then.
         ``mean_len``: the rows' mean length in scope when the caller has it (BM25's avgdl).
-        Returns the scores and whether the query is long (:func:`is_long_query`)."""
+        Returns the scores and how long the query is (:func:`long_query_share`)."""
         import numpy as np
 
         n_docs = int(scope.sum())
@@ -301,13 +314,13 @@ class RetrievePipeline:
             terms.remove(POSSESSIVE_TERM)
         known = [(term, got) for term in terms for got in index.term_ids([term])]
         qids = [got for _, got in known]
-        long = is_long_query([term for term, _ in known])
+        long = long_query_share([term for term, _ in known])
         if n_docs == 0:
             return np.zeros(index.n, dtype=np.float64), long
         # the collection statistics once for every pass: each is O(rows); a long query's rare terms
         # dominate its common ones (records.LONG_QUERY_IDF_POWER), in every pass below
         avgdl = float(index.doc_len[scope].mean()) if mean_len is None else mean_len
-        power = LONG_QUERY_IDF_POWER if long else 1.0
+        power = 1.0 + (LONG_QUERY_IDF_POWER - 1.0) * long
         stats = (n_docs, avgdl, np.asarray(index.doc_len, dtype=np.float64), power)
         scores = self._bm25_terms(index, qids, scope, stats, use_numba)
         possessive = index.term_ids([POSSESSIVE_TERM]) if owners else []
