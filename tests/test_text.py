@@ -435,6 +435,11 @@ def test_the_long_query_regime_grows_with_the_length(monkeypatch: pytest.MonkeyP
     assert share == pytest.approx((middle - LONG_QUERY_TERMS) / (LONG_QUERY_FULL - LONG_QUERY_TERMS)) and 0 < share < 1
     han = [chr(0x4E00 + k) for k in range(middle)]  # as many distinct Han characters: as long
     assert retrieve.long_query_share(han + [a + b for a, b in zip(han, han[1:])]) == share
+    # a model whose scale reads long queries (e5's long_below_best) keeps the switch it was measured with
+    from mnemon.records import LONG_QUERY_SWITCH
+
+    assert retrieve.long_query_share(words(LONG_QUERY_SWITCH), switch=True) == 0.0
+    assert retrieve.long_query_share(words(LONG_QUERY_SWITCH + 1), switch=True) == 1.0
     monkeypatch.setattr(retrieve, "LONG_QUERY_HAN_CHARACTER", 0.5)  # two characters a word
     assert retrieve.long_query_share(han * 2) == 0.0
     monkeypatch.setattr(retrieve, "LONG_QUERY_FULL", 16)

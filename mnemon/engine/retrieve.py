@@ -26,6 +26,7 @@ from mnemon.records import (
     LONG_QUERY_FULL,
     LONG_QUERY_HAN_CHARACTER,
     LONG_QUERY_IDF_POWER,
+    LONG_QUERY_SWITCH,
     LONG_QUERY_TERMS,
     QUERY_DAY_BOOST,
     QUERY_DERIVED_WEIGHT,
@@ -57,11 +58,15 @@ if TYPE_CHECKING:
 
 
 
-def long_query_share(known_terms: list[str]) -> float:
+def long_query_share(known_terms: list[str], switch: bool = False) -> float:
     """How far a query is a whole dialogue turn or prompt rather than a question, from 0 to 1, by
     its length in the terms the index knows (text.query_length): 0 at records.LONG_QUERY_TERMS and
-    below, 1 at LONG_QUERY_FULL and above, linear between (a switch when they are equal)."""
+    below, 1 at LONG_QUERY_FULL and above, linear between (a switch when they are equal). ``switch``:
+    0 or 1 at records.LONG_QUERY_SWITCH, for a query with a model whose scale reads long queries
+    (records.SimilarityScale.long_below_best): the ramp lowered its probe view."""
     length = query_length(known_terms, LONG_QUERY_HAN_CHARACTER)
+    if switch:
+        return 1.0 if length > LONG_QUERY_SWITCH else 0.0
     if length <= LONG_QUERY_TERMS:
         return 0.0
     if length >= LONG_QUERY_FULL:
@@ -190,7 +195,9 @@ class RetrievePipeline:
         overlap, n_query_entities = self._entity_overlap(index, query)
         (csr_ptr, csr_nbr, csr_weight, csr_type, csr_out), delta = index.edge_arrays()
         mean_len = float(index.doc_len[scope].mean()) if scope.any() else 0.0  # BM25's avgdl, once
-        bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len)
+        # e5 (a scale with long_below_best) keeps the long-query switch it was measured with
+        switch = similarity is not None and self.ctx.similarity_scale().long_below_best > 0.0
+        bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len, switch)
         arrays = pipeline.RecallArrays(
             scope=scope, bm25=bm25, similarity=similarity, long_query=long_query,
             entity_overlap=np.where(scope, overlap, 0), query_entity_count=n_query_entities,
@@ -297,14 +304,14 @@ class RetrievePipeline:
         return self._keyword(index, query, scope, use_numba, mean_len)[0]
 
     def _keyword(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
-                 mean_len: float | None = None) -> tuple[np.ndarray, float]:
+                 mean_len: float | None = None, switch: bool = False) -> tuple[np.ndarray, float]:
         """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
         plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms)
         and its irregular verbs' other forms at QUERY_IRREGULAR_WEIGHT (text.irregular_query_terms).
         A possessive's "s" counts only where the word it is attached to matches (text.POSSESSIVE_TERM).
         A day or month the query names (query_dates) multiplies the scores of the memories written then.
         ``mean_len``: the rows' mean length in scope when the caller has it (BM25's avgdl).
-        Returns the scores and how long the query is (:func:`long_query_share`)."""
+        Returns the scores and how long the query is (:func:`long_query_share`, ``switch``)."""
         import numpy as np
 
         n_docs = int(scope.sum())
@@ -314,7 +321,7 @@ class RetrievePipeline:
             terms.remove(POSSESSIVE_TERM)
         known = [(term, got) for term in terms for got in index.term_ids([term])]
         qids = [got for _, got in known]
-        long = long_query_share([term for term, _ in known])
+        long = long_query_share([term for term, _ in known], switch)
         if n_docs == 0:
             return np.zeros(index.n, dtype=np.float64), long
         # the collection statistics once for every pass: each is O(rows); a long query's rare terms
