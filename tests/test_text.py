@@ -403,7 +403,7 @@ def test_a_chinese_question_is_not_long_and_a_dialogue_turn_is() -> None:
     # The long-query regime (records.LONG_QUERY_TERMS to LONG_QUERY_FULL) counts words and Han characters:
     # a 17-character question (32 terms with its bigrams) is at most partly long; a whole dialogue turn is
     # long in Chinese as in English, and a short English question not at all.
-    from mnemon.engine.retrieve import is_long_query, long_query_share
+    from mnemon.engine.retrieve import long_query_share
     from mnemon.text import recall_query_terms
 
     question = recall_query_terms("新版接口上线之后每秒能处理多少请求")
@@ -414,7 +414,7 @@ def test_a_chinese_question_is_not_long_and_a_dialogue_turn_is() -> None:
              "busy and next month she travels to shanghai for meetings with clients, hoping to see the harbour, "
              "buy souvenirs for her parents and eat noodles near the river")
     assert long_query_share(recall_query_terms(words)) == 1.0
-    assert not is_long_query(recall_query_terms("when did Caroline paint a lake"))
+    assert long_query_share(recall_query_terms("when did Caroline paint a lake")) == 0.0
 
 
 def test_the_long_query_regime_grows_with_the_length(monkeypatch: pytest.MonkeyPatch) -> None:

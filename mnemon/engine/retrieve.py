@@ -57,7 +57,6 @@ if TYPE_CHECKING:
     from mnemon.recall import Hit
 
 
-
 def long_query_share(known_terms: list[str], switch: bool = False) -> float:
     """How far a query is a whole dialogue turn or prompt rather than a question, from 0 to 1, by
     its length in the terms the index knows (text.query_length): 0 at records.LONG_QUERY_TERMS and
@@ -72,11 +71,6 @@ def long_query_share(known_terms: list[str], switch: bool = False) -> float:
     if length >= LONG_QUERY_FULL:
         return 1.0
     return (length - LONG_QUERY_TERMS) / (LONG_QUERY_FULL - LONG_QUERY_TERMS)
-
-
-def is_long_query(known_terms: list[str]) -> bool:
-    """Whether the long-query regime reaches the query at all (:func:`long_query_share`)."""
-    return long_query_share(known_terms) > 0.0
 
 
 class _HotIds:
