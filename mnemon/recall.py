@@ -468,16 +468,11 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
 def _query_scale(a: RecallArrays) -> SimilarityScale:
     """This query's similarity scale: a model with ``signal_below_best`` (``long_below_best`` for a long
     query; records.SimilarityScale) starts the query's signal (and so its vector anchors' floor) that
-    far below the query's best cosine in scope, a partly long query's margin between the two by its
-    share; without that margin the fixed floor stays (the same object)."""
+    far below the query's best cosine in scope; without that margin the fixed floor stays (the same
+    object). A scale with ``long_below_best`` keeps the long-query switch (engine.retrieve.long_query_share),
+    so its queries are wholly long or not at all; any other scale's long margin is 0."""
     scale = a.similarity_scale
-    share = a.long_query
-    if share <= 0.0:
-        margin = scale.signal_below_best
-    elif scale.long_below_best > 0.0:  # the ordinary margin moves to the long one with the length
-        margin = scale.long_below_best * share + scale.signal_below_best * (1.0 - share)
-    else:
-        margin = 0.0  # a long query keeps the fixed floor (records.SimilarityScale.long_below_best)
+    margin = scale.long_below_best if a.long_query > 0.0 else scale.signal_below_best
     if a.similarity is None or margin <= 0.0 or not a.scope.any():
         return scale
     return replace(scale, signal_floor=_best_similarity(a) - margin)

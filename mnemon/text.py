@@ -381,6 +381,8 @@ _AMBIGUOUS_FORMS = frozenset(
     " lean stick beat run".split()
 )
 
+_IRREGULAR_WORD = regex.compile(r"[A-Za-z]+")
+
 
 @lru_cache(maxsize=1)
 def _irregular_verbs() -> dict[str, tuple[str, ...]]:
@@ -421,9 +423,6 @@ def irregular_query_terms(text: str) -> list[str]:
             if term not in own and term not in out:
                 out.append(term)
     return out
-
-
-_IRREGULAR_WORD = regex.compile(r"[A-Za-z]+")
 
 
 def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[str]) -> list[str]:
