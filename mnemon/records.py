@@ -7,7 +7,7 @@ CLI before numpy is, and must stay cheap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 
 # --- §1 data model -------------------------------------------------------------------------
@@ -220,6 +220,10 @@ class SimilarityScale:
     (recall._long_query_weights): a model measured to read a whole dialogue turn. 0: a long query
     keeps ``signal_floor`` and gives the graph's weight to the keyword. ``session_prior``: the
     session prior's weight (SESSION_PRIOR_WEIGHT) when the query has this model's similarity.
+    ``reads_han``: False for a model trained on English only, whose cosines say nothing about text written
+    in Han characters (text.written_in_han): recall leaves the similarity out of such a query
+    (engine.retrieve), and such a memory's vector, stored all the same, makes no semantic edge, diff cosine or
+    link candidate (engine.write, engine.bulk).
     """
 
     auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
@@ -230,6 +234,7 @@ class SimilarityScale:
     signal_below_best: float = 0.0
     long_below_best: float = 0.0
     session_prior: float = SESSION_PRIOR_WEIGHT
+    reads_han: bool = True
 
     def anchor_floor(self) -> float:
         """The raw cosine a vector anchor must exceed: VECTOR_ANCHOR_FLOOR of the signal."""
@@ -246,7 +251,15 @@ CONTRACT_SIMILARITY = SimilarityScale()
 # views (0.28: Chinese 75.2), 0.3 lowers English turns conv-30 by 1.8: 0.25 is the middle of the range that
 # holds. Long queries have no session prior.
 SESSION_PRIOR_E5 = 0.25
+# all-MiniLM-L6-v2 was trained on English only. On Chinese its similarity costs more than it adds, on every
+# Chinese set measured (R@10, categories 1-4; bench/quality-ablations.md, ninth session): the translated
+# development conversations 72.7 without a model against 67.0 with it, the two event-memory check sets 66.6 / 73.5
+# against 63.9 / 66.6; and it puts unrelated Chinese turns of one speaker at cosines of 0.8-0.9 (20% of the
+# pairs of a development conversation at 0.80 or more: an auto-link each). Left out of Chinese text, the
+# translated conversations find 73.2 with it, the check sets 66.6 / 73.5. Its thresholds are the contract's.
+MINILM_SCALE = replace(CONTRACT_SIMILARITY, reads_han=False)
 SIMILARITY_SCALES: dict[str, SimilarityScale] = {
+    "all-minilm-l6-v2": MINILM_SCALE,
     # bench/similarity_calibration.py; the signal floor by recall on the Chinese development set
     # (turns, R@10 1-4: contract floor 0 -> 70.1, 0.70 -> 71.4, 0.80 -> 71.8, 0.85 -> 72.8; auto-link 0.95
     # instead of 0.92 lowers conv-30; bench/quality-ablations.md). An ordinary query's floor 0.07 below its

@@ -255,6 +255,19 @@ def recall_query_terms(text: str) -> list[str]:
     return recall_terms(_CHINESE_QUESTION_WORDS.sub(" ", text))
 
 
+def written_in_han(text: str) -> bool:
+    """Whether ``text`` is mostly Chinese (or Japanese kanji): its Han characters, two to a word (a
+    Chinese word is one to three characters), outnumber its other words. "Caroline什么时候去参加LGBTQ
+    支持小组的？" is (six to two), "What does 缓存 mean?" is not."""
+    han = words = 0
+    for match in _RUN.finditer(text):
+        if match.group(1) is not None:
+            han += len(match.group(1))
+        else:
+            words += 1
+    return han > 2 * words
+
+
 def query_length(terms: Iterable[str], han_character: float = 1.0) -> float:
     """How long a query is: its distinct words, and its distinct Han characters at ``han_character``
     words each (1: a character a word; records.LONG_QUERY_HAN_CHARACTER for the long-query bound).

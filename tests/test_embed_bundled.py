@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import struct
+from dataclasses import replace
 import subprocess
 import sys
 from pathlib import Path
@@ -214,7 +215,9 @@ def test_remember_embeds_the_memory_as_a_passage_and_recall_the_query_as_a_query
 def test_thresholds_are_per_model() -> None:
     e5 = similarity_scale("multilingual-e5-small")
     assert similarity_scale("intfloat/multilingual-e5-small") == e5  # the owner prefix does not matter
-    assert similarity_scale("all-MiniLM-L6-v2") == CONTRACT_SIMILARITY
+    # MiniLM keeps the contract's thresholds; it reads no Chinese (records.MINILM_SCALE)
+    minilm = similarity_scale("all-MiniLM-L6-v2")
+    assert minilm == replace(CONTRACT_SIMILARITY, reads_han=False) and CONTRACT_SIMILARITY.reads_han and e5.reads_han
     assert similarity_scale("nomic-embed-text") == CONTRACT_SIMILARITY
     assert (CONTRACT_SIMILARITY.auto_link, CONTRACT_SIMILARITY.candidate) == (0.80, 0.40)
     assert (CONTRACT_SIMILARITY.diff_override, CONTRACT_SIMILARITY.diff_extra) == (0.85, 0.70)

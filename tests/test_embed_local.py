@@ -90,10 +90,12 @@ def test_warm_loads_once_and_reports_unloadable_models(model_dir: Path, tmp_path
     assert not local.warm(tmp_path / "nothing-here")
 
 
-def run(data_dir: Path, model_path: Path | str, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def run(data_dir: Path, model_path: Path | str, *args: str, stdin: str | None = None,
+        extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     env.update(MNEMON_EMBED_PROTOCOL="local", MNEMON_EMBED_MODEL_PATH=str(model_path),
                MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9", MNEMON_MAX_INSIGHTS="0")  # fmt: skip
+    env.update(extra or {})
     return subprocess.run(
         [sys.executable, "-m", "mnemon", "--data-dir", str(data_dir), *args],
         capture_output=True, text=True, cwd=REPO, env=env, timeout=120, input=stdin,
@@ -298,3 +300,43 @@ def test_install_model_multilingual_e5_small_takes_the_onnx_route(model_dir: Pat
         assert missing.returncode == 1 and len(missing.stderr.splitlines()) == 1, missing.stderr
         assert missing.stderr.startswith("Error: cannot fetch onnx/model.onnx of intfloat/multilingual-e5-large")
         assert sorted(p.name for p in (data / "models").iterdir()) == ["multilingual-e5-small"]
+
+
+def semantic_edges(data_dir: Path) -> int:
+    import apsw
+
+    conn = apsw.Connection(str(data_dir / "data" / "default" / "mnemon.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    (n,) = conn.execute("SELECT count(*) FROM edges WHERE edge_type = 'semantic'").fetchone()
+    return int(n)
+
+
+# Three unrelated Chinese memories of one speaker: MiniLM, trained on English, puts them at cosines of
+# 0.82-0.90 (the name is all it reads), above the contract's auto-link (0.80) and diff (0.85) thresholds.
+CHINESE = ["Caroline: 我今天去了一个支持小组，感觉很受鼓舞", "Caroline: 我打算继续读书，以后做心理咨询",
+           "Caroline: 周末我们一起去看了画展"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ["all-MiniLM-L6-v2", "minilm-under-another-name"])
+def test_an_english_only_model_leaves_chinese_text_to_its_words(model_dir: Path, tmp_path: Path, name: str) -> None:
+    from mnemon.records import similarity_scale
+
+    reads_han = similarity_scale(name).reads_han
+    assert reads_han is (name != "all-MiniLM-L6-v2")  # the control: the same vectors under a name not known
+    cosines = [float(reference(model_dir, a) @ reference(model_dir, b)) for a, b in zip(CHINESE, CHINESE[1:])]
+    assert min(cosines) > 0.8
+    data, named = tmp_path / "d", {"MNEMON_EMBED_MODEL": name}
+    ok(run(data, model_dir, "remember", CHINESE[0], extra=named))
+    out = ok(run(data, model_dir, "remember", CHINESE[1], extra=named))
+    assert out["embedded"] is True  # stored either way: a model that reads it may be configured later
+    cosine_found = [c for c in out["semantic_candidates"] if c["cosine"] > 0.8]
+    assert (out["edges_created"]["semantic"] > 0, bool(cosine_found)) == (reads_han, reads_han)
+    draft = {"schema_version": "1", "insights": [{"content": CHINESE[2]}, {"content": "we adopted a puppy"}]}
+    before = semantic_edges(data)
+    ok(run(data, model_dir, "import", "-", "--no-diff", stdin=json.dumps(draft), extra=named))
+    assert (semantic_edges(data) > before) is reads_han
+    # a Chinese question ranks by its words alone; an English one still has the model's similarity
+    hits = ok(run(data, model_dir, "recall", "Caroline 周末去看了什么", "--verbose", extra=named))["results"]
+    assert hits[0]["insight"]["content"] == CHINESE[2]
+    assert any(h["signals"]["similarity"] > 0 for h in hits) is reads_han
+    hits = ok(run(data, model_dir, "recall", "a new dog", "--verbose", extra=named))["results"]
+    assert hits[0]["insight"]["content"] == "we adopted a puppy" and hits[0]["signals"]["similarity"] > 0.3

@@ -470,3 +470,12 @@ def test_query_name_terms(query: str, expected: list[str]) -> None:
     from mnemon.text import query_name_terms
 
     assert query_name_terms(query) == expected
+
+
+def test_a_text_is_written_in_han_when_its_characters_outnumber_its_other_words_two_to_one() -> None:
+    from mnemon.text import written_in_han
+
+    assert written_in_han("Caroline什么时候去参加LGBTQ支持小组的？")  # twelve characters, two words
+    assert written_in_han("生产环境的 Redis 内存上限设为多少") and written_in_han("接口")
+    assert not written_in_han("What does 缓存 mean?") and not written_in_han("How is Redis configured?")
+    assert not written_in_han("ok 好") and not written_in_han("")  # two characters are one word's worth

@@ -604,7 +604,8 @@ class ImportPipeline:
         index = self.ctx.vectors.vector_index()
         if index is not None:
             index.sync(conn)  # current for what this transaction sees (another process may have written)
-        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, self.ctx.similarity_scale().auto_link)
+        scale = self.ctx.similarity_scale()
+        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, scale.auto_link, scale.reads_han)
 
     def _import_one(
         self,
@@ -644,7 +645,7 @@ class ImportPipeline:
         assert counts.deferred is not None  # an import's counts always defer
         _entity_edges(state, conn, new, stamp, counts.deferred)
         self._causal_from_recent(new, tokens, causal, flags, recent, stamp, counts)
-        if neighbours is not None and neighbours.has_vector(offset):
+        if neighbours is not None and neighbours.has_vector(offset) and neighbours.compares(new.content):
             graph.semantic_edges(conn, new, now, counts, neighbours.matches(offset))
         state.known.update(new.entities)
         state.order += 1

@@ -46,6 +46,7 @@ from mnemon.text import (
     query_name_terms,
     recall_query_terms,
     tokenize,
+    written_in_han,
 )
 from mnemon.validate import check_limit
 
@@ -181,7 +182,9 @@ class RetrievePipeline:
         index = self.ctx.hot_index()
         scope = self._scope(index, category, source)
         use_numba = pipeline.use_numba(index.n)
-        similarity, bounds = self.query_similarity(index, query) if scope.any() else (None, None)
+        # an English-only model's similarity says less than nothing about a Chinese query (records.MINILM_SCALE)
+        reads = self.ctx.similarity_scale().reads_han or not written_in_han(query)
+        similarity, bounds = self.query_similarity(index, query) if scope.any() and reads else (None, None)
         if similarity is not None:
             similarity = np.where(scope, similarity, 0.0)
             if bounds is not None:
