@@ -1,7 +1,8 @@
 """Recall on prompt: does it inject memories only when they are about the prompt? (issue 28)
 
     python bench/relevance.py DATA.json [--lang en|zh] [--units turns|facts|both]
-                              [--embed none|local|both] [--mode cli|inprocess] [--long-query other|far]
+                              [--embed none|local|both] [--embed-model NAME] [--mode cli|inprocess]
+                              [--long-query other|far]
                               [--out FILE.md]
 
 Each conversation becomes its own store (``bench/quality.py``'s loading: one insight per turn, or per
@@ -134,7 +135,7 @@ def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: li
 
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, negatives: list[str], mode: str,
-            model_path: str | None, long: str = "") -> Run:  # fmt: skip
+            model_path: str | None, long: str = "", model: str | None = None) -> Run:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     env["MNEMON_SERVER"] = "off"
     env["MNEMON_MAX_INSIGHTS"] = "0"
@@ -143,6 +144,8 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, negatives: 
         env["MNEMON_EMBED_PROTOCOL"] = "local"
         if model_path:
             env["MNEMON_EMBED_MODEL_PATH"] = model_path
+        if model:
+            env["MNEMON_EMBED_MODEL"] = model
     result = Run(units_kind, embed, long=long)
     with tempfile.TemporaryDirectory(prefix="mnemon-relevance-") as tmp:
         for k, sample in enumerate(data):
@@ -196,6 +199,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", choices=("cli", "inprocess"), default="cli")
     parser.add_argument("--model-path", default=os.environ.get("MNEMON_EMBED_MODEL_PATH"),
                         help="model directory for --embed local (default: $MNEMON_EMBED_MODEL_PATH)")  # fmt: skip
+    parser.add_argument("--embed-model", help="--embed local: the model's name (MNEMON_EMBED_MODEL), e.g. "
+                        "multilingual-e5-small (the multilingual extra); default all-MiniLM-L6-v2 or the path's")  # fmt: skip
     parser.add_argument("--long-query", choices=LONG_QUERY_KINDS, default="",
                         help="ask each positive after a borrowed dialogue turn (quality.long_query): of the next "
                              "conversation (other) or half this one away, out of scope (far)")  # fmt: skip
@@ -208,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
              f"mode {args.mode}" + (f", positives as long prompts ({args.long_query})" if args.long_query else ""), ""]
     for embed in ("none", "local") if args.embed == "both" else (args.embed,):
         for units in ("turns", "facts") if args.units == "both" else (args.units,):
-            part = table(run_all(data, units, embed, negatives, args.mode, args.model_path, args.long_query))
+            part = table(run_all(data, units, embed, negatives, args.mode, args.model_path, args.long_query,
+                                 args.embed_model))
             parts.append(part)
             print(part, flush=True)
     if args.out:

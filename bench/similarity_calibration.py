@@ -47,7 +47,7 @@ def _views(data: list[dict[str, Any]]) -> list[tuple[list[str], list[frozenset[s
 
 def measure(embedder: LocalEmbedder, views: list[Any], sample: int, seed: int = 7) -> dict[str, np.ndarray]:
     rng = random.Random(seed)
-    pairs, relevant, other = [], [], []
+    pairs, relevant, other, rise_relevant, rise_other = [], [], [], [], []
     for texts, covers, questions in views:
         m = embedder.embed_batch(texts)
         for _ in range(sample // len(views)):
@@ -60,7 +60,13 @@ def measure(embedder: LocalEmbedder, views: list[Any], sample: int, seed: int = 
             hit = np.array([bool(c & evidence) for c in covers])
             relevant.extend(sims[k, hit].tolist())
             other.extend(sims[k, ~hit].tolist())
-    return {"memory-memory": np.array(pairs), "query-evidence": np.array(relevant), "query-other": np.array(other)}
+            # the relevance judgement's rise (mnemon.relevance.share): the cosine less the query's mean
+            # cosine with the store
+            rise = sims[k] - sims[k].mean()
+            rise_relevant.extend(rise[hit].tolist())
+            rise_other.extend(rise[~hit].tolist())
+    return {"memory-memory": np.array(pairs), "query-evidence": np.array(relevant), "query-other": np.array(other),
+            "rise-evidence": np.array(rise_relevant), "rise-other": np.array(rise_other)}
 
 
 PERCENTILES = (1, 10, 50, 90, 99, 99.9)
@@ -96,6 +102,15 @@ def main(argv: list[str] | None = None) -> int:
         share = float((base >= value).mean())
         equal = float(np.quantile(e5, 1 - share)) if share > 0 else float(e5.max())
         print(f"| {name} | {value} | {100 * share:.3f}% | {equal:.3f} |")
+    from mnemon.relevance import PROMPT_FLOOR
+
+    print("\n| MiniLM rise (relevance) | pairs | share at or above | e5 rise at that share | ratio |\n|---|---|---|---|---|")
+    for kind in ("rise-other", "rise-evidence"):
+        base_rise, e5_rise = found["all-MiniLM-L6-v2"][kind], found["multilingual-e5-small"][kind]
+        for value in (0.2, PROMPT_FLOOR, 0.4):
+            share = float((base_rise >= value).mean())
+            equal = float(np.quantile(e5_rise, 1 - share)) if share > 0 else float(e5_rise.max())
+            print(f"| {value} | {kind} | {100 * share:.3f}% | {equal:.4f} | {value / equal:.2f} |")
     return 0
 
 
