@@ -2,8 +2,8 @@
 
     python bench/relevance.py DATA.json [--lang en|zh] [--units turns|facts|both]
                               [--embed none|local|both] [--embed-model NAME] [--mode cli|inprocess]
-                              [--long-query other|far]
-                              [--out FILE.md]
+                              [--long-query other|far] [--negatives FILE.json]
+                              [--separate shuffle|alone] [--as-written] [--out FILE.md]
 
 Each conversation becomes its own store (``bench/quality.py``'s loading: one insight per turn, or per
 fact). Every question of categories 1-4 is a *positive* prompt; the prompts of
@@ -52,6 +52,7 @@ from quality import (  # noqa: E402
     fact_units,
     long_query,
     out_of_scope_index,
+    separate_units,
     turn_units,
 )
 
@@ -104,8 +105,11 @@ def _both(run: Runner, text: str, covers: dict[tuple[str, str], frozenset[str]],
 
 
 def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: list[str], env: dict[str, str],
-              mode: str, root: Path, long: str = "", foreign: list[dict[str, Any]] | None = None) -> list[Prompt]:  # fmt: skip
-    units = turn_units(sample) if units_kind == "turns" else fact_units(sample)
+              mode: str, root: Path, long: str = "", foreign: list[dict[str, Any]] | None = None,
+              separate: str = "", as_written: bool = False) -> list[Prompt]:  # fmt: skip
+    units = turn_units(sample, as_written) if units_kind == "turns" else fact_units(sample)
+    if separate:  # the event-memory shape (quality.separate_units)
+        units = separate_units(units, separate, str(sample.get("sample_id", "conv")))
     data_dir = root / f"{sample.get('sample_id', 'conv')}-{units_kind}-{embed}"
     run = Runner(data_dir, env, mode)
     draft = root / f"{data_dir.name}.json"
@@ -135,7 +139,8 @@ def run_store(sample: dict[str, Any], units_kind: str, embed: str, negatives: li
 
 
 def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, negatives: list[str], mode: str,
-            model_path: str | None, long: str = "", model: str | None = None) -> Run:  # fmt: skip
+            model_path: str | None, long: str = "", model: str | None = None, separate: str = "",
+            as_written: bool = False) -> Run:  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
     env["MNEMON_SERVER"] = "off"
     env["MNEMON_MAX_INSIGHTS"] = "0"
@@ -151,7 +156,8 @@ def run_all(data: list[dict[str, Any]], units_kind: str, embed: str, negatives: 
         for k, sample in enumerate(data):
             # other: the next conversation's turns, as quality.py borrows them
             foreign = conversation_turns(data[(k + 1) % len(data)]) if len(data) > 1 else None
-            result.prompts.extend(run_store(sample, units_kind, embed, negatives, env, mode, Path(tmp), long, foreign))
+            result.prompts.extend(run_store(sample, units_kind, embed, negatives, env, mode, Path(tmp), long, foreign,
+                                            separate, as_written))  # fmt: skip
     return result
 
 
@@ -204,17 +210,26 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--long-query", choices=LONG_QUERY_KINDS, default="",
                         help="ask each positive after a borrowed dialogue turn (quality.long_query): of the next "
                              "conversation (other) or half this one away, out of scope (far)")  # fmt: skip
+    parser.add_argument("--negatives", help="a JSON list of prompts no memory answers, instead of "
+                        "relevance_negatives.json's --lang list (e.g. an event-memory set's no-match probes)")  # fmt: skip
+    parser.add_argument("--separate", choices=("shuffle", "alone"), default="",
+                        help="the units as separate event memories (quality.separate_units)")
+    parser.add_argument("--as-written", action="store_true",
+                        help="each turn's text alone, no speaker prefix (quality.turn_units)")
     parser.add_argument("--out", help="also write the markdown tables here")
     args = parser.parse_args(argv)
 
     data = json.loads(Path(args.data).read_text(encoding="utf-8"))
-    negatives = json.loads(NEGATIVES.read_text(encoding="utf-8"))[args.lang]
+    if args.negatives:
+        negatives = [str(p) for p in json.loads(Path(args.negatives).read_text(encoding="utf-8"))]
+    else:
+        negatives = json.loads(NEGATIVES.read_text(encoding="utf-8"))[args.lang]
     parts = [f"Data: {Path(args.data).name} ({len(data)} conversations), {len(negatives)} {args.lang} negatives, "
              f"mode {args.mode}" + (f", positives as long prompts ({args.long_query})" if args.long_query else ""), ""]
     for embed in ("none", "local") if args.embed == "both" else (args.embed,):
         for units in ("turns", "facts") if args.units == "both" else (args.units,):
             part = table(run_all(data, units, embed, negatives, args.mode, args.model_path, args.long_query,
-                                 args.embed_model))
+                                 args.embed_model, args.separate, args.as_written))
             parts.append(part)
             print(part, flush=True)
     if args.out:

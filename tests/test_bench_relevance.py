@@ -84,16 +84,22 @@ def test_long_prompts_far_leave_the_borrowed_turn_out_of_scope() -> None:
 def test_the_long_query_option_reaches_the_run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     data = tmp_path / "data.json"
     data.write_text(json.dumps([SAMPLE]), encoding="utf-8")
-    seen: list[str] = []
+    seen: list[tuple[Any, ...]] = []
     run_all = relevance.run_all
 
     def recording(*args: Any) -> relevance.Run:
-        seen.append(args[-1])
+        seen.append(args)
         return run_all(*args)
 
     monkeypatch.setattr(relevance, "run_all", recording)
     out = tmp_path / "out.md"
     assert relevance.main([str(data), "--units", "turns", "--mode", "inprocess", "--long-query", "far", "--out", str(out)]) == 0
-    assert seen == ["far"] and "positives as long prompts (far)" in out.read_text(encoding="utf-8")
+    assert [a[6] for a in seen] == ["far"] and "positives as long prompts (far)" in out.read_text(encoding="utf-8")
+    # an event-memory set: its own no-match prompts, its memories separate and as written
+    nomatch = tmp_path / "nomatch.json"
+    nomatch.write_text(json.dumps(["翻译一下这句话", "What is a monad?"]), encoding="utf-8")
+    assert relevance.main([str(data), "--units", "turns", "--mode", "inprocess", "--negatives", str(nomatch),
+                           "--separate", "alone", "--as-written"]) == 0  # fmt: skip
+    assert seen[-1][3] == ["翻译一下这句话", "What is a monad?"] and seen[-1][8:] == ("alone", True)
     with pytest.raises(SystemExit):
         relevance.main([str(data), "--long-query", "prev"])  # only the views whose prompt is no memory
