@@ -410,13 +410,14 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         return final
 
     floor = a.similarity_scale.signal_floor
+    span = _signal_span(a)
 
     def signal(cosines: np.ndarray) -> np.ndarray:
         """The similarity signal: the cosine itself for the contract's models (bit for bit), else
         rescaled so the model's floor maps to 0 (non-decreasing: the score brackets above hold)."""
         if floor == 0.0:
             return np.maximum(0.0, cosines)
-        return np.maximum(0.0, (cosines - floor) / (1.0 - floor))
+        return np.maximum(0.0, (cosines - floor) / span)
 
     ranked = cand
     bounds = a.similarity_bounds
@@ -476,6 +477,30 @@ def _query_scale(a: RecallArrays) -> SimilarityScale:
     if a.similarity is None or margin <= 0.0 or not a.scope.any():
         return scale
     return replace(scale, signal_floor=_best_similarity(a) - margin)
+
+
+def _signal_span(a: RecallArrays) -> float:
+    """The cosine range the similarity signal spreads over its floor: 1 - floor, so that a cosine of 1
+    is signal 1; for a long query in a store of separate memories, with a scale's
+    ``separate_best_signal`` (records.SimilarityScale), narrower, so that the query's best cosine
+    (``long_below_best`` above the floor ``_query_scale`` set) reaches that signal, in proportion as
+    the store's backbone share is below 1 (0: all of it; 1, a conversation: none).
+
+    Why: the relative floor leaves a long query's best cosine at long_below_best / (1 - floor), about
+    0.3 for e5, while the best keyword match is 1. In a conversation the keyword list and the signals
+    around it (lift, session, graph) find a dialogue turn's evidence better than its dense list does;
+    among separate event memories a long turn's keyword list rewards a short memory for an incidental
+    rare character, and the dense match, which reads the whole memory, is the surer one."""
+    scale = a.similarity_scale
+    floor = scale.signal_floor
+    span = 1.0 - floor
+    target, margin = scale.separate_best_signal, scale.long_below_best
+    if a.similarity is None or a.long_query <= 0.0 or target <= 0.0 or margin <= 0.0 or a.backbone_share >= 1.0:
+        return span
+    own = margin / span  # the best cosine's signal with the plain span
+    if own >= target:
+        return span
+    return margin / (own + (1.0 - a.backbone_share) * (target - own))
 
 
 def _best_similarity(a: RecallArrays) -> float:

@@ -224,6 +224,9 @@ class SimilarityScale:
     in Han characters (text.written_in_han): recall leaves the similarity out of such a query
     (engine.retrieve), and such a memory's vector, stored all the same, makes no semantic edge, diff cosine or
     link candidate (engine.write, engine.bulk).
+    ``separate_best_signal`` (when > 0): a long query's similarity signal at its best cosine in a store
+    of separate memories (backbone share 0; in between, that share less of it), where the floor
+    ``long_below_best`` below the best leaves it much lower than a keyword match's 1 (recall._signal_span).
     """
 
     auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
@@ -235,6 +238,7 @@ class SimilarityScale:
     long_below_best: float = 0.0
     session_prior: float = SESSION_PRIOR_WEIGHT
     reads_han: bool = True
+    separate_best_signal: float = 0.0
 
     def anchor_floor(self) -> float:
         """The raw cosine a vector anchor must exceed: VECTOR_ANCHOR_FLOOR of the signal."""
@@ -258,6 +262,18 @@ SESSION_PRIOR_E5 = 0.25
 # pairs of a development conversation at 0.80 or more: an auto-link each). Left out of Chinese text, the
 # translated conversations find 73.2 with it, the check sets 66.6 / 73.5. Its thresholds are the contract's.
 MINILM_SCALE = replace(CONTRACT_SIMILARITY, reads_han=False)
+# multilingual-e5-small's long query in a store of separate memories (no backbone, or one whose neighbours are
+# unrelated: engine.retrieve.backbone_share): its similarity signal reaches this at the query's best cosine,
+# not the 0.04 / (1 - floor) ~ 0.3 the relative floor leaves it, against the keyword signal's 1 at the best BM25.
+# Short event memories probed by a dialogue turn: a long turn's keyword list rewards a short memory for an
+# incidental rare character or bigram, the dense list reads the whole memory (the Chinese check set's set A: the
+# dense list alone MRR 0.715 against the fused 0.619). Ninth Chinese session (bench/quality-ablations.md), e5 R@10
+# 1-4: set A 85.2 -> 86.9 (MRR 0.619 -> 0.648); the development store's turns shuffled, probe 35.8 -> 37.3,
+# `other` 58.5 -> 59.1, `far --borrowed-out` 50.1 -> 50.6; each turn its own source, probe 35.4 -> 36.9; no
+# conversation lower by more than 0.6; 0.425 to 0.5 pass, 0.525 lowers `far` conv-26 by 1.2, 0.6 `other`
+# conv-30 by 1.9. A conversation store (share 1) is untouched: there the same signal lowered the probe view
+# 47.8 -> 44.1 at 0.6.
+SEPARATE_BEST_SIGNAL_E5 = 0.45
 SIMILARITY_SCALES: dict[str, SimilarityScale] = {
     "all-minilm-l6-v2": MINILM_SCALE,
     # bench/similarity_calibration.py; the signal floor by recall on the Chinese development set
@@ -273,6 +289,7 @@ SIMILARITY_SCALES: dict[str, SimilarityScale] = {
     "multilingual-e5-small": SimilarityScale(
         auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.85,
         signal_below_best=0.07, long_below_best=0.04, session_prior=SESSION_PRIOR_E5,
+        separate_best_signal=SEPARATE_BEST_SIGNAL_E5,
     ),
 }
 

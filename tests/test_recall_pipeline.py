@@ -539,6 +539,39 @@ def test_a_model_measured_on_long_queries_gives_them_a_relative_floor_and_the_gr
         assert hit.score == pytest.approx((kw + graph) * hit.keyword + ent * hit.entity + sim * hit.similarity)
 
 
+def test_a_long_query_among_separate_memories_gives_its_best_cosine_the_scale_s_signal() -> None:
+    # A scale with separate_best_signal: a long query's best cosine reaches that signal where the store's
+    # backbone share is 0 (separate memories), the share less of the way between (0.5: half), and the
+    # plain (cosine - floor) / (1 - floor) in a conversation (share 1), for an ordinary query and for a
+    # scale without it. Every signal keeps its order: one span for every row.
+    import dataclasses
+
+    from mnemon.records import SimilarityScale, similarity_scale
+
+    assert similarity_scale("multilingual-e5-small").separate_best_signal > 0.0
+    scale = SimilarityScale(signal_floor=0.85, signal_below_best=0.07, long_below_best=0.04, separate_best_signal=0.6)
+    cosines = np.array([0.80, 0.84, 0.86, 0.89, 0.90, 0.95], dtype=np.float64)
+    a = arrays(6, bm25=[1.0, 0.5, 0.0, 0.2, 0.0, 0.0])
+    a = dataclasses.replace(a, similarity=cosines, similarity_scale=scale, long_query=1.0,
+                            scope=np.array([True, True, True, True, True, False]))  # fmt: skip
+    floor = 0.90 - 0.04
+    plain = 0.04 / (1 - floor)  # the best cosine's signal with the plain span
+
+    def signals(arrays_: recall.RecallArrays) -> dict[int, float]:
+        return {h.row: h.similarity for h in recall.run(arrays_, Intent.GENERAL, 10).hits}
+
+    conversation = signals(a)  # backbone share 1 (the default)
+    assert conversation[4] == pytest.approx(plain) and conversation[3] == pytest.approx(0.03 / (1 - floor))
+    separate = signals(dataclasses.replace(a, backbone_share=0.0))
+    assert separate[4] == pytest.approx(0.6) and separate[3] == pytest.approx(0.6 * 0.03 / 0.04)
+    assert separate[0] == separate[1] == 0.0  # below the floor: still no signal
+    half = signals(dataclasses.replace(a, backbone_share=0.5))
+    assert half[4] == pytest.approx(plain + 0.5 * (0.6 - plain))
+    assert signals(dataclasses.replace(a, backbone_share=0.0, long_query=0.0))[4] == pytest.approx(0.07 / (1 - 0.83))
+    without = dataclasses.replace(scale, separate_best_signal=0.0)
+    assert signals(dataclasses.replace(a, backbone_share=0.0, similarity_scale=without)) == conversation
+
+
 def test_a_relative_floor_ranks_bounded_similarities_as_the_exact_ones() -> None:
     # The relative floor reads the best cosine in scope; with bounded similarities it makes exact only
     # the rows that can be the best, and the ranking equals the exact scan's.
@@ -731,6 +764,30 @@ def test_the_backbone_share_is_measured_on_the_store(data_dir: Path, layout: str
             assert measured == whole_lift
         else:  # the memory written after the match gains nothing from it
             assert measured.get(texts[8], 0.0) < whole_lift[texts[8]]
+    finally:
+        eng.close()
+
+
+def test_memories_with_no_backbone_between_them_are_separate(data_dir: Path) -> None:
+    """Memories each of a source of its own have no backbone: share 0, separate memories (recall reads
+    them as such); fewer memories than a sample, or a backbone over most of them, keep 1."""
+    from mnemon.engine import Engine, retrieve
+    from mnemon.records import BACKBONE_MIN_SAMPLE
+
+    eng = Engine(GlobalOptions(data_dir=str(data_dir)).settings())
+    try:
+        for i in range(BACKBONE_MIN_SAMPLE - 1):
+            eng.remember(f"saw a heron at place{i}", source=f"s{i}", no_diff=True)
+        index = eng.hot_index()
+        assert retrieve.measure_backbone_share(index, np.array(index.active)) == 1.0  # too few to judge by
+        eng.remember("saw an otter at the lake", source="last", no_diff=True)
+        index = eng.hot_index()
+        assert retrieve.measure_backbone_share(index, np.array(index.active)) == 0.0
+        for i in range(BACKBONE_MIN_SAMPLE - 1):  # a thread of one source over most memories in scope
+            eng.remember(f"Ana: the heron again, note{i}", no_diff=True)
+        index = eng.hot_index()
+        thread = np.array(index.active) & (index.source == index.sources.index("user"))
+        assert retrieve.measure_backbone_share(index, thread) == 1.0  # 30 linked of 31: too few to judge by
     finally:
         eng.close()
 

@@ -437,7 +437,10 @@ def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
     up to records.BACKBONE_SAMPLE rows in scope whose backbone predecessor is in scope, strided over
     them, each compared with that predecessor and with the sampled rows a third, a half and two
     thirds of the sample away (written far from it). Terms weigh by their idf over the whole store
-    (base postings plus the delta's rows). 1 with fewer than records.BACKBONE_MIN_SAMPLE such rows."""
+    (base postings plus the delta's rows). With fewer than records.BACKBONE_MIN_SAMPLE such rows: 0 when
+    they are under half of at least that many rows in scope (memories with no backbone between them, each
+    of a source of its own, are separate memories: the lift has nothing to lend along, and recall reads
+    them as such, recall._signal_span), else 1 (too few to judge by: the lift as it always was)."""
     import numpy as np
 
     from mnemon import recall as pipeline
@@ -446,7 +449,8 @@ def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
     linked = np.flatnonzero(scope & (prev >= 0))
     linked = linked[scope[prev[linked]]]
     if linked.shape[0] < BACKBONE_MIN_SAMPLE:
-        return 1.0
+        in_scope = int(np.count_nonzero(scope))
+        return 0.0 if in_scope >= BACKBONE_MIN_SAMPLE and 2 * linked.shape[0] < in_scope else 1.0
     k = min(BACKBONE_SAMPLE, linked.shape[0])
     sample = linked[(np.arange(k, dtype=np.int64) * linked.shape[0]) // k]
     r_ptr = index.r_ptr
