@@ -240,6 +240,15 @@ class SimilarityScale:
     reads_han: bool = True
     separate_best_signal: float = 0.0
 
+    def reads(self, text: str) -> bool:
+        """Whether this model's cosines say anything about ``text``: every text, but one written in Han
+        characters (text.written_in_han) for a model that reads none (``reads_han`` False)."""
+        if self.reads_han:
+            return True
+        from mnemon.text import written_in_han  # asked for an English-only model only
+
+        return not written_in_han(text)
+
     def anchor_floor(self) -> float:
         """The raw cosine a vector anchor must exceed: VECTOR_ANCHOR_FLOOR of the signal."""
         return self.signal_floor + VECTOR_ANCHOR_FLOOR * (1.0 - self.signal_floor)

@@ -604,8 +604,7 @@ class ImportPipeline:
         index = self.ctx.vectors.vector_index()
         if index is not None:
             index.sync(conn)  # current for what this transaction sees (another process may have written)
-        scale = self.ctx.similarity_scale()
-        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, scale.auto_link, scale.reads_han)
+        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, self.ctx.similarity_scale())
 
     def _import_one(
         self,

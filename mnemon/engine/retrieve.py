@@ -46,7 +46,6 @@ from mnemon.text import (
     query_name_terms,
     recall_query_terms,
     tokenize,
-    written_in_han,
 )
 from mnemon.validate import check_limit
 
@@ -182,9 +181,9 @@ class RetrievePipeline:
         index = self.ctx.hot_index()
         scope = self._scope(index, category, source)
         use_numba = pipeline.use_numba(index.n)
+        scale = self.ctx.similarity_scale()
         # an English-only model's similarity says less than nothing about a Chinese query (records.MINILM_SCALE)
-        reads = self.ctx.similarity_scale().reads_han or not written_in_han(query)
-        similarity, bounds = self.query_similarity(index, query) if scope.any() and reads else (None, None)
+        similarity, bounds = self.query_similarity(index, query) if scope.any() and scale.reads(query) else (None, None)
         if similarity is not None:
             similarity = np.where(scope, similarity, 0.0)
             if bounds is not None:
@@ -193,7 +192,7 @@ class RetrievePipeline:
         (csr_ptr, csr_nbr, csr_weight, csr_type, csr_out), delta = index.edge_arrays()
         mean_len = float(index.doc_len[scope].mean()) if scope.any() else 0.0  # BM25's avgdl, once
         # e5 (a scale with long_below_best) keeps the long-query switch it was measured with
-        switch = similarity is not None and self.ctx.similarity_scale().long_below_best > 0.0
+        switch = similarity is not None and scale.long_below_best > 0.0
         bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len, switch)
         arrays = pipeline.RecallArrays(
             scope=scope, bm25=bm25, similarity=similarity, long_query=long_query,
@@ -203,7 +202,7 @@ class RetrievePipeline:
             csr_type=csr_type, csr_out=csr_out, superseded=index.derived("superseded"),
             prev=index.derived("prev"), next=index.derived("next"),
             edge_delta=None if delta is None else pipeline.EdgeDelta(*delta), similarity_bounds=bounds,
-            similarity_scale=self.ctx.similarity_scale(), doc_len=index.doc_len, mean_doc_len=mean_len,
+            similarity_scale=scale, doc_len=index.doc_len, mean_doc_len=mean_len,
             created_day=lambda rows: index.row_values("created", rows).astype("S10"),
             subject=self._subject(index, query, scope),
             backbone_share=backbone_share(index, scope, category, source),

@@ -23,9 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from mnemon.records import SEMANTIC_AUTO_COSINE, SEMANTIC_AUTO_TOP
+from mnemon.records import CONTRACT_SIMILARITY, SEMANTIC_AUTO_TOP, SimilarityScale
 from mnemon.store import blob
-from mnemon.text import written_in_han
 
 if TYPE_CHECKING:
     import numpy as np
@@ -48,14 +47,14 @@ class ChunkNeighbours:
 
     def __init__(
         self, index: VectorIndex | None, vectors: list[NDArray[np.float64] | None], dim: int, fmt: str,
-        auto_link: float = SEMANTIC_AUTO_COSINE, reads_han: bool = True,
+        scale: SimilarityScale = CONTRACT_SIMILARITY,
     ) -> None:
         import numpy as np
 
         import kernels
 
-        self.auto_link = auto_link  # the model's threshold (records.similarity_scale)
-        self.reads_han = reads_han  # records.SimilarityScale.reads_han
+        self.scale = scale  # the model's (records.similarity_scale)
+        self.auto_link = scale.auto_link
         self.index = index if index is not None and index.rows else None
         n = len(vectors)
         self.units = np.zeros((n, dim), dtype=np.float64)
@@ -81,7 +80,7 @@ class ChunkNeighbours:
     def compares(self, content: str) -> bool:
         """Whether the model's cosines say anything about ``content``: not an English-only model's
         about a Chinese memory (records.MINILM_SCALE), whose vector is stored but links nothing."""
-        return self.reads_han or not written_in_han(content)
+        return self.scale.reads(content)
 
     def stored(self, offset: int, insight_id: str) -> None:
         """The item at ``offset`` is now in the store with its vector: later items may link to it."""

@@ -32,7 +32,7 @@ from mnemon.records import (
     Insight,
 )
 from mnemon.store import edges, insights, oplog
-from mnemon.text import jaccard, tokenize, written_in_han
+from mnemon.text import jaccard, tokenize
 from mnemon.validate import (
     check_category,
     check_content,
@@ -90,9 +90,10 @@ class WritePipeline:
         )
         store = self.ctx.store
         vector = self.ctx.vectors.embed_for_write(content)
+        scale = self.ctx.similarity_scale()
         # stored either way, but an English-only model's cosines say nothing about a Chinese memory
         # (records.MINILM_SCALE): no semantic edge, diff or candidate reads them
-        compared = vector if self.ctx.similarity_scale().reads_han or not written_in_han(content) else None
+        compared = vector if scale.reads(content) else None
 
         suggestion = "ADD"
         scan: ActiveTokens | None = None
@@ -119,9 +120,9 @@ class WritePipeline:
             graph.entity_edges(conn, new, now, counts)
             graph.causal_edges(conn, new, now, counts)
             semantic_matches: list[tuple[str, float]] = []
-            if vector is not None and compared is not None:
+            if compared is not None:
                 semantic_matches = self.ctx.vectors.cosine_neighbours(
-                    vector, self.ctx.similarity_scale().auto_link, SEMANTIC_AUTO_TOP, exclude=new.id
+                    compared, scale.auto_link, SEMANTIC_AUTO_TOP, exclude=new.id
                 )
                 graph.semantic_edges(conn, new, now, counts, semantic_matches)
             if new.entities:
@@ -131,7 +132,7 @@ class WritePipeline:
             oplog.append(conn, "remember", new.id, content, stamp)
         self.ctx.after_write()
 
-        semantic = self._semantic_candidates(new, compared if vector is not None else None, scan)
+        semantic = self._semantic_candidates(new, compared, scan)
         causal = self._causal_candidates(new)
         return {
             "id": new.id, "content": content, "category": category, "importance": importance,
