@@ -268,9 +268,9 @@ def written_in_han(text: str) -> bool:
     return han > 2 * words
 
 
-def query_length(terms: Iterable[str], han_character: float = 1.0) -> float:
-    """How long a query is: its distinct words, and its distinct Han characters at ``han_character``
-    words each (1: a character a word; records.LONG_QUERY_HAN_CHARACTER for the long-query bound).
+def query_length(terms: Iterable[str]) -> int:
+    """How long a query is: its distinct words and its distinct Han characters, a character counting as a
+    word (records.LONG_QUERY_TERMS says why not half of one).
 
     A Han run's character bigrams are left out: they are extra views of the same characters, and
     counting them made a 13-character Chinese question as long as a 24-word English one
@@ -281,7 +281,7 @@ def query_length(terms: Iterable[str], han_character: float = 1.0) -> float:
             chars += 1
         elif not (len(term) == 2 and _HAN.match(term) and _HAN.match(term, 1)):
             words += 1  # a Han bigram is two characters already counted
-    return words + han_character * chars
+    return words + chars
 
 
 # Query side only: the "s" of a possessive ("Melanie's" tokenizes to "melanie", "s") is a term of

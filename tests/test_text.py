@@ -419,7 +419,7 @@ def test_a_chinese_question_is_not_long_and_a_dialogue_turn_is() -> None:
 
 def test_the_long_query_regime_grows_with_the_length(monkeypatch: pytest.MonkeyPatch) -> None:
     # None of it at LONG_QUERY_TERMS and below, all of it at LONG_QUERY_FULL and above, linear between;
-    # a switch when the two are equal. A Han character counts LONG_QUERY_HAN_CHARACTER words.
+    # a switch when the two are equal. A Han character counts one word, its bigrams none.
     from mnemon.engine import retrieve
     from mnemon.records import LONG_QUERY_FULL, LONG_QUERY_TERMS
 
@@ -440,8 +440,6 @@ def test_the_long_query_regime_grows_with_the_length(monkeypatch: pytest.MonkeyP
 
     assert retrieve.long_query_share(words(LONG_QUERY_SWITCH), switch=True) == 0.0
     assert retrieve.long_query_share(words(LONG_QUERY_SWITCH + 1), switch=True) == 1.0
-    monkeypatch.setattr(retrieve, "LONG_QUERY_HAN_CHARACTER", 0.5)  # two characters a word
-    assert retrieve.long_query_share(han * 2) == 0.0
     monkeypatch.setattr(retrieve, "LONG_QUERY_FULL", 16)
     monkeypatch.setattr(retrieve, "LONG_QUERY_TERMS", 16)  # a switch
     assert retrieve.long_query_share(words(16)) == 0.0 and retrieve.long_query_share(words(17)) == 1.0

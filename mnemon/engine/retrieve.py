@@ -24,7 +24,6 @@ from mnemon.records import (
     BM25_K1,
     CATEGORIES,
     LONG_QUERY_FULL,
-    LONG_QUERY_HAN_CHARACTER,
     LONG_QUERY_IDF_POWER,
     LONG_QUERY_SWITCH,
     LONG_QUERY_TERMS,
@@ -63,7 +62,7 @@ def long_query_share(known_terms: list[str], switch: bool = False) -> float:
     below, 1 at LONG_QUERY_FULL and above, linear between (a switch when they are equal). ``switch``:
     0 or 1 at records.LONG_QUERY_SWITCH, for a query with a model whose scale reads long queries
     (records.SimilarityScale.long_below_best): the ramp lowered its probe view."""
-    length = query_length(known_terms, LONG_QUERY_HAN_CHARACTER)
+    length = query_length(known_terms)
     if switch:
         return 1.0 if length > LONG_QUERY_SWITCH else 0.0
     if length <= LONG_QUERY_TERMS:
