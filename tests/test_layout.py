@@ -20,7 +20,8 @@ import pytest
 from tests.conftest import REPO
 
 MNEMON = REPO / "mnemon"
-DOMAIN = ("text", "entities", "intent", "linking", "lifecycle", "diff", "recall", "related", "relevance", "validate")
+DOMAIN = ("text", "entities", "intent", "linking", "lifecycle", "diff", "recall", "related", "relevance", "feedback",
+          "validate")
 LEAVES = ("config", "errors", "records", "heap")
 HEAVY = ("numpy", "numba", "kernels")
 

@@ -1,0 +1,67 @@
+"""Pseudo-relevance feedback for a Chinese query recalled without a model (issue 23).
+
+A user's chatty turn that paraphrases a short event memory shares a few mid-frequency Han characters
+with it and some incidental ones with other memories; a long query's idf power (records.
+LONG_QUERY_IDF_POWER) lets one incidental rare character lead. The memories that plain BM25 (idf to
+the power 1) ranks first are more often about what the turn paraphrases, so the terms they share
+(weighted by how high those memories rank, over their length, times the term's idf) are added to the
+query as a second list at FEEDBACK_WEIGHT of the first, each over its best. Pure: the engine reads the
+rows' forward terms and the terms' document frequencies (``engine/retrieve.py`` ``_feedback``).
+Measured in bench/quality-ablations.md, "Chinese event memories without a model, tenth session".
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import numpy as np
+
+FEEDBACK_ROWS = 5  # the first pass's best rows read; 4 and 6 measured beside it
+FEEDBACK_TERMS = 20  # terms added (15 and 25 measured)
+FEEDBACK_WEIGHT = 0.2  # the added list's weight against the query's own, each over its best (0.15, 0.25)
+
+
+def feedback_rows(first_pass: np.ndarray) -> np.ndarray:
+    """The FEEDBACK_ROWS rows with the highest first-pass score above 0; equal scores by row order
+    (the index's, deterministic)."""
+    import numpy as np
+
+    rows = np.flatnonzero(first_pass > 0)
+    return rows[np.lexsort((rows, -first_pass[rows]))][:FEEDBACK_ROWS]
+
+
+def expansion_terms(
+    row_scores: list[float], row_terms: list[np.ndarray], df: dict[int, int], n_docs: int, query_ids: set[int]
+) -> list[tuple[int, float]]:
+    """The FEEDBACK_TERMS best terms of the feedback rows that the query does not have, with their
+    weights: each row lends its share of the rows' summed score over its term count to each of its
+    terms; a term's weight is that sum times its idf in scope (a term every memory has lends nothing).
+    Ties by term id."""
+    total = sum(row_scores)
+    if total <= 0:
+        return []
+    weight: dict[int, float] = {}
+    for score, terms in zip(row_scores, row_terms, strict=True):
+        share = score / total / max(1, len(terms))
+        for term in sorted(set(terms.tolist())):
+            if term not in query_ids:
+                weight[term] = weight.get(term, 0.0) + share
+    weighted = []
+    for term, w in weight.items():
+        n = df.get(term, 0)
+        idf = math.log(1.0 + (n_docs - n + 0.5) / (n + 0.5)) if n else 0.0
+        if w * idf > 0:
+            weighted.append((term, w * idf))
+    weighted.sort(key=lambda kv: (-kv[1], kv[0]))
+    return weighted[:FEEDBACK_TERMS]
+
+
+def with_expansion(scores: np.ndarray, expansion: np.ndarray) -> np.ndarray:
+    """The query's scores with the expansion list added at FEEDBACK_WEIGHT, each over its best, on the
+    query's own scale (its best stays its best's order of magnitude)."""
+    top, best = float(scores.max()), float(expansion.max())
+    if top <= 0 or best <= 0:
+        return scores
+    return (scores / top + FEEDBACK_WEIGHT * expansion / best) * top
