@@ -36,28 +36,58 @@ def _keyword(engine, query: str, *, with_feedback: bool, use_numba: bool = False
     return engine.retrieval._keyword(index, query, np.array(index.active), use_numba, with_feedback=with_feedback)[0]
 
 
-def test_a_chinese_query_finds_what_its_best_match_shares(engine) -> None:
-    # "四个月工资已经到账" shares no character with the question; the memory the question finds best
-    # does share its terms (四个月工资), so feedback gives it a keyword score below that memory's.
+# a chatty turn (long: in the ramp of engine.retrieve.long_query_share) and a short question, about the bonus
+TURN = "周末爬山坐着看日出的时候想起来，年终奖春节前是什么时候发的"
+QUESTION = "年终奖什么时候发的"
+
+
+def _long_share(engine, query: str) -> float:
+    from mnemon.engine.retrieve import long_query_share
+    from mnemon.text import recall_query_terms
+
+    index = engine.hot_index()
+    return long_query_share([t for t in dict.fromkeys(recall_query_terms(query)) if index.term_ids([t])])
+
+
+def test_a_chinese_turn_finds_what_its_best_match_shares(engine) -> None:
+    # "四个月工资已经到账" shares no character with the turn; the memory the turn asks about does share
+    # its terms (四个月工资), so feedback gives it a keyword score below that memory's.
     for text in (SALARY, *FILLERS, BONUS):
         engine.remember(text, no_diff=True)
     rows = _rows(engine)
-    query = "年终奖什么时候发的"
-    plain = _keyword(engine, query, with_feedback=False)
-    fed = _keyword(engine, query, with_feedback=True)
+    assert 0.0 < _long_share(engine, TURN) < 1.0
+    plain = _keyword(engine, TURN, with_feedback=False)
+    fed = _keyword(engine, TURN, with_feedback=True)
     assert plain[rows[SALARY]] == 0.0 and fed[rows[SALARY]] > 0.0
     assert fed[rows[BONUS]] > fed[rows[SALARY]]
-    assert fed[rows[BONUS]] >= plain[rows[BONUS]]  # the query's own best keeps its place
-    for filler in FILLERS:  # nothing shared with the best match: nothing lent
-        assert fed[rows[filler]] == plain[rows[filler]] == 0.0
-    assert np.array_equal(_keyword(engine, query, with_feedback=True, use_numba=True), fed)  # numba agrees
-    assert np.array_equal(_keyword(engine, query, with_feedback=True), fed)  # deterministic
+    assert np.all(fed >= plain)  # feedback only adds
+    assert np.array_equal(_keyword(engine, TURN, with_feedback=True, use_numba=True), fed)  # numba agrees
+    assert np.array_equal(_keyword(engine, TURN, with_feedback=True), fed)  # deterministic
 
     # recall (no model) asks for it: the salary memory comes back on its keyword signal
-    hits = {h.insight.content: h for h in engine.recall(query, limit=10).hits}
+    hits = {h.insight.content: h for h in engine.recall(TURN, limit=10).hits}
     assert hits[SALARY].signals["keyword"] > 0.0
-    order = [h.insight.content for h in engine.recall(query, limit=10).hits]
-    assert order.index(BONUS) < order.index(SALARY)
+
+
+def test_a_short_chinese_question_has_no_feedback(engine) -> None:
+    # a question names what it asks about: feedback would put its best match first less often
+    for text in (SALARY, *FILLERS, BONUS):
+        engine.remember(text, no_diff=True)
+    rows = _rows(engine)
+    assert _long_share(engine, QUESTION) == 0.0
+    plain = _keyword(engine, QUESTION, with_feedback=False)
+    assert np.array_equal(_keyword(engine, QUESTION, with_feedback=True), plain)
+    assert plain[rows[SALARY]] == 0.0 and plain[rows[BONUS]] > 0.0
+
+
+def test_the_expansion_weighs_by_the_long_share() -> None:
+    scores, expansion = np.array([4.0, 2.0, 0.0]), np.array([0.0, 1.0, 2.0])
+    assert np.array_equal(feedback.with_expansion(scores, expansion, 0.0), scores)
+    whole = feedback.with_expansion(scores, expansion, 1.0)
+    half = feedback.with_expansion(scores, expansion, 0.5)
+    assert whole.tolist() == pytest.approx([4.0, 2.0 + 4.0 * feedback.FEEDBACK_WEIGHT * 0.5, 4.0 * feedback.FEEDBACK_WEIGHT])
+    assert (half - scores).tolist() == pytest.approx(((whole - scores) / 2).tolist())
+    assert np.array_equal(feedback.with_expansion(scores, np.zeros(3), 1.0), scores)  # nothing lent
 
 
 def test_an_english_query_has_no_feedback(engine) -> None:

@@ -331,8 +331,8 @@ class RetrievePipeline:
         power = 1.0 + (LONG_QUERY_IDF_POWER - 1.0) * long
         stats = (n_docs, avgdl, np.asarray(index.doc_len, dtype=np.float64), power)
         scores = self._bm25_terms(index, qids, scope, stats, use_numba)
-        if with_feedback and qids and written_in_han(query):
-            scores = self._feedback(index, qids, scores, scope, stats, use_numba)
+        if with_feedback and long > 0.0 and qids and written_in_han(query):
+            scores = self._feedback(index, qids, scores, scope, stats, use_numba, long)
         possessive = index.term_ids([POSSESSIVE_TERM]) if owners else []
         if possessive:
             # "Melanie's plans" asks for plans of Melanie's: the "s" of "Caroline's plans" is no
@@ -359,11 +359,13 @@ class RetrievePipeline:
         return scores, long
 
     def _feedback(self, index: HotIndex, qids: list[int], scores: np.ndarray, scope: np.ndarray,
-                  stats: tuple[int, float, np.ndarray, float], use_numba: bool) -> np.ndarray:
+                  stats: tuple[int, float, np.ndarray, float], use_numba: bool, long: float) -> np.ndarray:
         """The query's BM25 ``scores`` with pseudo-relevance feedback (``mnemon.feedback``): the rows
         plain BM25 (idf power 1, whatever the query's length) ranks first lend their terms, scored at the
-        query's own idf power and added at feedback.FEEDBACK_WEIGHT. A Chinese dialogue turn paraphrasing
-        an event memory: check set A 66.6 -> 68.8 at R@10 (bench/quality-ablations.md, tenth session)."""
+        query's own idf power and added at feedback.FEEDBACK_WEIGHT times ``long``, the query's long share
+        (a question asks in few words, a dialogue turn paraphrases in many). A Chinese dialogue turn
+        paraphrasing an event memory: check set A 66.6 -> 68.4 at R@10 (bench/quality-ablations.md, tenth
+        session)."""
         import kernels
         import numpy as np
 
@@ -393,7 +395,7 @@ class RetrievePipeline:
                 post.ptr, post.rows, post.tf, doc_len, np.array([at[term]], dtype=np.int32),
                 n_docs, avgdl, BM25_K1, BM25_B, scope, power,
             )  # fmt: skip
-        return feedback.with_expansion(scores, expansion)
+        return feedback.with_expansion(scores, expansion, long)
 
     def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
                     stats: tuple[int, float, np.ndarray, float], use_numba: bool) -> np.ndarray:
