@@ -471,12 +471,27 @@ def _query_scale(a: RecallArrays) -> SimilarityScale:
     query; records.SimilarityScale) starts the query's signal (and so its vector anchors' floor) that
     far below the query's best cosine in scope; without that margin the fixed floor stays (the same
     object). A scale with ``long_below_best`` keeps the long-query switch (engine.retrieve.long_query_share),
-    so its queries are wholly long or not at all; any other scale's long margin is 0."""
+    so its queries are wholly long or not at all; any other scale's long margin is 0. An ordinary query
+    with a scale's ``spread_below_best`` starts that many standard deviations of its cosines below its best
+    in a conversation (backbone share 1), the margin among separate memories (share 0), in between by the
+    share: on separate event memories the spread's floor lowered short Chinese probes (bench/quality-ablations.md,
+    tenth Chinese session)."""
     scale = a.similarity_scale
     margin = scale.long_below_best if a.long_query > 0.0 else scale.signal_below_best
     if a.similarity is None or margin <= 0.0 or not a.scope.any():
         return scale
-    return replace(scale, signal_floor=_best_similarity(a) - margin)
+    best = _best_similarity(a)
+    if a.long_query <= 0.0 and scale.spread_below_best > 0.0:
+        # how flat the query's cosines lie, over every row in scope (with bounds, the rows not made
+        # exact count at their estimate: the spread, not any one row's rank, is read)
+        spread = float(a.similarity[a.scope].std()) if a.backbone_share > 0.0 else 0.0
+        if spread > 0.0:
+            share = a.backbone_share
+            below = share * scale.spread_below_best * spread + (1.0 - share) * margin
+            return replace(scale, signal_floor=best - below)
+        # one cosine, all equal, or separate memories: the margin's floor and span
+        return replace(scale, signal_floor=best - margin, spread_below_best=0.0)
+    return replace(scale, signal_floor=best - margin)
 
 
 def _signal_span(a: RecallArrays) -> float:
@@ -484,7 +499,9 @@ def _signal_span(a: RecallArrays) -> float:
     is signal 1; for a long query in a store of separate memories, with a scale's
     ``separate_best_signal`` (records.SimilarityScale), narrower, so that the query's best cosine
     (``long_below_best`` above the floor ``_query_scale`` set) reaches that signal, in proportion as
-    the store's backbone share is below 1 (0: all of it; 1, a conversation: none).
+    the store's backbone share is below 1 (0: all of it; 1, a conversation: none). For an ordinary query
+    with a scale's ``spread_below_best`` and ``best_signal``, the span that takes its best cosine to
+    ``best_signal`` in proportion as the share is above 0 (1: all of it; 0, separate memories: none).
 
     Why: the relative floor leaves a long query's best cosine at long_below_best / (1 - floor), about
     0.3 for e5, while the best keyword match is 1. In a conversation the keyword list and the signals
@@ -494,6 +511,14 @@ def _signal_span(a: RecallArrays) -> float:
     scale = a.similarity_scale
     floor = scale.signal_floor
     span = 1.0 - floor
+    if a.similarity is not None and a.long_query <= 0.0 and scale.best_signal > 0.0 and scale.spread_below_best > 0.0:
+        # an ordinary query's floor by its cosines' spread (_query_scale): its best cosine reaches best_signal,
+        # the store's backbone share of the way from the plain span's signal
+        below = _best_similarity(a) - floor
+        if below <= 0.0:
+            return span
+        share = a.backbone_share
+        return below / (share * scale.best_signal + (1.0 - share) * below / span)
     target, margin = scale.separate_best_signal, scale.long_below_best
     if a.similarity is None or a.long_query <= 0.0 or target <= 0.0 or margin <= 0.0 or a.backbone_share >= 1.0:
         return span

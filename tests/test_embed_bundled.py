@@ -212,6 +212,56 @@ def test_remember_embeds_the_memory_as_a_passage_and_recall_the_query_as_a_query
     assert found[0]["signals"]["similarity"] == pytest.approx(expected, abs=0.02)
 
 
+# Memories of one store, Chinese and English: a question written in Han characters reads e5's calibration for
+# Han text (records.SimilarityScale.han), whose cosines lie flatter than English ones; an English one the margin.
+MIXED = ["数据库每天凌晨两点备份", "备份文件保存在对象存储里，保留三十天", "今天天气很好，适合去公园散步",
+         "我周末和孩子们一起去看了画展", "API 限流为每秒一百个请求", "The database is backed up at two every night.",
+         "Backups are kept in object storage for thirty days.", "We went to the art gallery with the kids."]  # fmt: skip
+
+
+def test_a_chinese_question_reads_e5_s_han_calibration_and_an_english_one_the_margin(tmp_path, embedder) -> None:
+    data = tmp_path / "data"
+    draft = tmp_path / "draft.json"
+    draft.write_text(json.dumps({"schema_version": "1", "insights": [{"content": m} for m in MIXED]}), encoding="utf-8")
+    assert _mnemon(data, "import", str(draft), "--no-diff").returncode == 0
+    e5 = similarity_scale("multilingual-e5-small")
+    chinese, english = "数据库什么时候备份？", "When is the database backed up?"
+    assert e5.for_query(chinese) is e5.han and e5.for_query(english) is e5
+    assert similarity_scale("all-MiniLM-L6-v2").for_query(chinese) is similarity_scale("all-MiniLM-L6-v2")
+
+    def found(query: str) -> dict[str, float]:
+        out = _mnemon(data, "recall", query, "--verbose", "--limit", str(len(MIXED)))
+        assert out.returncode == 0, out.stderr
+        return {h["insight"]["content"]: h["signals"]["similarity"] for h in json.loads(out.stdout)["results"]}
+
+    def cosines(query: str) -> dict[str, float]:
+        return {m: float(embedder.embed_query(query) @ embedder.embed(m)) for m in MIXED}
+
+    # Chinese: the floor is the best cosine less spread_below_best standard deviations of the query's cosines
+    # over the store, and the best cosine's signal is best_signal
+    han = e5.han
+    assert han is not None and han.spread_below_best > 0 and han.best_signal > 0
+    cos = cosines(chinese)
+    best, spread = max(cos.values()), float(np.std(list(cos.values())))
+    floor = best - han.spread_below_best * spread
+    margin_floor = best - e5.signal_below_best  # the English margin's floor, for the contrast
+    got = found(chinese)
+    assert got[MIXED[0]] == pytest.approx(han.best_signal, abs=1e-9)  # the best row: best_signal, exactly
+    for memory, signal in got.items():
+        assert signal == pytest.approx(max(0.0, han.best_signal * (cos[memory] - floor) / (best - floor)), abs=0.03)
+    # the floor follows the spread, not the margin: these cosines spread wide (Chinese and English memories),
+    # so a row further than the margin below the best still has a signal
+    assert any(signal > 0.0 and cos[m] < margin_floor - 0.005 for m, signal in got.items())
+    # English: the fixed margin below the best, spread over 1 - floor
+    cos = cosines(english)
+    best = max(cos.values())
+    floor = best - e5.signal_below_best
+    got = found(english)
+    assert max(got, key=got.__getitem__) == MIXED[5]
+    for memory, signal in got.items():
+        assert signal == pytest.approx(max(0.0, (cos[memory] - floor) / (1 - floor)), abs=0.02)
+
+
 def test_thresholds_are_per_model() -> None:
     e5 = similarity_scale("multilingual-e5-small")
     assert similarity_scale("intfloat/multilingual-e5-small") == e5  # the owner prefix does not matter

@@ -509,6 +509,48 @@ def test_a_relative_floor_starts_an_ordinary_query_s_signal_below_its_best_cosin
     assert recall._query_scale(contract) is CONTRACT_SIMILARITY
 
 
+def test_a_floor_by_the_spread_starts_an_ordinary_query_s_signal_standard_deviations_below_its_best() -> None:
+    # A scale with spread_below_best and best_signal (e5's for a query written in Han): an ordinary query's
+    # floor is its best cosine in scope less that many standard deviations of its cosines in scope, and its
+    # best cosine's signal is best_signal, in a conversation (backbone share 1); a long query keeps its own
+    # margin and span, and so do a scope of one cosine (no spread) and separate memories (share 0).
+    import dataclasses
+
+    from mnemon.records import SimilarityScale
+
+    scale = SimilarityScale(signal_floor=0.85, signal_below_best=0.07, long_below_best=0.04,
+                            spread_below_best=1.5, best_signal=0.4)  # fmt: skip
+    cosines = np.array([0.80, 0.84, 0.86, 0.89, 0.90, 0.95], dtype=np.float64)
+    scope = np.array([True, True, True, True, True, False])  # 0.95 is out of scope
+    a = dataclasses.replace(arrays(6, bm25=[1.0, 0.5, 0.0, 0.2, 0.0, 0.0]), similarity=cosines,
+                            similarity_scale=scale, scope=scope)  # fmt: skip
+    floor = 0.90 - 1.5 * float(cosines[scope].std())
+    assert recall._query_scale(a).signal_floor == pytest.approx(floor)
+    hits = {h.row: h for h in recall.run(a, Intent.GENERAL, 10).hits}
+    assert hits[4].similarity == pytest.approx(0.4)
+    for row in hits:
+        assert hits[row].similarity == pytest.approx(max(0.0, 0.4 * (cosines[row] - floor) / (0.90 - floor)))
+    assert hits[1].similarity == 0.0 < hits[3].similarity  # 0.84 is below the floor (0.846), 0.89 above
+    long = dataclasses.replace(a, long_query=1.0)
+    assert recall._query_scale(long).signal_floor == pytest.approx(0.90 - 0.04)
+    assert recall._signal_span(dataclasses.replace(long, similarity_scale=recall._query_scale(long))) == pytest.approx(
+        1 - (0.90 - 0.04))
+    alone = dataclasses.replace(a, scope=np.array([False, False, False, False, True, False]))
+    assert recall._query_scale(alone).signal_floor == pytest.approx(0.90 - 0.07)
+    (hit,) = recall.run(alone, Intent.GENERAL, 10).hits
+    assert hit.similarity == pytest.approx(0.07 / (1 - (0.90 - 0.07)))
+    # separate memories (backbone share 0): the margin's floor and span, bit for bit; half way at share 0.5
+    separate = dataclasses.replace(a, backbone_share=0.0)
+    plain = dataclasses.replace(separate, similarity_scale=dataclasses.replace(scale, spread_below_best=0.0))
+    assert [(h.row, h.score) for h in recall.run(separate, Intent.GENERAL, 10).hits] == [
+        (h.row, h.score) for h in recall.run(plain, Intent.GENERAL, 10).hits]
+    half = dataclasses.replace(a, backbone_share=0.5)
+    below = 0.5 * 1.5 * float(cosines[scope].std()) + 0.5 * 0.07
+    assert recall._query_scale(half).signal_floor == pytest.approx(0.90 - below)
+    hits = {h.row: h for h in recall.run(half, Intent.GENERAL, 10).hits}
+    assert hits[4].similarity == pytest.approx(0.5 * 0.4 + 0.5 * below / (1 - (0.90 - below)))
+
+
 def test_a_model_measured_on_long_queries_gives_them_a_relative_floor_and_the_graph_s_weight() -> None:
     # A scale with long_below_best: a long query's floor is its best cosine in scope less that margin,
     # and its graph weight goes to the similarity rather than the keyword; an ordinary query keeps its

@@ -182,7 +182,8 @@ class RetrievePipeline:
         index = self.ctx.hot_index()
         scope = self._scope(index, category, source)
         use_numba = pipeline.use_numba(index.n)
-        scale = self.ctx.similarity_scale()
+        # a model calibrated apart for a query written in Han characters reads it so (records.SimilarityScale.han)
+        scale = self.ctx.similarity_scale().for_query(query)
         # an English-only model's similarity says less than nothing about a Chinese query (records.MINILM_SCALE)
         similarity, bounds = self.query_similarity(index, query) if scope.any() and scale.reads(query) else (None, None)
         if similarity is not None:
