@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import itertools
+import logging
 import operator
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
@@ -40,6 +41,13 @@ COPY_MIN_ROWS = 2_000
 # Rows per round trip of a streamed scan (``stream``): an edge row is about 400 bytes as a tuple.
 STREAM_ROWS = 20_000
 BULK_WORK_MEM = "128MB"  # work_mem during an import (bulk_tuning)
+
+# psycopg reports an error it ignores (a pipeline that cannot end because the server went away while
+# the statement's own error is already on its way up) as a warning on its logger. With no handler
+# configured, Python's last-resort handler prints it on stderr before mnemon's one "Error: ..." line.
+# The error that matters reaches the user as that line (StoreError "lost connection ..."); the
+# ignored one is noise, so the library's logger gets a handler of its own that drops it.
+logging.getLogger("psycopg").addHandler(logging.NullHandler())
 
 
 class StatementError(apsw.Error):
