@@ -39,10 +39,13 @@ def _overlap_counts(post_indptr, post_rows, query_ids, n_rows):
 
 
 @jit()
-def _bm25_scores(post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, avgdl, k1, b, row_mask, idf_power):
+def _bm25_scores(
+    post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, avgdl, k1, b, row_mask, idf_power, term_weights
+):
     n_rows = doc_len.shape[0]
     scores = np.zeros(n_rows, dtype=np.float64)
     has_mask = row_mask.shape[0] != 0
+    weighted = term_weights.shape[0] != 0
     n_tokens = post_indptr.shape[0] - 1
     for q in range(query_ids.shape[0]):
         t = query_ids[q]
@@ -62,13 +65,15 @@ def _bm25_scores(post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, av
         idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
         if idf_power != 1.0:
             idf = idf**idf_power
+        weight = term_weights[q] if weighted else 1.0
         for j in range(lo, hi):
             r = post_rows[j]
             if has_mask and not row_mask[r]:
                 continue
             tf = float(post_tf[j])
             ratio = doc_len[r] / avgdl if avgdl > 0.0 else 1.0
-            scores[r] += idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+            part = idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+            scores[r] += weight * part if weighted else part
     return scores
 
 
@@ -80,6 +85,26 @@ def _check_query(query_ids: object) -> np.ndarray:
     if q.size and q.dtype.kind not in "iu":
         raise TypeError(f"query_ids must be integers, got {q.dtype.name}")
     return np.unique(q).astype(np.int32)
+
+
+_UNWEIGHTED = np.empty(0, dtype=np.float64)
+
+
+def _check_weighted_query(query_ids: object, term_weights: object) -> tuple[np.ndarray, np.ndarray]:
+    """The query token ids in ascending order with their weights (an empty array for none). Weighted
+    ids must be distinct: a repeated id would have two weights."""
+    if term_weights is None:
+        return _check_query(query_ids), _UNWEIGHTED
+    q = np.asarray(query_ids)
+    ids = _check_query(q)
+    weights = np.asarray(term_weights, dtype=np.float64)
+    if weights.ndim != 1 or weights.shape[0] != q.shape[0]:
+        raise ValueError(f"term_weights must have one weight per query id ({q.shape[0]}), got shape {weights.shape}")
+    if ids.shape[0] != q.shape[0]:
+        raise ValueError("weighted query_ids must be distinct")
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0.0):
+        raise ValueError("term_weights must be finite and >= 0")
+    return ids, np.ascontiguousarray(weights[np.argsort(q, kind="stable")])
 
 
 def _check_postings(post_indptr: object, post_rows: object, n_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -164,6 +189,7 @@ def bm25_scores(
     b: float,
     row_mask: npt.NDArray[np.bool_] | None = None,
     idf_power: float = 1.0,
+    term_weights: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.float64]:
     """Return the Okapi BM25 score of every row for the query (Decision 12; numba path).
 
@@ -178,6 +204,9 @@ def bm25_scores(
       (``len/avgdl`` taken as 1).
     - ``idf_power`` p: each term weighs ``idf(t)**p`` instead (1, the default, is Okapi's own,
       bit for bit); p > 1 lets the rare terms of a long query dominate its common ones.
+    - ``term_weights`` w (one per query id, the ids then distinct): each term's part is multiplied by
+      ``w(t)``, so ``Σ_t w(t)·score_t`` takes one pass instead of one call per term (pseudo-relevance
+      feedback's added terms, mnemon.feedback). None, the default, is the unweighted sum bit for bit.
 
     Parameters
     ----------
@@ -187,15 +216,17 @@ def bm25_scores(
     n_docs : int, N. avgdl : float, mean document length over the scope. k1, b : floats
         (``records.BM25_K1``, ``records.BM25_B``).
     row_mask : bool (n,) or None. idf_power : float, p (``records.LONG_QUERY_IDF_POWER`` for long queries).
+    term_weights : float (q,) or None, finite and >= 0, aligned with ``query_ids``.
 
     Returns
     -------
     scores : float64 (n,), >= 0.
     """
     post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
+    ids, weights = _check_weighted_query(query_ids, term_weights)
     return _bm25_scores(
-        post_indptr, post_rows, post_tf, doc_len, _check_query(query_ids),
-        float(n_docs), float(avgdl), float(k1), float(b), mask, float(idf_power),
+        post_indptr, post_rows, post_tf, doc_len, ids,
+        float(n_docs), float(avgdl), float(k1), float(b), mask, float(idf_power), weights,
     )  # fmt: skip
 
 
@@ -211,13 +242,15 @@ def bm25_scores_numpy(
     b: float,
     row_mask: npt.NDArray[np.bool_] | None = None,
     idf_power: float = 1.0,
+    term_weights: npt.ArrayLike | None = None,
 ) -> npt.NDArray[np.float64]:
     """Same contract as :func:`bm25_scores`, with numpy only (same operation order, same floats)."""
     post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
     docs, avgdl, k1, b = float(n_docs), float(avgdl), float(k1), float(b)
     scores = np.zeros(doc_len.shape[0], dtype=np.float64)
     n_tokens = post_indptr.shape[0] - 1
-    for t in _check_query(query_ids):
+    ids, weights = _check_weighted_query(query_ids, term_weights)
+    for k, t in enumerate(ids):
         if not 0 <= t < n_tokens:
             continue
         rows = post_rows[post_indptr[t] : post_indptr[t + 1]]
@@ -232,5 +265,6 @@ def bm25_scores_numpy(
         if idf_power != 1.0:
             idf = idf ** float(idf_power)
         ratio = doc_len[rows] / avgdl if avgdl > 0.0 else 1.0
-        scores[rows] += idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+        part = idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+        scores[rows] += weights[k] * part if weights.shape[0] else part
     return scores

@@ -31,11 +31,13 @@ FEEDBACK_WEIGHT = 0.25
 
 def feedback_rows(first_pass: np.ndarray) -> np.ndarray:
     """The FEEDBACK_ROWS rows with the highest first-pass score above 0; equal scores by row order
-    (the index's, deterministic)."""
+    (the index's, deterministic). A partial selection: sorting every matching row cost 75 ms at 1M."""
     import numpy as np
 
-    rows = np.flatnonzero(first_pass > 0)
-    return rows[np.lexsort((rows, -first_pass[rows]))][:FEEDBACK_ROWS]
+    import kernels
+
+    by_row = np.zeros(first_pass.shape[0], dtype=np.int32)  # no rank of its own: ties by row
+    return kernels.topk_numpy(np.ascontiguousarray(first_pass, dtype=np.float64), FEEDBACK_ROWS, by_row, first_pass > 0)
 
 
 def expansion_terms(

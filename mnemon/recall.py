@@ -131,6 +131,9 @@ class RecallArrays:
     # The share of the backbone neighbour lift the store's backbone earns (backbone_lift_share): 1 where
     # consecutive memories are about the same thing (a conversation), 0 where they are separate events.
     backbone_share: float = 1.0
+    # The exact largest cosine in scope once _query_scale has read it (_best_similarity), so that the
+    # signal's span reads the same value instead of a second pass over the scope.
+    best_similarity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -323,9 +326,9 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     """Run the pipeline; ``hits`` are truncated to ``limit`` and WHY-ordered."""
     import numpy as np
 
-    scale = _query_scale(a)
-    if scale is not a.similarity_scale:
-        a = replace(a, similarity_scale=scale)
+    scale, best_similarity = _query_scale(a)
+    if scale is not a.similarity_scale or best_similarity is not None:
+        a = replace(a, similarity_scale=scale, best_similarity=best_similarity)
     anchor_rows, anchor_scores, anchor_via = anchors(a, intent)
     if anchor_rows.size == 0:
         return RecallOutcome([], 0, 0, "sparse_results")
@@ -466,8 +469,8 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     return RecallOutcome(hits, int(anchor_rows.size), traversed, hint)
 
 
-def _query_scale(a: RecallArrays) -> SimilarityScale:
-    """This query's similarity scale: a model with ``signal_below_best`` (``long_below_best`` for a long
+def _query_scale(a: RecallArrays) -> tuple[SimilarityScale, float | None]:
+    """This query's similarity scale, and its best cosine in scope when the scale read it: a model with ``signal_below_best`` (``long_below_best`` for a long
     query; records.SimilarityScale) starts the query's signal (and so its vector anchors' floor) that
     far below the query's best cosine in scope; without that margin the fixed floor stays (the same
     object). A scale with ``long_below_best`` keeps the long-query switch (engine.retrieve.long_query_share),
@@ -479,7 +482,7 @@ def _query_scale(a: RecallArrays) -> SimilarityScale:
     scale = a.similarity_scale
     margin = scale.long_below_best if a.long_query > 0.0 else scale.signal_below_best
     if a.similarity is None or margin <= 0.0 or not a.scope.any():
-        return scale
+        return scale, None
     best = _best_similarity(a)
     if a.long_query <= 0.0 and scale.spread_below_best > 0.0:
         # how flat the query's cosines lie, over every row in scope (with bounds, the rows not made
@@ -488,10 +491,10 @@ def _query_scale(a: RecallArrays) -> SimilarityScale:
         if spread > 0.0:
             share = a.backbone_share
             below = share * scale.spread_below_best * spread + (1.0 - share) * margin
-            return replace(scale, signal_floor=best - below)
+            return replace(scale, signal_floor=best - below), best
         # one cosine, all equal, or separate memories: the margin's floor and span
-        return replace(scale, signal_floor=best - margin, spread_below_best=0.0)
-    return replace(scale, signal_floor=best - margin)
+        return replace(scale, signal_floor=best - margin, spread_below_best=0.0), best
+    return replace(scale, signal_floor=best - margin), best
 
 
 def _signal_span(a: RecallArrays) -> float:
@@ -530,9 +533,11 @@ def _signal_span(a: RecallArrays) -> float:
 
 def _best_similarity(a: RecallArrays) -> float:
     """The exact largest cosine in scope. With bounds, the rows whose upper bound reaches the best
-    lower bound are made exact first: the best row is among them."""
+    lower bound are made exact first: the best row is among them. Read once per query (``a.best_similarity``)."""
     import numpy as np
 
+    if a.best_similarity is not None:
+        return a.best_similarity
     sim, bounds = a.similarity, a.similarity_bounds
     assert sim is not None
     rows = np.flatnonzero(a.scope)

@@ -154,3 +154,53 @@ def test_bm25_edge_cases_empty_query_empty_docs_int32_lengths_zero_avgdl(bm25_sc
         bm25_scores(indptr, rows, tf.astype(np.int64), doc_len, [0], 3, 1.0, 1.2, 0.75)
     with pytest.raises(ValueError):
         bm25_scores(indptr, rows, tf, doc_len, [0], 3, 1.0, 1.2, 0.75, np.ones(2, dtype=bool))
+
+
+@pytest.mark.parametrize("bm25_scores", BM25)
+@pytest.mark.parametrize("masked", [False, True])
+def test_bm25_term_weights_are_the_weighted_sum_of_each_terms_scores(bm25_scores, masked):
+    # Feedback's added terms each have a weight: one weighted pass is Σ_t w(t)·score_t, the terms
+    # taken in ascending id order, bit for bit (the query's order does not matter).
+    rng = np.random.default_rng(7 + masked)
+    docs = random_docs(rng, 300, 40, max_len=25)
+    indptr, rows, tf, doc_len = build_postings(docs, 40)
+    scope = readonly(rng.random(300) < 0.8) if masked else None
+    n_docs = int(scope.sum()) if masked else 300
+    query = [31, 4, 17, 9, 22, -1]
+    weights = [0.5, 2.0, 0.0, 1.25, 0.3, 9.0]
+    args = (indptr, rows, tf, doc_len)
+    stats = (n_docs, float(doc_len.mean()), BM25_K1, BM25_B, scope, 3.0)
+    got = bm25_scores(*args, query, *stats, weights)
+    want = np.zeros(300)
+    for term, weight in sorted(zip(query, weights)):
+        want += weight * bm25_scores(*args, [term], *stats)
+    np.testing.assert_array_equal(got, want)
+    # weights of one are the unweighted sum, bit for bit
+    np.testing.assert_array_equal(bm25_scores(*args, query, *stats, np.ones(6)), bm25_scores(*args, query, *stats))
+
+
+def test_bm25_term_weights_numba_and_numpy_paths_agree_bit_for_bit():
+    rng = np.random.default_rng(11)
+    docs = random_docs(rng, 400, 60, max_len=30)
+    indptr, rows, tf, doc_len = build_postings(docs, 60)
+    query = rng.choice(60, 12, replace=False)
+    weights = rng.random(12) * 3
+    args = (indptr, rows, tf, doc_len, query, 400, float(doc_len.mean()), BM25_K1, BM25_B, None, 2.0, weights)
+    np.testing.assert_array_equal(kernels.bm25_scores(*args), kernels.bm25_scores_numpy(*args))
+
+
+@pytest.mark.parametrize("bm25_scores", BM25)
+@pytest.mark.parametrize(
+    "query, weights, message",
+    [
+        ([0, 1], [1.0], "one weight per query id"),
+        ([0, 0], [1.0, 2.0], "distinct"),
+        ([0, 1], [1.0, -0.5], "finite and >= 0"),
+        ([0, 1], [1.0, float("nan")], "finite and >= 0"),
+        ([0, 1], [[1.0, 2.0]], "one weight per query id"),
+    ],
+)
+def test_bm25_term_weights_are_checked(bm25_scores, query, weights, message):
+    indptr, rows, tf, doc_len = build_postings([[0, 1], [1]], 2)
+    with pytest.raises(ValueError, match=message):
+        bm25_scores(indptr, rows, tf, doc_len, query, 2, 1.5, 1.2, 0.75, None, 1.0, weights)

@@ -496,17 +496,17 @@ def test_a_relative_floor_starts_an_ordinary_query_s_signal_below_its_best_cosin
     a = dataclasses.replace(arrays(6, bm25=[1.0, 0.5, 0.0, 0.2, 0.0, 0.0]), similarity=cosines, similarity_scale=scale)
     a = dataclasses.replace(a, scope=np.array([True, True, True, True, True, False]))  # 0.95 is out of scope
     floor = 0.90 - 0.07
-    assert recall._query_scale(a).signal_floor == pytest.approx(floor)
+    assert recall._query_scale(a)[0].signal_floor == pytest.approx(floor)
     hits = {h.row: h for h in recall.run(a, Intent.GENERAL, 10).hits}
     for row in hits:
         assert hits[row].similarity == pytest.approx(max(0.0, (cosines[row] - floor) / (1 - floor)))
     assert 0 in hits and hits[0].similarity == 0.0  # below the relative floor: no signal, still a keyword hit
     long = dataclasses.replace(a, long_query=True)
-    assert recall._query_scale(long) is scale
+    assert recall._query_scale(long)[0] is scale
     long_hits = {h.row: h for h in recall.run(long, Intent.GENERAL, 10).hits}
     assert long_hits[4].similarity == pytest.approx((0.90 - 0.85) / 0.15) and long_hits[1].similarity == 0.0
     contract = dataclasses.replace(a, similarity_scale=CONTRACT_SIMILARITY)
-    assert recall._query_scale(contract) is CONTRACT_SIMILARITY
+    assert recall._query_scale(contract)[0] is CONTRACT_SIMILARITY
 
 
 def test_a_floor_by_the_spread_starts_an_ordinary_query_s_signal_standard_deviations_below_its_best() -> None:
@@ -525,18 +525,18 @@ def test_a_floor_by_the_spread_starts_an_ordinary_query_s_signal_standard_deviat
     a = dataclasses.replace(arrays(6, bm25=[1.0, 0.5, 0.0, 0.2, 0.0, 0.0]), similarity=cosines,
                             similarity_scale=scale, scope=scope)  # fmt: skip
     floor = 0.90 - 1.5 * float(cosines[scope].std())
-    assert recall._query_scale(a).signal_floor == pytest.approx(floor)
+    assert recall._query_scale(a)[0].signal_floor == pytest.approx(floor)
     hits = {h.row: h for h in recall.run(a, Intent.GENERAL, 10).hits}
     assert hits[4].similarity == pytest.approx(0.4)
     for row in hits:
         assert hits[row].similarity == pytest.approx(max(0.0, 0.4 * (cosines[row] - floor) / (0.90 - floor)))
     assert hits[1].similarity == 0.0 < hits[3].similarity  # 0.84 is below the floor (0.846), 0.89 above
     long = dataclasses.replace(a, long_query=1.0)
-    assert recall._query_scale(long).signal_floor == pytest.approx(0.90 - 0.04)
-    assert recall._signal_span(dataclasses.replace(long, similarity_scale=recall._query_scale(long))) == pytest.approx(
+    assert recall._query_scale(long)[0].signal_floor == pytest.approx(0.90 - 0.04)
+    assert recall._signal_span(dataclasses.replace(long, similarity_scale=recall._query_scale(long)[0])) == pytest.approx(
         1 - (0.90 - 0.04))
     alone = dataclasses.replace(a, scope=np.array([False, False, False, False, True, False]))
-    assert recall._query_scale(alone).signal_floor == pytest.approx(0.90 - 0.07)
+    assert recall._query_scale(alone)[0].signal_floor == pytest.approx(0.90 - 0.07)
     (hit,) = recall.run(alone, Intent.GENERAL, 10).hits
     assert hit.similarity == pytest.approx(0.07 / (1 - (0.90 - 0.07)))
     # separate memories (backbone share 0): the margin's floor and span, bit for bit; half way at share 0.5
@@ -546,7 +546,7 @@ def test_a_floor_by_the_spread_starts_an_ordinary_query_s_signal_standard_deviat
         (h.row, h.score) for h in recall.run(plain, Intent.GENERAL, 10).hits]
     half = dataclasses.replace(a, backbone_share=0.5)
     below = 0.5 * 1.5 * float(cosines[scope].std()) + 0.5 * 0.07
-    assert recall._query_scale(half).signal_floor == pytest.approx(0.90 - below)
+    assert recall._query_scale(half)[0].signal_floor == pytest.approx(0.90 - below)
     hits = {h.row: h for h in recall.run(half, Intent.GENERAL, 10).hits}
     assert hits[4].similarity == pytest.approx(0.5 * 0.4 + 0.5 * below / (1 - (0.90 - below)))
 
@@ -568,15 +568,15 @@ def test_a_model_measured_on_long_queries_gives_them_a_relative_floor_and_the_gr
     a = dataclasses.replace(a, similarity=cosines, similarity_scale=scale,
                             scope=np.array([True, True, True, True, True, False]))  # fmt: skip
     long = dataclasses.replace(a, long_query=True)
-    assert recall._query_scale(long).signal_floor == pytest.approx(0.90 - 0.04)
-    assert recall._query_scale(a).signal_floor == pytest.approx(0.90 - 0.07)
+    assert recall._query_scale(long)[0].signal_floor == pytest.approx(0.90 - 0.04)
+    assert recall._query_scale(a)[0].signal_floor == pytest.approx(0.90 - 0.07)
     floor = 0.90 - 0.04
     kw, ent, sim, graph = RERANK_WEIGHTS_EMBEDDED
     for hit in recall.run(long, Intent.GENERAL, 10).hits:  # no backbone here: no lift
         assert hit.similarity == pytest.approx(max(0.0, (cosines[hit.row] - floor) / (1 - floor)))
         assert hit.score == pytest.approx(kw * hit.keyword + ent * hit.entity + (sim + graph) * hit.similarity)
     contract = dataclasses.replace(long, similarity_scale=CONTRACT_SIMILARITY)
-    assert recall._query_scale(contract) is CONTRACT_SIMILARITY
+    assert recall._query_scale(contract)[0] is CONTRACT_SIMILARITY
     for hit in recall.run(contract, Intent.GENERAL, 10).hits:
         assert hit.score == pytest.approx((kw + graph) * hit.keyword + ent * hit.entity + sim * hit.similarity)
 

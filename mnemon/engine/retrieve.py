@@ -269,6 +269,10 @@ class RetrievePipeline:
         n_docs = int(scope.sum())
         terms = relevance.informative(t for t in dict.fromkeys(recall_query_terms(query)) if t != POSSESSIVE_TERM)
         hit_rows = np.asarray(rows, dtype=np.int32)
+        # which rows are hits, to read each posting list once (np.isin against a whole list of a
+        # common term hashes it: 3 ms a term at 1M rows)
+        is_hit = np.zeros(scope.shape[0], dtype=np.bool_)
+        is_hit[hit_rows] = True
         weights: list[float] = []
         carried = np.zeros((len(terms), hit_rows.shape[0]), dtype=np.bool_)
         for k, term in enumerate(terms):
@@ -279,7 +283,7 @@ class RetrievePipeline:
             post, _ = index.query_postings(qids, plain=False)
             posted = post.rows[: int(post.ptr[1])]
             weights.append(relevance.term_weight(term, int(np.count_nonzero(scope[posted])), n_docs))
-            carried[k] = np.isin(hit_rows, posted)
+            carried[k] = np.isin(hit_rows, posted[is_hit[posted]])
         background = None
         if similarity is not None:
             background = relevance.background(similarity[relevance.sample_rows(np.flatnonzero(scope))])
@@ -385,17 +389,22 @@ class RetrievePipeline:
             return scores
         post, local = index.query_postings(candidates, plain=False)
         assert post.tf is not None  # plain=False: the postings carry their term frequencies
-        in_scope = np.concatenate(([0], np.cumsum(scope[post.rows], dtype=np.int64)))
-        df = dict(zip(candidates, (in_scope[post.ptr[1:]] - in_scope[post.ptr[:-1]]).tolist(), strict=True))
+        if n_docs == scope.shape[0]:  # every row in scope: a list's length is its df (the row sizes' scan
+            counts = np.diff(post.ptr)  # below cost 80 ms at 1M rows for a long query's common characters)
+        else:
+            in_scope = np.concatenate(([0], np.cumsum(scope[post.rows], dtype=np.int64)))
+            counts = in_scope[post.ptr[1:]] - in_scope[post.ptr[:-1]]
+        df = dict(zip(candidates, counts.tolist(), strict=True))
         chosen = feedback.expansion_terms(first[rows].tolist(), row_terms, df, n_docs, set(qids))
+        if not chosen:
+            return scores
+        at = dict(zip(candidates, local, strict=True))
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
-        at = {term: k for term, k in zip(candidates, local, strict=True)}
-        expansion = np.zeros(index.n, dtype=np.float64)
-        for term, weight in chosen:  # one kernel pass per term: each has its own weight
-            expansion += weight * score(
-                post.ptr, post.rows, post.tf, doc_len, np.array([at[term]], dtype=np.int32),
-                n_docs, avgdl, BM25_K1, BM25_B, scope, power,
-            )  # fmt: skip
+        # one pass for every added term, each at its own weight (not one row-sized pass per term)
+        expansion = score(
+            post.ptr, post.rows, post.tf, doc_len, np.array([at[term] for term, _ in chosen], dtype=np.int32),
+            n_docs, avgdl, BM25_K1, BM25_B, scope, power, np.array([weight for _, weight in chosen]),
+        )  # fmt: skip
         return feedback.with_expansion(scores, expansion, long)
 
     def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
