@@ -14,11 +14,16 @@ adjacent pair of one source) and adds one-direction explicit edges for the rest,
 near neighbours in time, as linked notes are. ``draft_vectors`` gives deterministic 768-dim float64
 vectors of the contents (the HashEmbedder's, so they equal what ``tests/embed_server.py`` serves).
 
-Deterministic: the same ``(n, seed, edges_per_insight)`` gives byte-identical output on every
+``lang="zh"`` (``--lang zh``) writes the same kinds of memories in Chinese, as a Chinese-speaking user's
+agent stores them (the entities, identifiers and paths stay as written): the corpus for recall on
+large Chinese stores, where a Han character is a term of its own and a long turn gets pseudo-relevance
+feedback (bench/README.md).
+
+Deterministic: the same ``(n, seed, edges_per_insight, lang)`` gives byte-identical output on every
 machine (stdlib ``random.Random``, no hash randomisation). Script use:
 
     python bench/generate.py --n 10000 --out drafts.json [--edges-per-insight 35] [--seed 1]
-        [--vectors vectors.npy]
+        [--lang en|zh] [--vectors vectors.npy]
 """
 
 from __future__ import annotations
@@ -172,6 +177,97 @@ def _incident(rng: random.Random) -> tuple[str, str, list[str]]:
 
 _KINDS = ((_decision, 25), (_fact, 30), (_preference, 10), (_turn, 25), (_incident, 10))
 
+# The Chinese corpus: the same kinds, in the words a Chinese team writes its notes in.
+COMPONENTS_ZH = (
+    "计费服务", "搜索索引", "登录流程", "数据接入管道", "夜间导出任务", "移动端应用", "管理后台", "通知服务",
+    "限流器", "功能开关", "持续集成流水线", "预发集群", "新用户引导", "开放接口", "数据仓库", "审计日志",
+)
+REASONS_ZH = (
+    "写入吞吐是关键", "团队已经熟悉它", "延迟抖动影响下单", "运维成本必须压低", "部署更简单", "旧方案总是超时",
+    "我们需要强一致性", "许可证更宽松", "上个季度内存翻了一倍", "法务担心被厂商绑定", "冷启动太慢", "它能水平扩展",
+)
+PREFS_ZH = (
+    "缩进用空格", "小而专注的合并请求", "明确的错误信息", "所有工具都用深色模式", "站会要短", "配置要有类型",
+    "合并时压缩提交", "集成测试优先于模拟", "异步代码评审", "直接写 SQL 不用 ORM", "早上发布", "结构化日志",
+)
+OUTCOMES_ZH = (
+    "p99 延迟降了一半", "那个不稳定的测试不再失败", "队列积压一夜清空", "内存占用恢复正常",
+    "错误率降到百分之一以下", "构建快了一倍", "客户不再反馈超时", "迁移完成且没有停机",
+)
+PEOPLE_ZH = "小王 老李 张伟 王芳 刘洋 陈静 杨磊 赵敏 黄立 周毅 吴倩 孙浩 马哥 老陈 雯雯 大磊".split()
+WEEKDAYS_ZH = ("周一", "周二", "周三", "周四", "周五")
+
+
+def _decision_zh(rng: random.Random) -> tuple[str, str, list[str]]:
+    a, b = rng.sample(TECH, 2)
+    comp = rng.choice(COMPONENTS_ZH)
+    text = rng.choice(
+        (
+            f"{comp}选了 {a} 而不是 {b}，因为{rng.choice(REASONS_ZH)}。",
+            f"决定把{comp}从 {b} 迁到 {a}，这样{rng.choice(OUTCOMES_ZH)}。",
+            f"{comp}继续用 {a}；换成 {b} 的方案被否了，原因是{rng.choice(REASONS_ZH)}。",
+            f"架构决定：{rng.choice(CAMEL)} 直接连 {a}，省掉 {b} 这一跳。",
+        )
+    )
+    return "decision", text, [a, b]
+
+
+def _fact_zh(rng: random.Random) -> tuple[str, str, list[str]]:
+    a, camel, path = rng.choice(TECH), rng.choice(CAMEL), _path(rng)
+    text = rng.choice(
+        (
+            f"{rng.choice(COMPONENTS_ZH)}在生产环境跑在 {a} 上，共 {rng.randint(2, 64)} 个副本。",
+            f"{camel} 定义在 {path}，放弃之前会重试 {rng.randint(2, 9)} 次。",
+            f"{a} 的配置在 {path}；连接池大小是 {rng.randint(4, 256)}。",
+            f"{camel} 从 {a} 读数据，通过{rng.choice(COMPONENTS_ZH)}写审计记录。",
+        )
+    )
+    return "fact", text, [e for e in (a, camel, path) if e in text]
+
+
+def _preference_zh(rng: random.Random) -> tuple[str, str, list[str]]:
+    person, a = rng.choice(PEOPLE_ZH), rng.choice(TECH)
+    text = rng.choice(
+        (
+            f"{person}写 {a} 代码时喜欢{rng.choice(PREFS_ZH)}。",
+            f"用户偏好{rng.choice(PREFS_ZH)}；没问过之前不要给 {a} 的样板代码。",
+            f"{person}做原型喜欢用 {a}，但生产环境要求{rng.choice(PREFS_ZH)}。",
+        )
+    )
+    return "preference", text, [a]
+
+
+def _turn_zh(rng: random.Random) -> tuple[str, str, list[str]]:
+    speaker, other = rng.sample(PEOPLE_ZH, 2)
+    a, camel = rng.choice(TECH), rng.choice(CAMEL)
+    text = rng.choice(
+        (
+            f"{speaker}：下个迭代能把{rng.choice(COMPONENTS_ZH)}迁到 {a} 吗？{other}说卡在 {camel}。",
+            f"{speaker}{rng.choice(WEEKDAYS_ZH)}问{other}，为什么 {camel} 还依赖 {a}。",
+            f"{speaker}：{a} 升级又把 {camel} 搞挂了，{other}正在回滚。",
+            f"{other}告诉{speaker}，{a} 改完之后{rng.choice(OUTCOMES_ZH)}。",
+        )
+    )
+    return "context", text, [a, camel]
+
+
+def _incident_zh(rng: random.Random) -> tuple[str, str, list[str]]:
+    a, camel, path = rng.choice(TECH), rng.choice(CAMEL), _path(rng)
+    text = rng.choice(
+        (
+            f"{rng.choice(COMPONENTS_ZH)}故障是因为 {camel} 耗尽了 {a} 连接；修复在 {path}。",
+            f"修复了 {path} 里的竞态：{camel} 读到了过期的 {a} 状态，结果{rng.choice(OUTCOMES_ZH)}。",
+            f"教训：在 {camel} 里调用 {a} 一定要设超时，否则{rng.choice(COMPONENTS_ZH)}会卡住。",
+        )
+    )
+    category = "insight" if text.startswith("教训") else "fact"
+    return category, text, [a, camel] + ([path] if path in text else [])
+
+
+_KINDS_ZH = ((_decision_zh, 25), (_fact_zh, 30), (_preference_zh, 10), (_turn_zh, 25), (_incident_zh, 10))
+_LANGS = {"en": (_KINDS, ("ticket", "issue", "ref", "change"), " ({ref} {number})"),
+          "zh": (_KINDS_ZH, ("工单", "需求", "记录", "变更"), "（{ref} {number}）")}  # fmt: skip
+
 
 def _timestamp(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -183,13 +279,17 @@ def generate_draft(
     seed: int = DEFAULT_SEED,
     edges_per_insight: float = DEFAULT_EDGES_PER_INSIGHT,
     end: datetime = TIMELINE_END,
+    lang: str = "en",
 ) -> dict[str, Any]:
     """Return an import draft of ``n`` unique insights plus explicit edges (see module docstring)."""
     if n < 1:
         raise ValueError(f"n must be at least 1, got {n}")
+    if lang not in _LANGS:
+        raise ValueError(f"lang must be one of {', '.join(_LANGS)}, got {lang!r}")
     rng = random.Random(seed)
-    kinds = [k for k, _ in _KINDS]
-    kind_weights = [w for _, w in _KINDS]
+    kind_table, refs, reference = _LANGS[lang]
+    kinds = [k for k, _ in kind_table]
+    kind_weights = [w for _, w in kind_table]
     imps = [i for i, _ in IMPORTANCE_WEIGHTS]
     imp_weights = [w for _, w in IMPORTANCE_WEIGHTS]
     start = end - timedelta(days=TIMELINE_DAYS)
@@ -198,8 +298,7 @@ def generate_draft(
     for index in range(n):
         category, text, entities = rng.choices(kinds, kind_weights)[0](rng)
         # A ticket or PR reference makes every content unique, as real notes usually are.
-        ref = rng.choice(("ticket", "issue", "ref", "change"))
-        content = f"{text} ({ref} {index + 1000})"
+        content = text + reference.format(ref=rng.choice(refs), number=index + 1000)
         moment = start + timedelta(seconds=index * step + rng.uniform(0, step))
         item: dict[str, Any] = {
             "content": content,
@@ -299,8 +398,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--vectors", type=Path, help="also write the contents' 768-dim vectors (.npy)")
     parser.add_argument("--dim", type=int, default=768, help="vector dimension for --vectors")
+    parser.add_argument("--lang", choices=tuple(_LANGS), default="en", help="the memories' language")
     args = parser.parse_args(argv)
-    draft = generate_draft(args.n, seed=args.seed, edges_per_insight=args.edges_per_insight)
+    draft = generate_draft(args.n, seed=args.seed, edges_per_insight=args.edges_per_insight, lang=args.lang)
     write_draft(draft, args.out)
     if args.vectors is not None:
         import numpy as np

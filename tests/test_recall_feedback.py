@@ -118,3 +118,45 @@ def test_feedback_rows_are_the_best_first_pass_rows_ties_by_row() -> None:
     first = np.array([0.0, 2.0, 3.0, 2.0, 0.5, 1.0, 1.0, 0.0])
     assert feedback.feedback_rows(first).tolist() == [2, 1, 3, 5, 6][: feedback.FEEDBACK_ROWS]
     assert feedback.feedback_rows(np.zeros(4)).tolist() == []
+
+
+def test_df_in_scope_reads_list_lengths_only_when_every_row_is_in_scope() -> None:
+    from mnemon.engine.retrieve import df_in_scope
+
+    ptr = np.array([0, 3, 3, 5, 9], dtype=np.int64)
+    rows = np.array([0, 2, 4, 1, 2, 0, 1, 3, 4], dtype=np.int32)
+    every = np.ones(5, dtype=np.bool_)
+    assert df_in_scope(ptr, rows, every, 5).tolist() == [3, 0, 2, 4]
+    some = np.array([True, False, True, True, False])
+    assert df_in_scope(ptr, rows, some, 3).tolist() == [2, 0, 1, 2]
+
+
+def test_feedback_counts_df_within_the_scope(engine, tmp_path: Path) -> None:
+    # a category filter (a scope short of every row) scores as a store holding only that category:
+    # the feedback's rows, terms and df are read in scope, not over the whole index
+    from mnemon.engine import Engine
+
+    facts = (SALARY, *FILLERS, BONUS)
+    for text in facts:
+        engine.remember(text, no_diff=True, category="fact")
+    aside = "年终奖工资四个月周末爬山的事以后再说"
+    engine.remember(aside, no_diff=True, category="context")
+    index = engine.hot_index()
+    scope = engine.retrieval._scope(index, "fact", "")
+    assert 0 < int(scope.sum()) < index.n
+    fed = engine.retrieval._keyword(index, TURN, scope, False, with_feedback=True)[0]
+    rows = _rows(engine)
+    assert fed[rows[aside]] == 0.0
+
+    alone = Engine(GlobalOptions(data_dir=str(tmp_path / "alone")).settings())
+    try:
+        for text in facts:
+            alone.remember(text, no_diff=True, category="fact")
+        alone_index = alone.hot_index()
+        alone_fed = alone.retrieval._keyword(alone_index, TURN, np.array(alone_index.active), False, with_feedback=True)[0]
+        alone_rows = _rows(alone)
+    finally:
+        alone.close()
+    assert alone_fed[alone_rows[SALARY]] > 0.0  # the feedback reaches the memory sharing no character
+    for text in facts:
+        assert fed[rows[text]] == pytest.approx(alone_fed[alone_rows[text]], rel=1e-12)

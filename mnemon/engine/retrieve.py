@@ -389,12 +389,7 @@ class RetrievePipeline:
             return scores
         post, local = index.query_postings(candidates, plain=False)
         assert post.tf is not None  # plain=False: the postings carry their term frequencies
-        if n_docs == scope.shape[0]:  # every row in scope: a list's length is its df (the row sizes' scan
-            counts = np.diff(post.ptr)  # below cost 80 ms at 1M rows for a long query's common characters)
-        else:
-            in_scope = np.concatenate(([0], np.cumsum(scope[post.rows], dtype=np.int64)))
-            counts = in_scope[post.ptr[1:]] - in_scope[post.ptr[:-1]]
-        df = dict(zip(candidates, counts.tolist(), strict=True))
+        df = dict(zip(candidates, df_in_scope(post.ptr, post.rows, scope, n_docs).tolist(), strict=True))
         chosen = feedback.expansion_terms(first[rows].tolist(), row_terms, df, n_docs, set(qids))
         if not chosen:
             return scores
@@ -485,6 +480,18 @@ class RetrievePipeline:
         if index is not None and index.fp == before:
             hot.mark_current(store.path, index, replace(before, generation=before.generation + 1), readonly=False)
         self.ctx.after_write()
+
+
+def df_in_scope(ptr: np.ndarray, rows: np.ndarray, scope: np.ndarray, n_docs: int) -> np.ndarray:
+    """Each posting list's rows in ``scope`` (its document frequency there), for lists ``ptr`` over
+    ``rows``; ``n_docs`` is ``scope.sum()``. With every row in scope a list's length is its df: the scan
+    of every listed row's scope cost 80 ms at 1M rows for the common characters of a long Chinese turn."""
+    import numpy as np
+
+    if n_docs == scope.shape[0]:
+        return np.diff(ptr)
+    in_scope = np.concatenate(([0], np.cumsum(scope[rows], dtype=np.int64)))
+    return in_scope[ptr[1:]] - in_scope[ptr[:-1]]
 
 
 def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
