@@ -40,12 +40,16 @@ def _overlap_counts(post_indptr, post_rows, query_ids, n_rows):
 
 @jit()
 def _bm25_scores(
-    post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, avgdl, k1, b, row_mask, idf_power, term_weights
-):
+    post_indptr, post_rows, post_tf, doc_len, query_ids, n_docs, avgdl, k1, b, row_mask, idf_power, term_weights,
+    plain_out,
+):  # fmt: skip
     n_rows = doc_len.shape[0]
     scores = np.zeros(n_rows, dtype=np.float64)
     has_mask = row_mask.shape[0] != 0
     weighted = term_weights.shape[0] != 0
+    plain = plain_out.shape[0] != 0
+    if plain:
+        plain_out[:] = 0.0
     n_tokens = post_indptr.shape[0] - 1
     for q in range(query_ids.shape[0]):
         t = query_ids[q]
@@ -62,9 +66,8 @@ def _bm25_scores(
             df = hi - lo
         if df == 0:
             continue
-        idf = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
-        if idf_power != 1.0:
-            idf = idf**idf_power
+        idf_plain = math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+        idf = idf_plain**idf_power if idf_power != 1.0 else idf_plain
         weight = term_weights[q] if weighted else 1.0
         for j in range(lo, hi):
             r = post_rows[j]
@@ -72,8 +75,13 @@ def _bm25_scores(
                 continue
             tf = float(post_tf[j])
             ratio = doc_len[r] / avgdl if avgdl > 0.0 else 1.0
-            part = idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+            saturated = tf * (k1 + 1.0)
+            norm = tf + k1 * (1.0 - b + b * ratio)
+            part = idf * saturated / norm
             scores[r] += weight * part if weighted else part
+            if plain:
+                part = idf_plain * saturated / norm
+                plain_out[r] += weight * part if weighted else part
     return scores
 
 
@@ -88,6 +96,18 @@ def _check_query(query_ids: object) -> np.ndarray:
 
 
 _UNWEIGHTED = np.empty(0, dtype=np.float64)
+_NO_PLAIN = np.empty(0, dtype=np.float64)  # never written: an empty "out" array
+
+
+def _check_plain_out(plain_out: object, n_rows: int) -> np.ndarray:
+    """The optional out array of the idf-power-1 scores: float64, (n,), C-contiguous and writable."""
+    if plain_out is None:
+        return _NO_PLAIN
+    if not isinstance(plain_out, np.ndarray) or plain_out.dtype != np.float64 or plain_out.shape != (n_rows,):
+        raise ValueError(f"plain_out must be a float64 array of shape ({n_rows},)")
+    if not plain_out.flags.c_contiguous or not plain_out.flags.writeable:
+        raise ValueError("plain_out must be C-contiguous and writable")
+    return plain_out
 
 
 def _check_weighted_query(query_ids: object, term_weights: object) -> tuple[np.ndarray, np.ndarray]:
@@ -190,6 +210,7 @@ def bm25_scores(
     row_mask: npt.NDArray[np.bool_] | None = None,
     idf_power: float = 1.0,
     term_weights: npt.ArrayLike | None = None,
+    plain_out: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.float64]:
     """Return the Okapi BM25 score of every row for the query (Decision 12; numba path).
 
@@ -207,6 +228,10 @@ def bm25_scores(
     - ``term_weights`` w (one per query id, the ids then distinct): each term's part is multiplied by
       ``w(t)``, so ``Σ_t w(t)·score_t`` takes one pass instead of one call per term (pseudo-relevance
       feedback's added terms, mnemon.feedback). None, the default, is the unweighted sum bit for bit.
+    - ``plain_out`` (a float64 (n,) writable array): overwritten, in the same pass, with the scores at idf
+      power 1 (weighted alike), bit for bit those of a call with ``idf_power=1``: a long Chinese query's
+      feedback reads its rows from them beside its own scores at the higher power (one pass over the
+      query's posting lists, not two).
 
     Parameters
     ----------
@@ -217,6 +242,7 @@ def bm25_scores(
         (``records.BM25_K1``, ``records.BM25_B``).
     row_mask : bool (n,) or None. idf_power : float, p (``records.LONG_QUERY_IDF_POWER`` for long queries).
     term_weights : float (q,) or None, finite and >= 0, aligned with ``query_ids``.
+    plain_out : float64 (n,), C-contiguous, writable, or None.
 
     Returns
     -------
@@ -224,9 +250,10 @@ def bm25_scores(
     """
     post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
     ids, weights = _check_weighted_query(query_ids, term_weights)
+    plain = _check_plain_out(plain_out, doc_len.shape[0])
     return _bm25_scores(
         post_indptr, post_rows, post_tf, doc_len, ids,
-        float(n_docs), float(avgdl), float(k1), float(b), mask, float(idf_power), weights,
+        float(n_docs), float(avgdl), float(k1), float(b), mask, float(idf_power), weights, plain,
     )  # fmt: skip
 
 
@@ -243,11 +270,15 @@ def bm25_scores_numpy(
     row_mask: npt.NDArray[np.bool_] | None = None,
     idf_power: float = 1.0,
     term_weights: npt.ArrayLike | None = None,
+    plain_out: npt.NDArray[np.float64] | None = None,
 ) -> npt.NDArray[np.float64]:
     """Same contract as :func:`bm25_scores`, with numpy only (same operation order, same floats)."""
     post_indptr, post_rows, post_tf, doc_len, mask = _check_bm25(post_indptr, post_rows, post_tf, doc_len, row_mask)
     docs, avgdl, k1, b = float(n_docs), float(avgdl), float(k1), float(b)
     scores = np.zeros(doc_len.shape[0], dtype=np.float64)
+    plain = _check_plain_out(plain_out, doc_len.shape[0])
+    if plain.shape[0]:
+        plain[:] = 0.0
     n_tokens = post_indptr.shape[0] - 1
     ids, weights = _check_weighted_query(query_ids, term_weights)
     for k, t in enumerate(ids):
@@ -261,10 +292,14 @@ def bm25_scores_numpy(
         df = rows.shape[0]
         if df == 0:
             continue
-        idf = math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
-        if idf_power != 1.0:
-            idf = idf ** float(idf_power)
+        idf_plain = math.log(1.0 + (docs - df + 0.5) / (df + 0.5))
+        idf = idf_plain ** float(idf_power) if idf_power != 1.0 else idf_plain
         ratio = doc_len[rows] / avgdl if avgdl > 0.0 else 1.0
-        part = idf * (tf * (k1 + 1.0)) / (tf + k1 * (1.0 - b + b * ratio))
+        saturated = tf * (k1 + 1.0)
+        norm = tf + k1 * (1.0 - b + b * ratio)
+        part = idf * saturated / norm
         scores[rows] += weights[k] * part if weights.shape[0] else part
+        if plain.shape[0]:
+            part = idf_plain * saturated / norm
+            plain[rows] += weights[k] * part if weights.shape[0] else part
     return scores

@@ -204,3 +204,32 @@ def test_bm25_term_weights_are_checked(bm25_scores, query, weights, message):
     indptr, rows, tf, doc_len = build_postings([[0, 1], [1]], 2)
     with pytest.raises(ValueError, match=message):
         bm25_scores(indptr, rows, tf, doc_len, query, 2, 1.5, 1.2, 0.75, None, 1.0, weights)
+
+
+@pytest.mark.parametrize("bm25_scores", BM25)
+@pytest.mark.parametrize("masked", [False, True])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_bm25_plain_out_is_the_idf_power_one_pass_bit_for_bit(bm25_scores, masked, weighted):
+    # a long Chinese query's feedback reads the idf-power-1 scores beside its own: one pass writes both
+    rng = np.random.default_rng(31 + 2 * masked + weighted)
+    docs = random_docs(rng, 300, 40, max_len=25)
+    indptr, rows, tf, doc_len = build_postings(docs, 40)
+    scope = readonly(rng.random(300) < 0.8) if masked else None
+    n_docs = int(scope.sum()) if masked else 300
+    query = [3, 11, 27, 8, -1]
+    weights = [0.4, 1.5, 2.0, 0.7, 1.0] if weighted else None
+    head = (indptr, rows, tf, doc_len, query, n_docs, float(doc_len.mean()), BM25_K1, BM25_B, scope)
+    plain = np.full(300, 7.0)  # overwritten, not added to
+    got = bm25_scores(*head, 3.0, weights, plain)
+    np.testing.assert_array_equal(got, bm25_scores(*head, 3.0, weights))
+    np.testing.assert_array_equal(plain, bm25_scores(*head, 1.0, weights))
+    assert np.any(plain != got)
+
+
+@pytest.mark.parametrize("bm25_scores", BM25)
+def test_bm25_plain_out_is_checked(bm25_scores):
+    indptr, rows, tf, doc_len = build_postings([[0, 1], [1]], 2)
+    args = (indptr, rows, tf, doc_len, [0, 1], 2, 1.5, 1.2, 0.75, None, 3.0, None)
+    for bad in (np.zeros(3), np.zeros(2, dtype=np.float32), np.zeros((2, 1)), readonly(np.zeros(2)), np.zeros(4)[::2]):
+        with pytest.raises(ValueError, match="plain_out"):
+            bm25_scores(*args, bad)

@@ -335,9 +335,12 @@ class RetrievePipeline:
         avgdl = float(index.doc_len[scope].mean()) if mean_len is None else mean_len
         power = 1.0 + (LONG_QUERY_IDF_POWER - 1.0) * long
         stats = (n_docs, avgdl, np.asarray(index.doc_len, dtype=np.float64), power)
-        scores = self._bm25_terms(index, qids, scope, stats, use_numba)
-        if with_feedback and long > 0.0 and qids and written_in_han(query):
-            scores = self._feedback(index, qids, scores, scope, stats, use_numba, long)
+        fed = with_feedback and long > 0.0 and bool(qids) and written_in_han(query)
+        # the feedback reads its rows from the scores at idf power 1: the same pass writes them
+        plain = np.empty(index.n, dtype=np.float64) if fed else None
+        scores = self._bm25_terms(index, qids, scope, stats, use_numba, plain)
+        if plain is not None:
+            scores = self._feedback(index, qids, scores, plain, scope, stats, use_numba, long)
         possessive = index.term_ids([POSSESSIVE_TERM]) if owners else []
         if possessive:
             # "Melanie's plans" asks for plans of Melanie's: the "s" of "Caroline's plans" is no
@@ -363,10 +366,10 @@ class RetrievePipeline:
             scores = scores * (1.0 + boost)
         return scores, long
 
-    def _feedback(self, index: HotIndex, qids: list[int], scores: np.ndarray, scope: np.ndarray,
+    def _feedback(self, index: HotIndex, qids: list[int], scores: np.ndarray, first: np.ndarray, scope: np.ndarray,
                   stats: tuple[int, float, np.ndarray, float], use_numba: bool, long: float) -> np.ndarray:
         """The query's BM25 ``scores`` with pseudo-relevance feedback (``mnemon.feedback``): the rows
-        plain BM25 (idf power 1, whatever the query's length) ranks first lend their terms, scored at the
+        plain BM25 (idf power 1, whatever the query's length: ``first``) ranks first lend their terms, scored at the
         query's own idf power and added at feedback.FEEDBACK_WEIGHT times ``long``, the query's long share
         (a question asks in few words, a dialogue turn paraphrases in many). A Chinese dialogue turn
         paraphrasing an event memory: check set A 66.6 -> 68.4 at R@10 (bench/quality-ablations.md, tenth
@@ -375,7 +378,6 @@ class RetrievePipeline:
         import numpy as np
 
         n_docs, avgdl, doc_len, power = stats
-        first = scores if power == 1.0 else self._bm25_terms(index, qids, scope, (n_docs, avgdl, doc_len, 1.0), use_numba)
         rows = feedback.feedback_rows(first)
         if rows.shape[0] == 0:
             return scores
@@ -403,13 +405,17 @@ class RetrievePipeline:
         return feedback.with_expansion(scores, expansion, long)
 
     def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
-                    stats: tuple[int, float, np.ndarray, float], use_numba: bool) -> np.ndarray:
+                    stats: tuple[int, float, np.ndarray, float], use_numba: bool,
+                    plain: np.ndarray | None = None) -> np.ndarray:
         """BM25 of the term ids ``qids`` over the rows in ``scope`` (zeros without terms); ``stats``
-        is (rows in scope, their mean length, every row's length as float64, the idf power)."""
+        is (rows in scope, their mean length, every row's length as float64, the idf power); ``plain``,
+        when given, is overwritten with the scores at idf power 1 in the same pass."""
         import kernels
         import numpy as np
 
         if not qids:
+            if plain is not None:
+                plain[:] = 0.0
             return np.zeros(index.n, dtype=np.float64)
         n_docs, avgdl, doc_len, power = stats
         post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
@@ -417,7 +423,7 @@ class RetrievePipeline:
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         return score(
             post.ptr, post.rows, post.tf, doc_len, np.array(local, dtype=np.int32),
-            n_docs, avgdl, BM25_K1, BM25_B, scope, power,
+            n_docs, avgdl, BM25_K1, BM25_B, scope, power, None, plain,
         )  # fmt: skip
 
     def _entity_overlap(self, index: HotIndex, query: str) -> tuple[np.ndarray, int]:
