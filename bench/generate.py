@@ -33,6 +33,7 @@ import json
 import random
 import sys
 from collections import defaultdict, deque
+from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -69,204 +70,192 @@ _MODULES = "billing auth search ingest export sync cache queue reports users not
 _FILES = "handler client server models config worker schema router utils main index store".split()
 _EXTS = ("py", "go", "rs", "ts", "tsx", "sql", "yaml", "toml", "js", "md")
 
-PEOPLE = "Alice Bob Carol Dave Erin Frank Grace Heidi Ivan Judy Mallory Niaj Olivia Peggy Rupert Sybil".split()
-COMPONENTS = (
-    "billing service", "search index", "auth flow", "ingest pipeline", "nightly export", "mobile app",
-    "admin dashboard", "notification worker", "rate limiter", "feature flags", "CI pipeline",
-    "staging cluster", "onboarding flow", "public API", "data warehouse", "audit log",
-)
-REASONS = (
-    "the write throughput is critical", "the team already knows it", "latency spikes hurt checkout",
-    "operational cost must stay low", "it keeps the deployment simple", "the old setup kept timing out",
-    "we need strong consistency", "the licence is permissive", "memory usage doubled last quarter",
-    "the vendor lock-in worried legal", "cold starts were too slow", "it scales horizontally",
-)
-PREFS = (
-    "tabs over spaces", "small focused pull requests", "explicit error messages", "dark mode in every tool",
-    "short standups", "typed configuration", "squash merges", "integration tests over mocks",
-    "async code reviews", "plain SQL over ORMs", "early morning deploys", "structured logging",
-)
-OUTCOMES = (
-    "p99 latency dropped by half", "the flaky test disappeared", "the queue backlog cleared overnight",
-    "memory usage went back to normal", "error rates fell below one percent", "the build got twice as fast",
-    "customers stopped reporting timeouts", "the migration finished without downtime",
-)
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+@dataclass(frozen=True)
+class Words:
+    """One language's words for the corpus: the vocabularies and each kind's sentence templates
+    (``str.format`` fields, every one drawn before the template is picked, in a fixed order, so a
+    language's output depends on the seed alone), the prefix of a lesson (category ``insight``) and
+    the unique reference each memory ends with."""
+
+    people: tuple[str, ...]
+    components: tuple[str, ...]
+    reasons: tuple[str, ...]
+    prefs: tuple[str, ...]
+    outcomes: tuple[str, ...]
+    weekdays: tuple[str, ...]
+    decision: tuple[str, ...]  # {a} {b} {comp} {reason} {outcome} {reason2} {camel}
+    fact: tuple[str, ...]  # {a} {camel} {path} {comp} {replicas} {retries} {pool} {comp2}
+    preference: tuple[str, ...]  # {person} {a} {pref} {pref2} {pref3}
+    turn: tuple[str, ...]  # {speaker} {other} {a} {camel} {comp} {weekday} {outcome}
+    incident: tuple[str, ...]  # {a} {camel} {path} {comp} {outcome} {comp2}
+    lesson: str
+    refs: tuple[str, ...]
+    reference: str  # {ref} {number}
+
+
+ENGLISH = Words(
+    people=tuple("Alice Bob Carol Dave Erin Frank Grace Heidi Ivan Judy Mallory Niaj Olivia Peggy Rupert Sybil".split()),
+    components=(
+        "billing service", "search index", "auth flow", "ingest pipeline", "nightly export", "mobile app",
+        "admin dashboard", "notification worker", "rate limiter", "feature flags", "CI pipeline",
+        "staging cluster", "onboarding flow", "public API", "data warehouse", "audit log",
+    ),
+    reasons=(
+        "the write throughput is critical", "the team already knows it", "latency spikes hurt checkout",
+        "operational cost must stay low", "it keeps the deployment simple", "the old setup kept timing out",
+        "we need strong consistency", "the licence is permissive", "memory usage doubled last quarter",
+        "the vendor lock-in worried legal", "cold starts were too slow", "it scales horizontally",
+    ),
+    prefs=(
+        "tabs over spaces", "small focused pull requests", "explicit error messages", "dark mode in every tool",
+        "short standups", "typed configuration", "squash merges", "integration tests over mocks",
+        "async code reviews", "plain SQL over ORMs", "early morning deploys", "structured logging",
+    ),
+    outcomes=(
+        "p99 latency dropped by half", "the flaky test disappeared", "the queue backlog cleared overnight",
+        "memory usage went back to normal", "error rates fell below one percent", "the build got twice as fast",
+        "customers stopped reporting timeouts", "the migration finished without downtime",
+    ),
+    weekdays=("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"),
+    decision=(
+        "Chose {a} over {b} for the {comp} because {reason}.",
+        "Decided to migrate the {comp} from {b} to {a} so that {outcome}.",
+        "We will keep {a} in the {comp}; switching to {b} was rejected due to {reason2}.",
+        "Architecture decision: {camel} talks to {a} directly, in order to avoid the {b} hop.",
+    ),
+    fact=(
+        "The {comp} runs on {a} with {replicas} replicas in production.",
+        "{camel} is defined in {path} and retries {retries} times before giving up.",
+        "Config for {a} lives in {path}; the connection pool size is {pool}.",
+        "{camel} reads from {a} and writes audit rows through the {comp2}.",
+    ),
+    preference=(
+        "{person} prefers {pref} when working on {a} code.",
+        "User prefers {pref2}; never suggest {a} boilerplate without asking.",
+        "{person} likes {a} for prototypes but wants {pref3} in production.",
+    ),
+    turn=(
+        "{speaker}: can we move the {comp} to {a} next sprint? {other} says {camel} is the blocker.",
+        "{speaker} asked {other} on {weekday} why {camel} still depends on {a}.",
+        "{speaker}: the {a} upgrade broke {camel} again, {other} is rolling it back.",
+        "{other} told {speaker} that {outcome} after the {a} change.",
+    ),
+    incident=(
+        "Outage in the {comp} was caused by {camel} exhausting {a} connections; fix in {path}.",
+        "Fixed a race in {path} because {camel} read stale {a} state; as a result {outcome}.",
+        "Lesson: always set timeouts on {a} calls in {camel}, otherwise the {comp2} hangs.",
+    ),
+    lesson="Lesson",
+    refs=("ticket", "issue", "ref", "change"),
+    reference=" ({ref} {number})",
+)  # fmt: skip
+
+# The Chinese corpus: the same kinds, in the words a Chinese team writes its notes in.
+CHINESE = Words(
+    people=tuple("小王 老李 张伟 王芳 刘洋 陈静 杨磊 赵敏 黄立 周毅 吴倩 孙浩 马哥 老陈 雯雯 大磊".split()),
+    components=(
+        "计费服务", "搜索索引", "登录流程", "数据接入管道", "夜间导出任务", "移动端应用", "管理后台", "通知服务",
+        "限流器", "功能开关", "持续集成流水线", "预发集群", "新用户引导", "开放接口", "数据仓库", "审计日志",
+    ),
+    reasons=(
+        "写入吞吐是关键", "团队已经熟悉它", "延迟抖动影响下单", "运维成本必须压低", "部署更简单", "旧方案总是超时",
+        "我们需要强一致性", "许可证更宽松", "上个季度内存翻了一倍", "法务担心被厂商绑定", "冷启动太慢", "它能水平扩展",
+    ),
+    prefs=(
+        "缩进用空格", "小而专注的合并请求", "明确的错误信息", "所有工具都用深色模式", "站会要短", "配置要有类型",
+        "合并时压缩提交", "集成测试优先于模拟", "异步代码评审", "直接写 SQL 不用 ORM", "早上发布", "结构化日志",
+    ),
+    outcomes=(
+        "p99 延迟降了一半", "那个不稳定的测试不再失败", "队列积压一夜清空", "内存占用恢复正常",
+        "错误率降到百分之一以下", "构建快了一倍", "客户不再反馈超时", "迁移完成且没有停机",
+    ),
+    weekdays=("周一", "周二", "周三", "周四", "周五"),
+    decision=(
+        "{comp}选了 {a} 而不是 {b}，因为{reason}。",
+        "决定把{comp}从 {b} 迁到 {a}，这样{outcome}。",
+        "{comp}继续用 {a}；换成 {b} 的方案被否了，原因是{reason2}。",
+        "架构决定：{camel} 直接连 {a}，省掉 {b} 这一跳。",
+    ),
+    fact=(
+        "{comp}在生产环境跑在 {a} 上，共 {replicas} 个副本。",
+        "{camel} 定义在 {path}，放弃之前会重试 {retries} 次。",
+        "{a} 的配置在 {path}；连接池大小是 {pool}。",
+        "{camel} 从 {a} 读数据，通过{comp2}写审计记录。",
+    ),
+    preference=(
+        "{person}写 {a} 代码时喜欢{pref}。",
+        "用户偏好{pref2}；没问过之前不要给 {a} 的样板代码。",
+        "{person}做原型喜欢用 {a}，但生产环境要求{pref3}。",
+    ),
+    turn=(
+        "{speaker}：下个迭代能把{comp}迁到 {a} 吗？{other}说卡在 {camel}。",
+        "{speaker}{weekday}问{other}，为什么 {camel} 还依赖 {a}。",
+        "{speaker}：{a} 升级又把 {camel} 搞挂了，{other}正在回滚。",
+        "{other}告诉{speaker}，{a} 改完之后{outcome}。",
+    ),
+    incident=(
+        "{comp}故障是因为 {camel} 耗尽了 {a} 连接；修复在 {path}。",
+        "修复了 {path} 里的竞态：{camel} 读到了过期的 {a} 状态，结果{outcome}。",
+        "教训：在 {camel} 里调用 {a} 一定要设超时，否则{comp2}会卡住。",
+    ),
+    lesson="教训",
+    refs=("工单", "需求", "记录", "变更"),
+    reference="（{ref} {number}）",
+)  # fmt: skip
+
+_LANGS = {"en": ENGLISH, "zh": CHINESE}
 
 
 def _path(rng: random.Random) -> str:
     return f"{rng.choice(_DIRS)}/{rng.choice(_MODULES)}/{rng.choice(_FILES)}.{rng.choice(_EXTS)}"
 
 
-def _decision(rng: random.Random) -> tuple[str, str, list[str]]:
+# Each kind draws its fields in one fixed order, then picks a template: the English corpus's draws
+# are the ones its figures were measured on (tests/test_bench_generate.py pins them).
+def _decision(rng: random.Random, w: Words) -> tuple[str, str, list[str]]:
     a, b = rng.sample(TECH, 2)
-    comp = rng.choice(COMPONENTS)
-    text = rng.choice(
-        (
-            f"Chose {a} over {b} for the {comp} because {rng.choice(REASONS)}.",
-            f"Decided to migrate the {comp} from {b} to {a} so that {rng.choice(OUTCOMES)}.",
-            f"We will keep {a} in the {comp}; switching to {b} was rejected due to {rng.choice(REASONS)}.",
-            f"Architecture decision: {rng.choice(CAMEL)} talks to {a} directly, in order to avoid the {b} hop.",
-        )
-    )
+    comp = rng.choice(w.components)
+    reason, outcome, reason2 = rng.choice(w.reasons), rng.choice(w.outcomes), rng.choice(w.reasons)
+    fields = {"a": a, "b": b, "comp": comp, "reason": reason, "outcome": outcome, "reason2": reason2}
+    camel = rng.choice(CAMEL)
+    text = rng.choice(w.decision).format(**fields, camel=camel)
     return "decision", text, [a, b]
 
 
-def _fact(rng: random.Random) -> tuple[str, str, list[str]]:
-    a = rng.choice(TECH)
-    camel = rng.choice(CAMEL)
-    path = _path(rng)
-    text = rng.choice(
-        (
-            f"The {rng.choice(COMPONENTS)} runs on {a} with {rng.randint(2, 64)} replicas in production.",
-            f"{camel} is defined in {path} and retries {rng.randint(2, 9)} times before giving up.",
-            f"Config for {a} lives in {path}; the connection pool size is {rng.randint(4, 256)}.",
-            f"{camel} reads from {a} and writes audit rows through the {rng.choice(COMPONENTS)}.",
-        )
-    )
-    entities = [a]
-    if camel in text:
-        entities.append(camel)
-    if path in text:
-        entities.append(path)
-    return "fact", text, entities
+def _fact(rng: random.Random, w: Words) -> tuple[str, str, list[str]]:
+    a, camel, path = rng.choice(TECH), rng.choice(CAMEL), _path(rng)
+    comp, replicas, retries = rng.choice(w.components), rng.randint(2, 64), rng.randint(2, 9)
+    pool, comp2 = rng.randint(4, 256), rng.choice(w.components)
+    fields = {"a": a, "camel": camel, "path": path, "comp": comp, "replicas": replicas, "retries": retries}
+    text = rng.choice(w.fact).format(**fields, pool=pool, comp2=comp2)
+    return "fact", text, [e for e in (a, camel, path) if e in text]
 
 
-def _preference(rng: random.Random) -> tuple[str, str, list[str]]:
-    person = rng.choice(PEOPLE)
-    a = rng.choice(TECH)
-    text = rng.choice(
-        (
-            f"{person} prefers {rng.choice(PREFS)} when working on {a} code.",
-            f"User prefers {rng.choice(PREFS)}; never suggest {a} boilerplate without asking.",
-            f"{person} likes {a} for prototypes but wants {rng.choice(PREFS)} in production.",
-        )
-    )
+def _preference(rng: random.Random, w: Words) -> tuple[str, str, list[str]]:
+    person, a = rng.choice(w.people), rng.choice(TECH)
+    pref, pref2, pref3 = rng.choice(w.prefs), rng.choice(w.prefs), rng.choice(w.prefs)
+    text = rng.choice(w.preference).format(person=person, a=a, pref=pref, pref2=pref2, pref3=pref3)
     return "preference", text, [a]
 
 
-def _turn(rng: random.Random) -> tuple[str, str, list[str]]:
-    speaker, other = rng.sample(PEOPLE, 2)
-    a = rng.choice(TECH)
-    camel = rng.choice(CAMEL)
-    text = rng.choice(
-        (
-            f"{speaker}: can we move the {rng.choice(COMPONENTS)} to {a} next sprint? {other} says {camel} is the blocker.",
-            f"{speaker} asked {other} on {rng.choice(WEEKDAYS)} why {camel} still depends on {a}.",
-            f"{speaker}: the {a} upgrade broke {camel} again, {other} is rolling it back.",
-            f"{other} told {speaker} that {rng.choice(OUTCOMES)} after the {a} change.",
-        )
-    )
+def _turn(rng: random.Random, w: Words) -> tuple[str, str, list[str]]:
+    speaker, other = rng.sample(w.people, 2)
+    a, camel = rng.choice(TECH), rng.choice(CAMEL)
+    comp, weekday, outcome = rng.choice(w.components), rng.choice(w.weekdays), rng.choice(w.outcomes)
+    fields = {"speaker": speaker, "other": other, "a": a, "camel": camel, "comp": comp, "weekday": weekday}
+    text = rng.choice(w.turn).format(**fields, outcome=outcome)
     return "context", text, [a, camel]
 
 
-def _incident(rng: random.Random) -> tuple[str, str, list[str]]:
-    a = rng.choice(TECH)
-    camel = rng.choice(CAMEL)
-    path = _path(rng)
-    text = rng.choice(
-        (
-            f"Outage in the {rng.choice(COMPONENTS)} was caused by {camel} exhausting {a} connections; fix in {path}.",
-            f"Fixed a race in {path} because {camel} read stale {a} state; as a result {rng.choice(OUTCOMES)}.",
-            f"Lesson: always set timeouts on {a} calls in {camel}, otherwise the {rng.choice(COMPONENTS)} hangs.",
-        )
-    )
-    category = "insight" if text.startswith("Lesson") else "fact"
+def _incident(rng: random.Random, w: Words) -> tuple[str, str, list[str]]:
+    a, camel, path = rng.choice(TECH), rng.choice(CAMEL), _path(rng)
+    comp, outcome, comp2 = rng.choice(w.components), rng.choice(w.outcomes), rng.choice(w.components)
+    text = rng.choice(w.incident).format(a=a, camel=camel, path=path, comp=comp, outcome=outcome, comp2=comp2)
+    category = "insight" if text.startswith(w.lesson) else "fact"
     return category, text, [a, camel] + ([path] if path in text else [])
 
 
 _KINDS = ((_decision, 25), (_fact, 30), (_preference, 10), (_turn, 25), (_incident, 10))
-
-# The Chinese corpus: the same kinds, in the words a Chinese team writes its notes in.
-COMPONENTS_ZH = (
-    "计费服务", "搜索索引", "登录流程", "数据接入管道", "夜间导出任务", "移动端应用", "管理后台", "通知服务",
-    "限流器", "功能开关", "持续集成流水线", "预发集群", "新用户引导", "开放接口", "数据仓库", "审计日志",
-)
-REASONS_ZH = (
-    "写入吞吐是关键", "团队已经熟悉它", "延迟抖动影响下单", "运维成本必须压低", "部署更简单", "旧方案总是超时",
-    "我们需要强一致性", "许可证更宽松", "上个季度内存翻了一倍", "法务担心被厂商绑定", "冷启动太慢", "它能水平扩展",
-)
-PREFS_ZH = (
-    "缩进用空格", "小而专注的合并请求", "明确的错误信息", "所有工具都用深色模式", "站会要短", "配置要有类型",
-    "合并时压缩提交", "集成测试优先于模拟", "异步代码评审", "直接写 SQL 不用 ORM", "早上发布", "结构化日志",
-)
-OUTCOMES_ZH = (
-    "p99 延迟降了一半", "那个不稳定的测试不再失败", "队列积压一夜清空", "内存占用恢复正常",
-    "错误率降到百分之一以下", "构建快了一倍", "客户不再反馈超时", "迁移完成且没有停机",
-)
-PEOPLE_ZH = "小王 老李 张伟 王芳 刘洋 陈静 杨磊 赵敏 黄立 周毅 吴倩 孙浩 马哥 老陈 雯雯 大磊".split()
-WEEKDAYS_ZH = ("周一", "周二", "周三", "周四", "周五")
-
-
-def _decision_zh(rng: random.Random) -> tuple[str, str, list[str]]:
-    a, b = rng.sample(TECH, 2)
-    comp = rng.choice(COMPONENTS_ZH)
-    text = rng.choice(
-        (
-            f"{comp}选了 {a} 而不是 {b}，因为{rng.choice(REASONS_ZH)}。",
-            f"决定把{comp}从 {b} 迁到 {a}，这样{rng.choice(OUTCOMES_ZH)}。",
-            f"{comp}继续用 {a}；换成 {b} 的方案被否了，原因是{rng.choice(REASONS_ZH)}。",
-            f"架构决定：{rng.choice(CAMEL)} 直接连 {a}，省掉 {b} 这一跳。",
-        )
-    )
-    return "decision", text, [a, b]
-
-
-def _fact_zh(rng: random.Random) -> tuple[str, str, list[str]]:
-    a, camel, path = rng.choice(TECH), rng.choice(CAMEL), _path(rng)
-    text = rng.choice(
-        (
-            f"{rng.choice(COMPONENTS_ZH)}在生产环境跑在 {a} 上，共 {rng.randint(2, 64)} 个副本。",
-            f"{camel} 定义在 {path}，放弃之前会重试 {rng.randint(2, 9)} 次。",
-            f"{a} 的配置在 {path}；连接池大小是 {rng.randint(4, 256)}。",
-            f"{camel} 从 {a} 读数据，通过{rng.choice(COMPONENTS_ZH)}写审计记录。",
-        )
-    )
-    return "fact", text, [e for e in (a, camel, path) if e in text]
-
-
-def _preference_zh(rng: random.Random) -> tuple[str, str, list[str]]:
-    person, a = rng.choice(PEOPLE_ZH), rng.choice(TECH)
-    text = rng.choice(
-        (
-            f"{person}写 {a} 代码时喜欢{rng.choice(PREFS_ZH)}。",
-            f"用户偏好{rng.choice(PREFS_ZH)}；没问过之前不要给 {a} 的样板代码。",
-            f"{person}做原型喜欢用 {a}，但生产环境要求{rng.choice(PREFS_ZH)}。",
-        )
-    )
-    return "preference", text, [a]
-
-
-def _turn_zh(rng: random.Random) -> tuple[str, str, list[str]]:
-    speaker, other = rng.sample(PEOPLE_ZH, 2)
-    a, camel = rng.choice(TECH), rng.choice(CAMEL)
-    text = rng.choice(
-        (
-            f"{speaker}：下个迭代能把{rng.choice(COMPONENTS_ZH)}迁到 {a} 吗？{other}说卡在 {camel}。",
-            f"{speaker}{rng.choice(WEEKDAYS_ZH)}问{other}，为什么 {camel} 还依赖 {a}。",
-            f"{speaker}：{a} 升级又把 {camel} 搞挂了，{other}正在回滚。",
-            f"{other}告诉{speaker}，{a} 改完之后{rng.choice(OUTCOMES_ZH)}。",
-        )
-    )
-    return "context", text, [a, camel]
-
-
-def _incident_zh(rng: random.Random) -> tuple[str, str, list[str]]:
-    a, camel, path = rng.choice(TECH), rng.choice(CAMEL), _path(rng)
-    text = rng.choice(
-        (
-            f"{rng.choice(COMPONENTS_ZH)}故障是因为 {camel} 耗尽了 {a} 连接；修复在 {path}。",
-            f"修复了 {path} 里的竞态：{camel} 读到了过期的 {a} 状态，结果{rng.choice(OUTCOMES_ZH)}。",
-            f"教训：在 {camel} 里调用 {a} 一定要设超时，否则{rng.choice(COMPONENTS_ZH)}会卡住。",
-        )
-    )
-    category = "insight" if text.startswith("教训") else "fact"
-    return category, text, [a, camel] + ([path] if path in text else [])
-
-
-_KINDS_ZH = ((_decision_zh, 25), (_fact_zh, 30), (_preference_zh, 10), (_turn_zh, 25), (_incident_zh, 10))
-_LANGS = {"en": (_KINDS, ("ticket", "issue", "ref", "change"), " ({ref} {number})"),
-          "zh": (_KINDS_ZH, ("工单", "需求", "记录", "变更"), "（{ref} {number}）")}  # fmt: skip
 
 
 def _timestamp(moment: datetime) -> str:
@@ -287,18 +276,18 @@ def generate_draft(
     if lang not in _LANGS:
         raise ValueError(f"lang must be one of {', '.join(_LANGS)}, got {lang!r}")
     rng = random.Random(seed)
-    kind_table, refs, reference = _LANGS[lang]
-    kinds = [k for k, _ in kind_table]
-    kind_weights = [w for _, w in kind_table]
+    words = _LANGS[lang]
+    kinds = [k for k, _ in _KINDS]
+    kind_weights = [w for _, w in _KINDS]
     imps = [i for i, _ in IMPORTANCE_WEIGHTS]
     imp_weights = [w for _, w in IMPORTANCE_WEIGHTS]
     start = end - timedelta(days=TIMELINE_DAYS)
     step = TIMELINE_DAYS * 86400 / n
     insights: list[dict[str, Any]] = []
     for index in range(n):
-        category, text, entities = rng.choices(kinds, kind_weights)[0](rng)
+        category, text, entities = rng.choices(kinds, kind_weights)[0](rng, words)
         # A ticket or PR reference makes every content unique, as real notes usually are.
-        content = text + reference.format(ref=rng.choice(refs), number=index + 1000)
+        content = text + words.reference.format(ref=rng.choice(words.refs), number=index + 1000)
         moment = start + timedelta(seconds=index * step + rng.uniform(0, step))
         item: dict[str, Any] = {
             "content": content,
