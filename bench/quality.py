@@ -30,9 +30,11 @@ held-out Chinese set's are: no backbone between turns of the conversation, so th
 session prior carry no signal; with ``--long-query probe`` the proxy of that set. ``--as-written`` stores
 each turn's text alone (no ``"<speaker>: "``, no caption), for a set whose turns are event memories.
 
-``--mode cli`` (the default, and the only mode whose figures are reported) runs every command as a
-whole process, as an agent would. ``--mode inprocess`` calls ``mnemon.cli.main`` in this process
-(same code path, same results, no start-up cost) for quick ablation loops. ``--embed local`` sets
+``--mode cli`` (the default) runs every command as a whole process, as an agent would. ``--mode
+inprocess`` calls ``mnemon.cli.main`` in this process: the same code path and the same rankings, without
+the start-up cost, so most figures in bench/quality-ablations.md come from it (the two modes were
+compared question by question there, last on the independent English check; the latency line is only
+meaningful in ``cli`` mode). ``--embed local`` sets
 ``MNEMON_EMBED_PROTOCOL=local`` (needs the ``local`` extra and a model: ``MNEMON_EMBED_MODEL_PATH``
 or ``mnemon embed --install-model``); ``both`` runs without and with embeddings.
 """
