@@ -37,12 +37,14 @@ Imports only numpy and ``kernels.*``; numba is loaded on the first jitted call.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from kernels._jit import jit
-from kernels.topk import _argsort_desc, check_array, check_mask
+from kernels.cosine import _cosine_row
+from kernels.topk import _argsort_desc, check_array, check_mask, readonly_view
 
 VIA_NONE = -1  # via of a row no anchor reached
 VIA_ANCHOR = -2  # via of an anchor row
@@ -63,15 +65,30 @@ def _offer(best, via, v, cand, code):
 
 @jit()
 def _collect(lo, hi, nbr_rows, weights, etype, type_weight, similarity, has_sim, lambda_structural,
-             lambda_semantic, id_rank, row_mask, t_delta, t_rank, t_code, t_row, m):  # fmt: skip
-    """Append the in-scope transitions of CSR entries ``lo:hi`` to the t_* buffers from ``m``."""
+             lambda_semantic, id_rank, row_mask, t_delta, t_rank, t_code, t_row, m,
+             x_similarity, x_vectors, x_norms, x_query, x_query_norm, x_vec_of_row, x_slack, has_exact):  # fmt: skip
+    """Append the in-scope transitions of CSR entries ``lo:hi`` to the t_* buffers from ``m``.
+
+    With ``has_exact`` the similarities are read from (and written to) ``x_similarity``, the caller's
+    writable array (``similarity`` is a read-only view): a neighbour whose value is still bounded
+    (``x_slack`` > 0) gets its exact cosine first, its slack zeroed, so the search reads exact values only."""
     for j in range(lo, hi):
         v = nbr_rows[j]
         if not row_mask[v]:
             continue
         delta = lambda_structural * type_weight[etype[j]] * weights[j]
         if has_sim:
-            delta += lambda_semantic * max(0.0, similarity[v])
+            if has_exact:
+                if x_slack[v] > 0.0:
+                    i = x_vec_of_row[v]
+                    if i < 0 or i >= x_vectors.shape[0]:
+                        raise ValueError("exact: a bounded row has no vector row")
+                    x_similarity[v] = _cosine_row(x_vectors, x_norms, x_query, x_query_norm, i)
+                    x_slack[v] = 0.0
+                sim = x_similarity[v]
+            else:
+                sim = similarity[v]
+            delta += lambda_semantic * max(0.0, sim)
         t_delta[m] = delta
         t_rank[m] = id_rank[v]
         t_code[m] = etype[j]
@@ -85,9 +102,11 @@ def _beam_search(
     indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
     width, depth, max_visited, similarity, lambda_structural, lambda_semantic, id_rank, row_mask,
     d_ptr, d_nbr, d_weights, d_etype, expanded,
+    x_similarity, x_vectors, x_norms, x_query, x_query_norm, x_vec_of_row, x_slack,
 ):  # fmt: skip
     n = id_rank.shape[0]
     record = expanded.shape[0] != 0
+    has_exact = x_slack.shape[0] == n
     nb = indptr.shape[0] - 1  # rows the first CSR covers (<= n)
     has_delta = d_ptr.shape[0] == n + 1
     has_sim = similarity.shape[0] != 0
@@ -139,11 +158,13 @@ def _beam_search(
                 if u < nb:
                     m = _collect(indptr[u], indptr[u + 1], nbr_rows, weights, etype, type_weight, similarity,
                                  has_sim, lambda_structural, lambda_semantic, id_rank, row_mask,
-                                 t_delta, t_rank, t_code, t_row, m)  # fmt: skip
+                                 t_delta, t_rank, t_code, t_row, m,
+                                 x_similarity, x_vectors, x_norms, x_query, x_query_norm, x_vec_of_row, x_slack, has_exact)  # fmt: skip
                 if has_delta:
                     m = _collect(d_ptr[u], d_ptr[u + 1], d_nbr, d_weights, d_etype, type_weight, similarity,
                                  has_sim, lambda_structural, lambda_semantic, id_rank, row_mask,
-                                 t_delta, t_rank, t_code, t_row, m)  # fmt: skip
+                                 t_delta, t_rank, t_code, t_row, m,
+                                 x_similarity, x_vectors, x_norms, x_query, x_query_norm, x_vec_of_row, x_slack, has_exact)  # fmt: skip
                 order = _argsort_desc(t_delta[:m], t_rank[:m], t_code[:m])
                 for oi in range(m):
                     if visited >= max_visited:
@@ -254,6 +275,7 @@ def beam_search(
     row_mask: npt.NDArray[np.bool_] | None = None,
     delta: EdgeArrays | None = None,
     expanded: npt.NDArray[np.bool_] | None = None,
+    exact: ExactRead | None = None,
 ) -> tuple[npt.NDArray[np.float64], npt.NDArray[np.int8]]:
     """Run the per-anchor beam search described in the module docstring (numba path, serial).
 
@@ -275,6 +297,12 @@ def beam_search(
         (``indptr`` of length <= n + 1), and n is the delta's row count.
     expanded : None, or a writable bool (n,) array: set True at every row whose edges were
         scored (the rows whose neighbours' similarities the search read). Nothing else changes.
+    exact : None, or :class:`ExactRead` for a ``similarity`` that is bounded at some rows (the int8
+        first pass): before the search reads a row whose ``slack`` is positive, it writes that row's
+        exact cosine into ``similarity`` (``kernels.cosine``'s row kernel, bit-equal to
+        ``kernels.quantized.exact_scorer(..., numba=True)``) and zeroes its slack. One search then
+        reads exact values only, where searching with bounded values and refining what it read
+        would need a search per round. ``similarity`` and ``slack`` are updated in place.
 
     Returns
     -------
@@ -282,6 +310,7 @@ def beam_search(
     via : int8 (n,), edge type code of the best score, ``VIA_ANCHOR`` (-2) for anchors,
         ``VIA_NONE`` (-1) where unreached.
     """
+    raw_similarity = similarity
     (indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores, similarity, id_rank, mask, d_csr) = _check_beam(
         indptr, nbr_rows, weights, etype, type_weight, anchor_rows, anchor_scores,
         width, depth, max_visited, similarity, id_rank, row_mask, delta,
@@ -290,8 +319,43 @@ def beam_search(
         indptr, nbr_rows, weights, etype, type_weight, anchors, a_scores,
         int(width), int(depth), int(max_visited), similarity,
         float(lambda_structural), float(lambda_semantic), id_rank, mask, *d_csr,
-        _check_expanded(expanded, id_rank.shape[0]),
+        _check_expanded(expanded, id_rank.shape[0]), *_check_exact(exact, raw_similarity, id_rank.shape[0]),
     )  # fmt: skip
+
+
+class ExactRead(NamedTuple):
+    """What :func:`beam_search` needs to make a bounded similarity exact where it reads it."""
+
+    vectors: npt.NDArray[np.float64]  # (rows, dim), C-contiguous: the stored vectors
+    norms: npt.NDArray[np.float64]  # (rows,): their norms
+    query: npt.NDArray[np.float64]  # (dim,)
+    query_norm: float
+    vec_of_row: npt.NDArray[np.int64]  # (n,): each search row's vector row (read where slack > 0)
+    slack: npt.NDArray[np.float64]  # (n,), writable: > 0 where ``similarity`` is bounded, not exact
+
+
+# No exact reads: the same array types as a real ExactRead's (read-only inputs, writable outputs), so
+# numba compiles the search once for both; has_exact is False since the slack is empty.
+_NO_EXACT = (np.zeros(0), readonly_view(np.zeros((0, 1))), readonly_view(np.zeros(0)), readonly_view(np.zeros(1)), 0.0,
+             readonly_view(np.zeros(0, dtype=np.int64)), np.zeros(0))  # fmt: skip
+
+
+def _check_exact(exact: ExactRead | None, similarity: object, n: int) -> tuple[object, ...]:
+    if exact is None:
+        return _NO_EXACT
+    if (not isinstance(similarity, np.ndarray) or similarity.dtype != np.float64 or similarity.shape != (n,)
+            or not similarity.flags.writeable or not similarity.flags.c_contiguous):  # fmt: skip
+        raise ValueError("exact needs a writable C-contiguous float64 similarity of length n (exact values are written there)")
+    vectors = check_array(exact.vectors, "exact.vectors", np.float64, 2)
+    if not vectors.flags.c_contiguous:
+        raise ValueError("exact.vectors must be C-contiguous")
+    norms = check_array(exact.norms, "exact.norms", np.float64, 1, vectors.shape[0])
+    query = check_array(exact.query, "exact.query", np.float64, 1, vectors.shape[1])
+    vec_of_row = check_array(exact.vec_of_row, "exact.vec_of_row", np.int64, 1, n)
+    check_array(exact.slack, "exact.slack", np.float64, 1, n)
+    if not exact.slack.flags.writeable:
+        raise ValueError("exact.slack must be writable")
+    return similarity, vectors, norms, query, float(exact.query_norm), vec_of_row, exact.slack
 
 
 def _check_expanded(expanded: object, n: int) -> np.ndarray:

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
 
 import numpy as np
 import numpy.typing as npt
@@ -154,25 +153,31 @@ def _cosine_rows(vectors, norms, query, query_norm, rows):
 
 def exact_scorer(
     vectors: npt.NDArray[np.float64], norms: npt.NDArray[np.float64], query: npt.NDArray[np.float64], *, numba: bool
-) -> Callable[[npt.NDArray[np.integer]], npt.NDArray[np.float64]]:
+) -> ExactScorer:
     """A function giving the exact cosines of any rows, bit-equal to that path's full scan there
     (``kernels.cosine_scores`` with ``numba``, else ``kernels.cosine_scores_numpy``'s einsum).
 
     The arrays are checked once, here: recall calls the scorer once per node its beam expands.
     """
     # a plain ndarray, not numpy.memmap: each memmap gather runs Python code
-    vectors, norms, query, query_norm = _check_inputs(np.asarray(vectors), np.asarray(norms), query)
-    n = vectors.shape[0]
+    return ExactScorer(*_check_inputs(np.asarray(vectors), np.asarray(norms), query), numba=numba)
 
-    def numba_rows(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
-        picked = _check_rows(np.ascontiguousarray(rows, dtype=np.int64), n)
-        return _cosine_rows(vectors, norms, query, query_norm, picked)
 
-    def numpy_rows(rows: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
-        picked = _check_rows(np.ascontiguousarray(rows, dtype=np.int64), n)
-        return _cosine_scores_numpy(np.ascontiguousarray(vectors[picked]), norms[picked], query, query_norm)
+class ExactScorer:
+    """Exact cosines of given rows (:func:`exact_scorer`); with ``numba``, its checked arrays are what
+    ``kernels.beam_search`` reads to compute the same values itself (``kernels.beam.ExactRead``)."""
 
-    return numba_rows if numba else numpy_rows
+    def __init__(self, vectors: np.ndarray, norms: np.ndarray, query: np.ndarray, query_norm: float, *,
+                 numba: bool) -> None:  # fmt: skip
+        self.vectors, self.norms, self.query, self.query_norm, self.numba = vectors, norms, query, query_norm, numba
+
+    def __call__(self, rows: npt.NDArray[np.integer]) -> npt.NDArray[np.float64]:
+        picked = _check_rows(np.ascontiguousarray(rows, dtype=np.int64), self.vectors.shape[0])
+        if self.numba:
+            return _cosine_rows(self.vectors, self.norms, self.query, self.query_norm, picked)
+        return _cosine_scores_numpy(
+            np.ascontiguousarray(self.vectors[picked]), self.norms[picked], self.query, self.query_norm
+        )
 
 
 def cosine_rows_numpy(

@@ -49,6 +49,8 @@ if TYPE_CHECKING:
 
     import numpy as np
 
+    from kernels.beam import ExactRead
+
 # The numba kernels run only where they pay for themselves in this process. Measured on the 2-core
 # box (bench/recall_latency.py store, in-process, warm): on 10k insights x 34 edges the numpy beam
 # search plus BM25 take about 90 ms per query, the numba path about 50 ms, but importing numba and
@@ -80,6 +82,11 @@ class Bounds(Protocol):
     slack: np.ndarray
 
     def refine(self, values: np.ndarray, rows: np.ndarray) -> None: ...
+
+    def exact_read(self) -> ExactRead | None:
+        """What the numba beam search needs to make rows exact as it reads them (the values
+        ``refine`` writes), or None where only ``refine`` can."""
+        ...
 
 
 VIA_NEIGHBOR = "neighbor"
@@ -294,6 +301,14 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     d = a.edge_delta
     bounds = a.similarity_bounds
     edges = None if d is None else (d.ptr, d.nbr, d.weight, d.type)
+    if bounds is not None and similarity is not None and use_numba and (on_read := bounds.exact_read()) is not None:
+        # one search that makes every bounded similarity exact as it reads it: the result of the
+        # loop below (a search reads exact values only), without a search per refining round
+        return kernels.beam_search(
+            a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
+            params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
+            tie, a.scope, edges, None, on_read,
+        )  # fmt: skip
     if bounds is not None and similarity is not None and not use_numba:
         # the numpy search calls back before each read: one search, exact wherever it reads
         def before_read(rows: np.ndarray) -> None:

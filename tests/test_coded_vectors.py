@@ -162,8 +162,18 @@ def test_recall_through_the_codes_equals_the_exact_scan(
         original(self, values, rows)
 
     monkeypatch.setattr(engine_vectors.SimilarityBounds, "refine", counting)
+    in_search: list[bool] = []  # whether the numba beam made rows exact itself, as it read them
+    original_read = engine_vectors.SimilarityBounds.exact_read
+
+    def recording(self: engine_vectors.SimilarityBounds) -> object:
+        read = original_read(self)
+        in_search.append(read is not None)
+        return read
+
+    monkeypatch.setattr(engine_vectors.SimilarityBounds, "exact_read", recording)
     coded = _recalls(store_dir, monkeypatch, coded=True, numba=numba)
     assert refined, "the coded path was not taken"
+    assert all(in_search) and len(in_search) == (len(QUERIES) * 3 if numba else 0)
     exact = _recalls(store_dir, monkeypatch, coded=False, numba=numba)
     assert coded == exact
     # the bound prunes: a recall made far fewer rows exact than the store holds

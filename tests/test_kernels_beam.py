@@ -281,3 +281,73 @@ def test_beam_reports_the_rows_it_expanded_and_reads_no_other_similarity():
     np.testing.assert_array_equal(via, v1)
     with pytest.raises(ValueError, match="expanded"):
         kernels.beam_search(*args, readonly(sim), 1.0, 0.4, id_rank, None, None, np.zeros(n - 1, dtype=np.bool_))
+
+
+def _bounded_case(seed: int, n: int = 3000, dim: int = 24):
+    """A graph, vectors behind it (a few rows without one), the exact cosines as the numba row kernel
+    gives them, and bounded values: exact where the slack is 0, off by up to the slack elsewhere."""
+    from kernels.quantized import exact_scorer
+
+    rng = np.random.default_rng(seed)
+    edges = random_graph(rng, n, 8 * n)
+    csr = build_edge_csr(n, edges)
+    vectors = rng.normal(size=(n + 5, dim))
+    vectors[3] = 0.0  # a zero vector: its cosine is exactly 0
+    norms = np.sqrt((vectors * vectors).sum(axis=1))
+    query = rng.normal(size=dim)
+    vec_of_row = rng.permutation(n + 5)[:n].astype(np.int64)  # search row -> vector row, not the identity
+    scorer = exact_scorer(vectors, norms, query, numba=True)
+    exact = scorer(vec_of_row)
+    slack = np.where(rng.random(n) < 0.8, rng.uniform(0.0, 0.05, n), 0.0)
+    bounded = exact + slack * rng.uniform(-1.0, 1.0, n)
+    id_rank = readonly(rng.permutation(n).astype(np.int32))
+    anchors = rng.choice(n, 12, replace=False).astype(np.int32)
+    args = (*csr, WHY, anchors, rng.random(12), 5, 3, 200)
+    return args, scorer, vec_of_row, exact, slack, bounded, id_rank
+
+
+@pytest.mark.parametrize("seed", [5, 6, 7])
+def test_beam_with_exact_reads_equals_the_search_on_exact_values(seed):
+    """``exact``: one search that makes each bounded similarity exact as it reads it gives what the
+    search over exact values gives, bit for bit, and writes exact values (and zero slack) at the rows
+    it read only (recall's single search at 1M with vectors relies on it)."""
+    args, scorer, vec_of_row, exact, slack, bounded, id_rank = _bounded_case(seed)
+    n = exact.shape[0]
+    want_best, want_via = kernels.beam_search(*args, readonly(exact), 1.0, 0.4, id_rank)
+    values, left = bounded.copy(), slack.copy()
+    read = kernels.beam.ExactRead(scorer.vectors, scorer.norms, scorer.query, scorer.query_norm, vec_of_row, left)
+    expanded = np.zeros(n, dtype=np.bool_)
+    best, via = kernels.beam_search(*args, values, 1.0, 0.4, id_rank, None, None, expanded, read)
+    np.testing.assert_array_equal(best, want_best)
+    np.testing.assert_array_equal(via, want_via)
+    made = (slack > 0) & (left == 0)
+    assert made.sum() > 50  # the search read many bounded rows
+    np.testing.assert_array_equal(values[made], exact[made])  # bit-equal to the exact scorer's
+    untouched = left > 0
+    np.testing.assert_array_equal(values[untouched], bounded[untouched])
+    # what it made exact lies among the rows it could read: the neighbours of the rows it expanded
+    indptr, nbrs = args[0], args[1]
+    could = np.zeros(n, dtype=np.bool_)
+    for u in np.flatnonzero(expanded):
+        could[nbrs[indptr[u] : indptr[u + 1]]] = True
+    assert not np.any(made & ~could)
+    # and the bounded search without exact reads differs (the case is not trivial)
+    loose_best, _ = kernels.beam_search(*args, readonly(bounded), 1.0, 0.4, id_rank)
+    assert not np.array_equal(loose_best, want_best)
+
+
+def test_beam_exact_reads_reject_bad_inputs():
+    args, scorer, vec_of_row, exact, slack, bounded, id_rank = _bounded_case(9, n=400)
+    good = kernels.beam.ExactRead(scorer.vectors, scorer.norms, scorer.query, scorer.query_norm, vec_of_row, slack.copy())
+    with pytest.raises(ValueError, match="writable"):  # nowhere to write the exact values
+        kernels.beam_search(*args, readonly(bounded), 1.0, 0.4, id_rank, None, None, None, good)
+    with pytest.raises(ValueError, match="writable"):
+        kernels.beam_search(*args, None, 1.0, 0.4, id_rank, None, None, None, good)
+    with pytest.raises(ValueError, match="slack"):
+        kernels.beam_search(*args, bounded.copy(), 1.0, 0.4, id_rank, None, None, None, good._replace(slack=readonly(slack)))
+    with pytest.raises((ValueError, TypeError), match="vec_of_row"):
+        kernels.beam_search(*args, bounded.copy(), 1.0, 0.4, id_rank, None, None, None,
+                            good._replace(vec_of_row=vec_of_row[:-1]))  # fmt: skip
+    with pytest.raises(ValueError, match="no vector row"):  # a bounded row the search reads, without a vector
+        kernels.beam_search(*args, bounded.copy(), 1.0, 0.4, id_rank, None, None, None,
+                            good._replace(vec_of_row=np.full(400, -1, dtype=np.int64), slack=np.full(400, 0.01)))  # fmt: skip

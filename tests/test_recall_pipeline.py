@@ -482,6 +482,9 @@ class _Bounds:
         values[rows] = self.exact[rows]
         self.slack[rows] = 0.0
 
+    def exact_read(self) -> None:  # no vectors behind these values: the search refines by rounds
+        return None
+
 
 def test_a_relative_floor_starts_an_ordinary_query_s_signal_below_its_best_cosine() -> None:
     # A model scale with signal_below_best: an ordinary query's similarity signal maps its best cosine

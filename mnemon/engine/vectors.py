@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from kernels.beam import ExactRead
     from mnemon.embed import Embedder
     from mnemon.engine.core import EngineBase
     from mnemon.store.vectors import VectorIndex
@@ -449,6 +450,18 @@ class SimilarityBounds:
     def restrict(self, keep: NDArray[np.bool_]) -> None:
         """Rows outside ``keep`` were set to exactly 0 by the caller (out of scope): no slack there."""
         self.slack[~keep] = 0.0
+
+    def exact_read(self) -> ExactRead | None:
+        """What ``kernels.beam_search`` needs to make rows exact as it reads them, with the same values
+        :meth:`refine` writes: only when the exact cosines come from numba's row kernel (the numpy
+        path's einsum may differ in the last bit); None otherwise."""
+        from kernels.beam import ExactRead
+        from kernels.quantized import ExactScorer
+
+        e = self._exact
+        if not isinstance(e, ExactScorer) or not e.numba:
+            return None
+        return ExactRead(e.vectors, e.norms, e.query, e.query_norm, self._vec_of_row, self.slack)
 
     def refine(self, values: NDArray[np.float64], rows: NDArray[np.integer]) -> None:
         """Write the exact cosines of ``rows`` into ``values`` (rows already exact are skipped;
