@@ -301,31 +301,24 @@ def _beam(a: RecallArrays, intent: Intent, rows: np.ndarray, scores: np.ndarray,
     d = a.edge_delta
     bounds = a.similarity_bounds
     edges = None if d is None else (d.ptr, d.nbr, d.weight, d.type)
-    if bounds is not None and similarity is not None and use_numba and (on_read := bounds.exact_read()) is not None:
-        # one search that makes every bounded similarity exact as it reads it: the result of the
-        # loop below (a search reads exact values only), without a search per refining round
-        return kernels.beam_search(
-            a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
-            params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-            tie, a.scope, edges, None, on_read,
-        )  # fmt: skip
+    search = (
+        a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
+        params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
+        tie, a.scope, edges,
+    )  # fmt: skip
     if bounds is not None and similarity is not None and not use_numba:
         # the numpy search calls back before each read: one search, exact wherever it reads
         def before_read(rows: np.ndarray) -> None:
             bounds.refine(similarity, rows)
 
-        return kernels.beam_search_numpy(
-            a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
-            params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-            tie, a.scope, edges, None, before_read,
-        )  # fmt: skip
+        return kernels.beam_search_numpy(*search, None, before_read)
+    # With numba's exact cosines behind the bounds, the numba search makes each bounded row exact as it
+    # reads it (kernels.beam.ExactRead): one search. Otherwise it marks what it expanded, and the loop
+    # refines what it read and searches again until a search read exact values only.
+    on_read = bounds.exact_read() if bounds is not None and similarity is not None and use_numba else None
     while True:
-        expanded = None if bounds is None else np.zeros(a.scope.shape[0], dtype=np.bool_)
-        best, via = beam(
-            a.csr_ptr, a.csr_nbr, a.csr_weight, a.csr_type, type_weight, rows, scores,
-            params.width, params.depth, params.max_visited, similarity, LAMBDA_STRUCTURAL, LAMBDA_SEMANTIC,
-            tie, a.scope, edges, expanded,
-        )  # fmt: skip
+        expanded = None if bounds is None or on_read is not None else np.zeros(a.scope.shape[0], dtype=np.bool_)
+        best, via = beam(*search, expanded) if on_read is None else kernels.beam_search(*search, None, on_read)
         if bounds is None or similarity is None or expanded is None:
             return best, via
         # The beam read bounded similarities: make every row it read exact and search again,
