@@ -2,19 +2,22 @@
 
 Owns contract §4.1 (``Tokenize``: lower-case, Han bigrams, letter/digit words, 80 English
 stopwords), the set measures of §4.2 (keyword score, token overlap, content similarity,
-Jaccard), the recall-only light stemmer of Decision 13 with the BM25 term sequences of
+Jaccard), the recall-only stemmer of Decision 13 (Snowball English) with the BM25 term sequences of
 Decision 12, and the byte/code-point helpers the CLI needs for Go-compatible limits and
 ``--brief`` excerpts (§3.3, §3.4, §8).
 
-Pure functions: imports only ``regex`` (for ``\\p{Han}`` and Unicode categories); no numpy, no
-I/O, no clock. The diff, causal and semantic-fallback measures use :func:`tokenize` unstemmed so
-that their thresholds keep the meaning they have in the Go program (Decision 13).
+Pure functions: imports only ``regex`` (for ``\\p{Han}`` and Unicode categories) and, on the first
+word to stem, ``Stemmer`` (PyStemmer); no numpy, no I/O, no clock. The diff, causal and
+semantic-fallback measures use :func:`tokenize` unstemmed so that their thresholds keep the
+meaning they have in the Go program (Decision 13).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+import threading
 from functools import lru_cache
+from typing import Any
 
 import regex
 
@@ -118,101 +121,45 @@ def insight_tokens(content: str, tags: Iterable[str], entities: Iterable[str]) -
     return tokens
 
 
-# --- Decision 13: light suffix stemming for recall ------------------------------------------
+# --- Decision 13: suffix stemming for recall -------------------------------------------------
 
 _STEM_MIN_LETTERS = 4  # only tokens of at least this many ASCII letters are stemmed
-_ROOT_MIN_LETTERS = 3  # a suffix is only removed if this much root remains
-_LY_ROOT_MIN_LETTERS = 4  # -ly is riskier ("early", "apply", "reply"): demand a longer root
-_VOWELS = frozenset("aeiouy")
-_NO_UNDOUBLE = frozenset("lsfz")  # "falling" → "fall", "missing" → "miss", "staffed" → "staff"
-_PLURAL_KEEP = ("ss", "us", "is")  # "class", "status", "analysis" are not plurals
+_ENGLISH = threading.local()  # a Stemmer object is not thread-safe: one per thread
 
 
-def _has_vowel(root: str) -> bool:
-    # A leading y is a consonant ("yr" has no vowel); elsewhere y acts as one ("try").
-    return any(ch in _VOWELS for ch in root[1:]) or root[:1] in _VOWELS - {"y"}
+def _english_stemmer() -> Any:
+    stemmer = getattr(_ENGLISH, "stemmer", None)
+    if stemmer is None:
+        # imported on the first word to stem, not with the module: a call that stems nothing
+        # (status, --help) does not load it
+        import Stemmer
 
-
-def _strip_verb_suffix(word: str, suffix: str) -> str | None:
-    """Remove -ed/-ing if a plausible root remains, undoubling a doubled final consonant."""
-    root = word[: -len(suffix)]
-    if len(root) == 2 and root[0] in _VOWELS and root[1] not in _VOWELS:
-        # "using" → "use", "aging" → "age", "owed" → "owe": the root is a 3-letter word in -e
-        # whose e was eaten by the suffix; restoring it meets the unstemmed 3-letter form.
-        return root + "e"
-    if len(root) < _ROOT_MIN_LETTERS or not _has_vowel(root):
-        return None  # "thing", "string", "need", "shed" are not inflections
-    if (
-        len(root) > _ROOT_MIN_LETTERS
-        and root[-1] == root[-2]
-        and root[-1] not in _VOWELS
-        and root[-1] not in _NO_UNDOUBLE
-    ):
-        root = root[:-1]  # "running" → "run", "stopped" → "stop", "embedding" → "embed"
-    return root
-
-
-def _stem_once(word: str) -> str:
-    """Apply at most one suffix rule, then the final -e rule; return ``word`` if none applies."""
-    stemmed = word
-    if word.endswith("ies") and len(word) - 3 + 1 >= _ROOT_MIN_LETTERS:
-        stemmed = word[:-3] + "y"  # "stories" → "story"
-    elif word.endswith("ied") and len(word) - 3 + 1 >= _ROOT_MIN_LETTERS:
-        stemmed = word[:-3] + "y"  # "studied" → "study"
-    elif word.endswith("s") and not word.endswith(_PLURAL_KEEP):
-        if len(word) - 1 >= _ROOT_MIN_LETTERS:
-            stemmed = word[:-1]  # "-es" falls out with the -e rule: "boxes" → "boxe" → "box"
-    elif word.endswith("eed"):
-        if len(word) - 3 >= _ROOT_MIN_LETTERS:
-            stemmed = word[:-1]  # "agreed" → "agree"; "speed", "need", "seed" stay whole
-    elif word.endswith("ed"):
-        stemmed = _strip_verb_suffix(word, "ed") or word
-    elif word.endswith("ing"):
-        stemmed = _strip_verb_suffix(word, "ing") or word
-    elif word.endswith("ily") and len(word) - 3 + 1 >= _LY_ROOT_MIN_LETTERS:
-        stemmed = word[:-3] + "y"  # "easily" → "easy", "happily" → "happy"
-    elif word.endswith("ly"):
-        root = word[:-2]
-        doubled = root[-1] == root[-2] and root[-1] not in _VOWELS
-        if len(root) >= _LY_ROOT_MIN_LETTERS and not doubled:
-            stemmed = root  # "quickly" → "quick"; "supply", "apply", "only" stay
-    # Final -e: "paste"/"pasted"/"pasting" meet at "past"; "-ee" is a real ending ("agree").
-    if stemmed.endswith("e") and not stemmed.endswith("ee") and len(stemmed) - 1 >= _ROOT_MIN_LETTERS:
-        stemmed = stemmed[:-1]
-    return stemmed
+        stemmer = _ENGLISH.stemmer = Stemmer.Stemmer("english")
+    return stemmer
 
 
 @lru_cache(maxsize=1 << 16)  # vocabularies are small and BM25 indexing stems every token
 def stem(token: str) -> str:
-    """Return the Decision 13 recall stem of one token (idempotent: ``stem(stem(x)) == stem(x)``).
+    """Return the Decision 13 recall stem of one token: the Snowball English stemmer (Porter2).
 
     Only ASCII alphabetic tokens of at least 4 letters change; Han bigrams, digits and short
-    words pass through. One rule applies per round and rounds repeat until nothing changes,
-    so "paintings" → "painting" → "paint" and every stem is a fixed point. Rules, in order:
+    words pass through. Porter2 (PyStemmer, the Snowball project's C build) removes inflections
+    and derivations alike, so "paint", "paints", "painted", "painting" → "paint" and "adopt",
+    "adopted", "adoption" → "adopt". It is applied once and never lengthens a word; it is not
+    idempotent ("conversation" → "convers" → "conver"), so a stem is never stemmed again.
 
-    - ``-ies``/``-ied`` → ``-y`` ("stories", "studied" → "story", "study");
-    - plural ``-s`` unless the word ends in ``-ss``/``-us``/``-is`` ("class", "status");
-    - ``-eed`` → ``-ee`` only after a root of ≥ 3 letters ("agreed" → "agree"; "speed" stays);
-    - ``-ed``/``-ing`` when the root has a vowel and ≥ 3 letters, undoubling a doubled final
-      consonant other than l/s/f/z ("running" → "run", "falling" → "fall"); a 2-letter
-      vowel-consonant root gets its ``e`` back ("using", "used" → "use");
-    - ``-ily`` → ``-y`` and ``-ly`` after a root of ≥ 4 letters not ending in a doubled
-      consonant ("quickly" → "quick"; "early", "apply", "supply" stay);
-    - then a final ``-e`` goes if ≥ 3 letters remain and it is not ``-ee`` ("make" → "mak").
-
-    So "paint", "paints", "painted", "painting" → "paint"; "use", "uses", "used", "using" →
-    "use"; "box", "boxes" → "box"; "create", "created", "creates" → "creat". Every step
-    shortens the word, so the loop ends.
+    It replaced a light -s/-ed/-ing/-ly/-e stripper of our own: English recall rose in the four
+    target views on five development conversations (no conversation lower by a point) and on four
+    written from scratch that nothing was tuned on (bench/quality-ablations.md, thirteenth session).
     """
     if len(token) < _STEM_MIN_LETTERS or not (token.isascii() and token.isalpha()):
         return token
-    word = token
-    while len(word) >= _STEM_MIN_LETTERS:
-        nxt = _stem_once(word)
-        if nxt == word:
-            break
-        word = nxt
-    return word
+    return _STEM_OVERRIDES.get(token) or str(_english_stemmer().stemWord(token))
+
+
+# Porter2 takes "-ed" off a base that merely ends in it ("embed" → "emb") while "embedded" and
+# "embedding" keep "embed": a word this tool's users write often, joined to its forms here.
+_STEM_OVERRIDES = {"embed": "embed", "embeds": "embed"}
 
 
 def recall_sequence(text: str, sequence: list[str] | None = None) -> list[str]:
@@ -410,10 +357,11 @@ def _irregular_verbs() -> dict[str, tuple[str, ...]]:
 
 
 def _verb_stems(forms: tuple[str, ...]) -> set[str]:
-    """The stems of a verb's forms (``forms[0]`` its base) and of its base's -s and -ing forms."""
+    """The stems of a verb's forms (``forms[0]`` its base) and of its base's -s form. Its -ing form
+    stems to the base's stem ("winning", "making", "lying" → "win", "make", "lie"); writing it as
+    base + "ing" would not ("wining" → "wine")."""
     base = forms[0]
-    stems = {stem(form) for form in forms if form not in STOPWORDS}
-    return stems | {stem(base + "s"), stem(base + "ing") if len(base) > 2 else stem(base)}
+    return {stem(form) for form in forms if form not in STOPWORDS} | {stem(base + "s")}
 
 
 def irregular_query_terms(text: str) -> list[str]:

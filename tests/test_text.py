@@ -91,7 +91,7 @@ def test_insight_tokens_tokenize_each_field_separately() -> None:
     assert "量数" not in tokens  # no bigram across content and tag
 
 
-# --- stemmer (Decision 13) --------------------------------------------------------------------
+# --- stemmer (Decision 13: Snowball English, Porter2) -----------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -100,8 +100,8 @@ def test_insight_tokens_tokenize_each_field_separately() -> None:
         (["paint", "paints", "painted", "painting"], "paint"),
         (["use", "uses", "used", "using"], "use"),
         (["run", "running"], "run"),
-        (["story", "stories"], "story"),
-        (["study", "studies", "studied"], "study"),
+        (["story", "stories"], "stori"),
+        (["study", "studies", "studied"], "studi"),
         (["box", "boxes"], "box"),
         (["class", "classes"], "class"),
         (["match", "matches"], "match"),
@@ -109,39 +109,36 @@ def test_insight_tokens_tokenize_each_field_separately() -> None:
         (["test", "tests", "tested", "testing"], "test"),
         (["stop", "stops", "stopped", "stopping"], "stop"),
         (["fall", "falls", "falling"], "fall"),
-        (["embed", "embeds", "embedded", "embedding"], "emb"),
+        (["embed", "embeds", "embedded", "embedding", "embeddings"], "embed"),  # Porter2 alone: "embed" → "emb"
         (["need", "needs", "needed", "needing"], "need"),
-        (["agree", "agrees", "agreed", "agreeing"], "agree"),
+        (["agree", "agrees", "agreed", "agreeing"], "agre"),
         (["quick", "quickly"], "quick"),
-        (["easy", "easily"], "easy"),
         (["setting", "settings"], "set"),
+        # derivations too, which the light stemmer before Porter2 left apart
+        (["adopt", "adopted", "adopting", "adoption", "adoptions"], "adopt"),
+        (["happy", "happiness"], "happi"),
+        (["commit", "committed", "commitment"], "commit"),
     ],
 )
 def test_inflections_collapse_to_one_stem(family: list[str], expected: str) -> None:
     assert {stem(word) for word in family} == {expected}
 
 
-@pytest.mark.parametrize(
-    "word",
-    ["class", "status", "analysis", "thing", "string", "speed", "apply", "supply", "early", "only"],
-)
+@pytest.mark.parametrize("word", ["class", "status", "thing", "string", "speed", "news", "need"])
 def test_words_that_only_look_inflected_are_left_alone(word: str) -> None:
     assert stem(word) == word
 
 
-@pytest.mark.parametrize("token", ["go", "run", "abc", "向量", "http2", "v8engine", "naïve", "1234"])
+@pytest.mark.parametrize("token", ["go", "run", "abc", "won", "向量", "http2", "v8engine", "naïve", "1234"])
 def test_short_non_ascii_and_alphanumeric_tokens_pass_through(token: str) -> None:
     assert stem(token) == token
 
 
-def test_stem_is_idempotent_over_a_vocabulary() -> None:
-    words = (  # noqa: SIM905
-        "paintings settings hundreds guaranteed kubernetes postgres timelines happily families "
-        "addresses processes caches sizes evenings embeddings committed buzzing staffed owing aging"
-    ).split()
-    for word in words:
-        once = stem(word)
-        assert stem(once) == once, word
+def test_stem_is_applied_once() -> None:
+    # Porter2 is not idempotent; a stem is never stemmed again, so "conversation" and
+    # "conversations" meet at "convers", not at its own stem "conver"
+    assert stem("conversation") == stem("conversations") == "convers"
+    assert stem("convers") == "conver"
 
 
 def test_recall_terms_are_stemmed_with_repeats() -> None:
@@ -262,10 +259,12 @@ def test_excerpt_exactly_n_code_points_is_unchanged() -> None:
 
 @settings(derandomize=True, max_examples=300, deadline=None)
 @given(st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=14))
-def test_property_stem_is_a_fixed_point_and_never_grows(word: str) -> None:
+def test_property_stem_never_grows_and_keeps_short_words(word: str) -> None:
     once = stem(word)
-    assert stem(once) == once
     assert len(once) <= len(word)
+    assert once.isalpha() and once.isascii()
+    if len(word) < 4:
+        assert once == word
 
 
 @settings(derandomize=True, max_examples=200, deadline=None)
@@ -319,12 +318,13 @@ def test_possessor_query_terms(query: str, expected: list[str]) -> None:
     ("query", "expected"),
     [
         ("When did Jon receive mentorship?", ["mentor"]),
-        ("the adoptions", ["adopt"]),  # the suffix comes off the stemmed token: plurals count
-        ("a presentation", ["present", "presentat"]),  # -ation and -ion, each once
+        ("the mentorships", ["mentor"]),  # the suffix comes off the stemmed token: plurals count
+        ("the judgement", ["judg"]),  # -ment, which Porter2 keeps after a root ending in e
         ("the nation", []),  # a root under 4 letters is no root
-        ("adoption and adopt", []),  # never a term the query already has
-        ("happiness, happiness", ["happi"]),  # once, in order of appearance
-        ("采用 adoption", ["adopt"]),
+        ("a presentation", []),  # Porter2 stems it to its root ("present"): nothing to add
+        ("mentorship and mentor", []),  # never a term the query already has
+        ("friendship, friendship", ["friend"]),  # once, in order of appearance
+        ("采用 mentorship", ["mentor"]),
     ],
 )
 def test_derived_query_terms(query: str, expected: list[str]) -> None:
@@ -339,12 +339,12 @@ def test_derived_query_terms(query: str, expected: list[str]) -> None:
         ("When did Maria meet Jean?", ["met"]),
         ("What did Nate win?", ["won"]),  # the past a memory tells
         ("What has Nate won?", ["win"]),  # and the base from a past form ("wins", "winning" stem to "win")
-        ("Where did she go?", ["gon", "gos", "went"]),  # sorted per verb
+        ("Where did she go?", ["gone", "gos", "went"]),  # sorted per verb
         ("What did Caroline find and take?", ["found", "taken", "took"]),  # "find" asks for "found"
         ("What has Melanie found?", []),  # "found" is as often "founded": an ambiguous form asks nothing
         ("What books has Melanie read?", []),  # no irregular verb
         ("did they meet and met", []),  # never a term the query already has
-        ("WROTE 写作", ["writ", "written"]),  # any case; Han text is not English
+        ("WROTE 写作", ["write", "written"]),  # any case; Han text is not English
     ],
 )
 def test_irregular_query_terms(query: str, expected: list[str]) -> None:
@@ -454,7 +454,7 @@ def test_the_long_query_regime_grows_with_the_length(monkeypatch: pytest.MonkeyP
         ("When did Caroline meet Melanie's friends?", ["carolin", "melani"]),  # in order, possessive too
         ("Caroline's plans?", []),  # the query's first word starts a sentence: no name
         ("Why? Because Jon left.", ["jon"]),  # nor does a word after ".", "?" or "!"
-        ('He said: "Nate won" and then "Nate" left', ["nat"]),  # each once; quotes do not start a sentence
+        ('He said: "Nate won" and then "Nate" left', ["nate"]),  # each once; quotes do not start a sentence
         ("What did The band play", []),  # a stopword has no term
         ("What did Élodie and McDonald sell?", ["élodie", "mcdonald"]),  # any upper/lower-case letter pair
         ("What does the LGBTQ group or an iPhone do?", []),  # capitals only, or lower-case first: no name

@@ -22,8 +22,9 @@ if TYPE_CHECKING:
     import numpy as np
 
 # 2: Chinese text adds its Han characters to its BM25 terms (text.recall_sequence); an index of
-# version 1 lacks them, so it is rebuilt, never read.
-FORMAT_VERSION = 2
+# version 1 lacks them, so it is rebuilt, never read. 3: the recall stemmer became Porter2 (text.stem):
+# the BM25 terms of an index of version 2 are the light stemmer's, so it is rebuilt too.
+FORMAT_VERSION = 3
 
 _Index = TypeVar("_Index", bound="FileFormat")
 
