@@ -29,6 +29,7 @@ import math
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,13 +44,24 @@ PROMPT_FLOOR = 0.3
 BACKGROUND_SAMPLE = 4096
 
 
-# Terms that name a time rather than a subject (stems as mnemon.text makes them): months, weekdays,
-# numbers and ordinals, and the lone Han characters of a Chinese date (2023年5月7日, 星期一).
-_TIME_TERMS = frozenset((
-    "january", "february", "march", "april", "jun", "july", "august", "september", "october", "november",
-    "december", "jan", "feb", "mar", "apr", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday",
+# Words that name a time rather than a subject: months, weekdays, and the lone Han characters of a
+# Chinese date (2023年5月7日, 星期一); numbers and ordinals are _NUMBER. Listed as words and compared as
+# the stems recall makes of them (text.stem): a list of stems written by hand went stale when the
+# stemmer changed ("january" is "januari" under Porter2, and was then an informative term).
+_TIME_WORDS = (
+    "january", "february", "march", "april", "june", "july", "august", "september", "october", "november",
+    "december", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec", "monday",
     "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday", "年", "月", "日", "号", "星期",
-))  # fmt: skip
+)  # fmt: skip
+
+
+@lru_cache(maxsize=1)
+def _time_terms() -> frozenset[str]:
+    from mnemon.text import stem
+
+    return frozenset(stem(word) for word in _TIME_WORDS)
+
+
 _NUMBER = re.compile(r"\d+(?:st|nd|rd|th)?")
 _HAN_BIGRAM = re.compile(r"[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]{2}")
 UNSEEN_HAN_BIGRAM_SHARE = 0.5
@@ -57,7 +69,8 @@ UNSEEN_HAN_BIGRAM_SHARE = 0.5
 
 def informative(terms: Iterable[str]) -> list[str]:
     """The query terms that say what a memory is about: without dates and numbers."""
-    return [t for t in terms if t not in _TIME_TERMS and _NUMBER.fullmatch(t) is None]
+    time_terms = _time_terms()
+    return [t for t in terms if t not in time_terms and _NUMBER.fullmatch(t) is None]
 
 
 @dataclass(frozen=True, slots=True)

@@ -60,8 +60,18 @@ def test_coverage_is_the_carried_share_of_the_weight() -> None:
 
 
 def test_dates_and_numbers_say_nothing_about_the_subject() -> None:
-    terms = ["paint", "july", "2023", "23rd", "mel", "月", "7", "画画"]
+    terms = ["paint", "juli", "2023", "23rd", "mel", "月", "7", "画画"]  # "juli": recall's stem of "July"
     assert relevance.informative(terms) == ["paint", "mel", "画画"]
+
+
+@pytest.mark.parametrize("month", ["January", "February", "June", "July", "September", "October", "November",
+                                   "December", "Sept", "Monday", "Saturday"])  # fmt: skip
+def test_a_time_word_is_no_subject_as_recall_stems_it(month: str) -> None:
+    # the query's terms are the stems recall makes ("januari", "juli", "decemb" under Porter2)
+    from mnemon.text import recall_query_terms
+
+    terms = recall_query_terms(f"What did Mel paint on {month} 23rd, 2023?")
+    assert relevance.informative(terms) == ["mel", "paint"]
 
 
 def test_a_hit_is_its_own_share_or_the_best_share_times_its_standing() -> None:
