@@ -28,6 +28,7 @@ __all__ = [
     "content_similarity",
     "derived_query_terms",
     "excerpt",
+    "identifier_terms",
     "insight_tokens",
     "insight_views",
     "irregular_query_terms",
@@ -176,6 +177,58 @@ def recall_sequence(text: str, sequence: list[str] | None = None) -> list[str]:
     return _sequence(text, han_characters=True)
 
 
+# Recall only: an identifier written in camel case ("OrderRouter", "getHTTPResponse") is one §4.1 token,
+# so "the order router" never met it. Its words are terms too ("order", "router"), as an identifier in snake
+# or kebab case ("order_router") is split by the tokenizer already; like a tag's terms they count once and
+# leave the memory's length alone (Decision 12), so text without such identifiers scores as before.
+# ASCII only, starting with a letter ("23P01" is a code); a part of one letter, a number ("OAuth2Client": "auth",
+# "client") or a stopword is no term ("iPhone" adds "phone").
+_IDENTIFIER_HINT = regex.compile(r"[a-z0-9][A-Z]|[A-Z]{2}[a-z]")  # a case change inside a word
+_IDENTIFIER_PART = regex.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|[0-9]+")  # digits: a part, never a term
+
+
+@lru_cache(maxsize=1 << 12)  # a store names the same few identifiers over and over
+def _identifier_words(word: str) -> tuple[str, ...]:
+    parts = [p.lower() for p in _IDENTIFIER_PART.findall(word)]
+    return tuple(stem(p) for p in parts if len(p) > 1 and p.isalpha() and p not in STOPWORDS)
+
+
+def identifier_terms(text: str) -> list[str]:
+    """Return the stems of the words of ``text``'s camel-case identifiers, each once, in order.
+
+    "Switched OrderRouter to HTTPServer" → ["order", "router", "http", "server"]; "YouTube" → ["tube"];
+    "pH", "23P01", "order_router", "naïveOrderRouter" → [] (no part of two letters; a code; no camel case; not
+    ASCII).
+    """
+    out: list[str] = []
+    done = 0
+    for hint in _IDENTIFIER_HINT.finditer(text):  # from each case change out to the word's ends
+        if hint.start() < done:
+            continue  # a second case change of a word already read
+        start, stop = hint.start(), hint.end()
+        while start > 0 and _ascii_alnum(text[start - 1]):
+            start -= 1
+        while stop < len(text) and _ascii_alnum(text[stop]):
+            stop += 1
+        done = stop
+        if not text[start].isalpha() or _glued(text, start - 1) or _glued(text, stop):
+            continue  # a code ("23P01"), or part of a longer word with other letters ("naïveOrderRouter")
+        for term in _identifier_words(text[start:stop]):
+            if term not in out:
+                out.append(term)
+    return out
+
+
+def _ascii_alnum(ch: str) -> bool:
+    return ch.isascii() and ch.isalnum()
+
+
+def _glued(text: str, i: int) -> bool:
+    """Whether ``text[i]`` (outside an ASCII word) continues it as the tokenizer reads words: a letter
+    or digit that is not Han (a Han run ends a word, _RUN)."""
+    return 0 <= i < len(text) and text[i].isalnum() and _HAN.match(text[i]) is None
+
+
 def recall_terms(text: str) -> list[str]:
     """Return the stemmed BM25 token sequence of ``text`` with repeats (Decision 12/13; Han
     characters as well as bigrams, :func:`recall_sequence`)."""
@@ -196,10 +249,12 @@ _CHINESE_QUESTION_WORDS = regex.compile(
 
 def recall_query_terms(text: str) -> list[str]:
     """Return a recall query's own BM25 terms (:func:`recall_terms`; the query-side rules below add
-    to them) without its Chinese question words and particles. A rule that left prepositional
+    to them) without its Chinese question words and particles, then its identifiers' words
+    (:func:`identifier_terms`) it does not have already. A rule that left prepositional
     phrases ("with respect to", ...) out was removed: on the five development conversations it
     changed no R@10 in any view (bench/quality-ablations.md)."""
-    return recall_terms(_CHINESE_QUESTION_WORDS.sub(" ", text))
+    terms = recall_terms(_CHINESE_QUESTION_WORDS.sub(" ", text))
+    return terms + [term for term in identifier_terms(text) if term not in terms]
 
 
 def written_in_han(text: str) -> bool:
@@ -387,18 +442,19 @@ def irregular_query_terms(text: str) -> list[str]:
 
 
 def recall_insight_terms(content: str, tags: Iterable[str], entities: Iterable[str]) -> list[str]:
-    """Return an insight's BM25 terms: content terms, then tag/entity-only terms once each.
+    """Return an insight's BM25 terms: content terms, then its identifiers' words and the
+    tag/entity-only terms once each.
 
     Decision 12: tf and document length come from the content's sequence; a term present only
-    through tags or entities counts tf = 1 however many fields carry it.
+    through tags, entities or an identifier's words counts tf = 1 however many fields carry it.
     """
     terms = recall_terms(content)
     seen = set(terms)
-    for field in (*tags, *entities):
-        for term in recall_terms(field):
-            if term not in seen:
-                seen.add(term)
-                terms.append(term)
+    fields = [recall_terms(field) + identifier_terms(field) for field in (*tags, *entities)]
+    for term in (term for extra in (identifier_terms(content), *fields) for term in extra):
+        if term not in seen:
+            seen.add(term)
+            terms.append(term)
     return terms
 
 
@@ -416,6 +472,10 @@ def insight_views(
     recall = recall_sequence(content, sequence)
     terms = [stem(token) for token in recall]
     seen = set(terms)
+    for term in identifier_terms(content):  # counted once, not in the length (above)
+        if term not in seen:
+            seen.add(term)
+            terms.append(term)
     # the plain tokens in first-seen order (a dict, not a set): the order new term ids are given
     # in, so that an index built twice is the same file whatever the process's hash seed
     plain = dict.fromkeys(sequence)
@@ -423,7 +483,7 @@ def insight_views(
         views = fields.get(field) if fields is not None else None
         if views is None:
             field_tokens = token_sequence(field)
-            views = (field_tokens, list(map(stem, recall_sequence(field, field_tokens))))
+            views = (field_tokens, [*map(stem, recall_sequence(field, field_tokens)), *identifier_terms(field)])
             if fields is not None:
                 fields[field] = views
         plain.update(dict.fromkeys(views[0]))

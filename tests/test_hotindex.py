@@ -302,7 +302,7 @@ def test_rows_of_many_ids_by_hash_equals_the_id_lookup(cli, data_dir: Path, monk
     assert index.rows_of(as_bytes).tolist() == want
 
 
-@pytest.mark.parametrize("stale", [1, 2])
+@pytest.mark.parametrize("stale", [1, 2, 3])
 def test_an_index_of_a_previous_format_is_rebuilt_not_read(cli, data_dir: Path, stale: int) -> None:
     # Format 1 held no single Han characters among a row's terms: read as current, "限" would miss.
     # Format 2 held the light stemmer's terms ("adoption" for "adoption", Porter2's "adopt").
@@ -312,7 +312,7 @@ def test_an_index_of_a_previous_format_is_rebuilt_not_read(cli, data_dir: Path, 
     header, arrays = hotindex.read_index(db_file(data_dir))
     from mnemon.engine.hot import FORMAT_VERSION
 
-    assert header["version"] == FORMAT_VERSION == 3
+    assert header["version"] == FORMAT_VERSION == 4
     index = _cached_index(data_dir)
     assert "限" in set(index.vocab)
     assert "adopt" in set(index.vocab)

@@ -334,6 +334,26 @@ def test_a_possessive_s_counts_only_with_its_owner(engine) -> None:
     assert top[0].insight.content == "Melanie's plans for summer"
 
 
+def test_a_camel_case_identifier_meets_its_words(engine) -> None:
+    # An agent writes "OrderRouter"; a question says "the order router" (and the other way round).
+    for text in ("Switched OrderRouter to async retries", "the payment gateway was rewritten in Go",
+                 "The order form was redesigned", "barn owl"):
+        engine.remember(text, no_diff=True)
+    index = engine.hot_index()
+    scope = np.array(index.active)
+    row = {text: index.row_of(i) for text, i in _ids(engine).items()}
+    spaced = engine.retrieval._bm25(index, "order router", scope, False)
+    assert spaced[row["Switched OrderRouter to async retries"]] > spaced[row["The order form was redesigned"]] > 0
+    camel = engine.retrieval._bm25(index, "PaymentGateway", scope, False)
+    assert camel[row["the payment gateway was rewritten in Go"]] > 0
+    assert camel[row["barn owl"]] == 0.0
+    exact = engine.retrieval._bm25(index, "OrderRouter", scope, False)  # the identifier itself counts too
+    assert exact[row["Switched OrderRouter to async retries"]] > exact[row["The order form was redesigned"]] > 0
+    assert np.array_equal(engine.retrieval._bm25(index, "order router", scope, True), spaced)  # numba agrees
+    assert engine.recall("which router handles orders", limit=1).hits[0].insight.content == \
+        "Switched OrderRouter to async retries"
+
+
 def test_a_neighbour_lends_its_match_not_its_reach() -> None:
     # Rows 0 and 2 have the same keyword score; only row 0 is linked to the top anchor (row 4), so it
     # gets the higher graph signal and the higher rerank score. The rows after them (1 and 3) match

@@ -15,6 +15,7 @@ from mnemon.text import (
     jaccard,
     keyword_score,
     recall_insight_terms,
+    recall_sequence,
     recall_terms,
     stem,
     token_overlap,
@@ -139,6 +140,44 @@ def test_stem_is_applied_once() -> None:
     # "conversations" meet at "convers", not at its own stem "conver"
     assert stem("conversation") == stem("conversations") == "convers"
     assert stem("convers") == "conver"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Switched OrderRouter to HTTPServer", ["order", "router", "http", "server"]),
+        ("getHTTPResponse, getHTTPResponse", ["get", "http", "respons"]),  # stems, each once
+        ("YouTube on my iPhone", ["tube", "phone"]),  # "you" a stopword, "i" one letter
+        ("pH", []),  # no part of two letters
+        ("23P01 from OAuth2Client", ["auth", "client"]),  # a code is no identifier; a number no term
+        ("我们的PaymentGateway限流", ["payment", "gateway"]),  # a Han run ends the identifier
+        ("naïveOrderRouter", []),  # ASCII identifiers only
+        ("order_router and the ORDER router", []),  # the tokenizer splits snake case; no camel case
+    ],
+)  # fmt: skip
+def test_a_camel_case_identifiers_words_are_recall_terms(text: str, expected: list[str]) -> None:
+    from mnemon.text import identifier_terms, recall_query_terms
+
+    assert identifier_terms(text) == expected
+    assert set(expected) <= set(recall_query_terms(text))  # the query asks for them too
+    assert all(p not in token_sequence(text) for p in ("payment", "phone", "http"))  # §4.1 tokens unchanged
+
+
+def test_a_querys_identifier_words_follow_its_own_terms() -> None:
+    from mnemon.text import recall_query_terms
+
+    assert recall_query_terms("Why did OrderRouter drop the order?") == ["why", "orderrout", "drop", "order", "router"]
+
+
+def test_an_identifiers_words_count_once_and_not_in_the_length() -> None:
+    from mnemon.text import insight_views
+
+    # like a tag's terms (Decision 12): tf 1 unless the content has the word itself, length unchanged
+    terms, plain, length = insight_views("OrderRouter retries the order", ["PaymentGateway"], [])
+    assert terms == ["orderrout", "retri", "order", "router", "paymentgateway", "payment", "gateway"]
+    assert terms == recall_insight_terms("OrderRouter retries the order", ["PaymentGateway"], [])
+    assert length == len(recall_sequence("OrderRouter retries the order")) == 3
+    assert list(plain) == ["orderrouter", "retries", "order", "paymentgateway"]
 
 
 def test_recall_terms_are_stemmed_with_repeats() -> None:

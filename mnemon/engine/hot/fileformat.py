@@ -23,8 +23,9 @@ if TYPE_CHECKING:
 
 # 2: Chinese text adds its Han characters to its BM25 terms (text.recall_sequence); an index of
 # version 1 lacks them, so it is rebuilt, never read. 3: the recall stemmer became Porter2 (text.stem):
-# the BM25 terms of an index of version 2 are the light stemmer's, so it is rebuilt too.
-FORMAT_VERSION = 3
+# the BM25 terms of an index of version 2 are the light stemmer's, so it is rebuilt too. 4: a camel-case
+# identifier's words are among a row's terms (text.identifier_terms); version 3 lacks them.
+FORMAT_VERSION = 4
 
 _Index = TypeVar("_Index", bound="FileFormat")
 
