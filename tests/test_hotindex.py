@@ -305,9 +305,11 @@ def test_rows_of_many_ids_by_hash_equals_the_id_lookup(cli, data_dir: Path, monk
 @pytest.mark.parametrize("stale", [1, 2, 3])
 def test_an_index_of_a_previous_format_is_rebuilt_not_read(cli, data_dir: Path, stale: int) -> None:
     # Format 1 held no single Han characters among a row's terms: read as current, "限" would miss.
-    # Format 2 held the light stemmer's terms ("adoption" for "adoption", Porter2's "adopt").
+    # Format 2 held the light stemmer's terms ("adoption" for "adoption", Porter2's "adopt"); format 3 no
+    # camel-case identifier's words ("router" of "OrderRouter").
     a = cli.ok("remember", "API 限流为每秒一百个请求", "--no-diff")["id"]
     b = cli.ok("remember", "Caroline looked into the adoption agencies", "--no-diff")["id"]
+    cli.ok("remember", "Switched OrderRouter to async retries", "--no-diff")
     cli.ok("recall", "限流")
     header, arrays = hotindex.read_index(db_file(data_dir))
     from mnemon.engine.hot import FORMAT_VERSION
@@ -315,13 +317,13 @@ def test_an_index_of_a_previous_format_is_rebuilt_not_read(cli, data_dir: Path, 
     assert header["version"] == FORMAT_VERSION == 4
     index = _cached_index(data_dir)
     assert "限" in set(index.vocab)
-    assert "adopt" in set(index.vocab)
+    assert {"adopt", "router"} <= set(index.vocab)
     # the same file stamped as an older format: a reader must rebuild it, whatever it holds
     hotindex.write_index(db_file(data_dir), {**header, "version": stale}, dict(arrays))
     assert hotindex.read_index(db_file(data_dir))[0]["version"] == stale
     assert a in ids_of(cli.ok("recall", "限", "--verbose"))
     assert hotindex.read_index(db_file(data_dir))[0]["version"] == FORMAT_VERSION
-    assert "adopt" in set(_cached_index(data_dir).vocab)
+    assert {"adopt", "router"} <= set(_cached_index(data_dir).vocab)
     assert b in ids_of(cli.ok("recall", "who adopted", "--verbose"))
     same_content(_cached_index(data_dir), fresh_build(data_dir))
 
