@@ -181,6 +181,22 @@ def test_vectors_match_a_numpy_forward_pass_with_the_prefix_of_their_side(refere
     assert np.array_equal(embedder.embed(TEXTS[0]), passages[0])  # one text or a batch: the same row
 
 
+def test_a_labelled_memory_is_composed_from_its_sentences_on_the_passage_side(reference, embedder) -> None:
+    from mnemon.embed.passages import labelled_sentences
+
+    memory = "张三：我今天去了医院。医生说没事，下周再复查一次！"
+    pieces = labelled_sentences(memory)
+    assert pieces == ["张三：我今天去了医院。", "张三：医生说没事，下周再复查一次！"]
+    mean = sum(reference.embed("passage: " + p) for p in pieces)
+    row = reference.embed("passage: " + memory) + mean / np.linalg.norm(mean)
+    expected = row / np.linalg.norm(row)
+    vector = embedder.embed(memory)
+    assert float(vector @ expected) > 0.99
+    # composed, not the whole text's vector alone; the query side is not composed
+    assert float(vector @ expected) > float(vector @ reference.embed("passage: " + memory))
+    assert float(embedder.embed_query(memory) @ reference.embed("query: " + memory)) > 0.99
+
+
 def test_the_multilingual_model_ranks_a_chinese_paraphrase_first(embedder) -> None:
     memories = ["API 限流为每秒一百个请求", "今天天气很好，适合去公园散步", "数据库每天凌晨两点备份"]
     sims = embedder.embed_batch(memories) @ embedder.embed_query("接口每秒能处理多少请求")

@@ -80,6 +80,36 @@ def test_vectors_equal_a_direct_onnxruntime_reference(model_dir: Path) -> None:
     assert a @ b > a @ c + 0.2
 
 
+LABELLED = "Melanie: Oh nice! The kids loved it. We also went camping at the beach last weekend, roasted marshmallows and watched the stars."
+
+
+def composed_reference(model_dir: Path, text: str) -> np.ndarray:
+    """mnemon.embed.passages' composition over reference vectors: unit(whole + unit(sum of pieces))."""
+    from mnemon.embed.passages import labelled_sentences
+
+    pieces = labelled_sentences(text)
+    assert pieces is not None
+    total = sum(reference(model_dir, p) for p in pieces)
+    row = reference(model_dir, text) + total / np.linalg.norm(total)
+    return row / np.linalg.norm(row)
+
+
+def test_a_labelled_memory_is_composed_from_its_sentences(model_dir: Path) -> None:
+    from mnemon.embed.local import LocalEmbedder
+
+    embedder = LocalEmbedder(model="all-MiniLM-L6-v2", model_dir=model_dir)
+    batch = embedder.embed_batch([TEXTS[0], LABELLED, TEXTS[1]])
+    np.testing.assert_allclose(batch[1], composed_reference(model_dir, LABELLED), rtol=0, atol=1e-6)
+    for i, text in ((0, TEXTS[0]), (2, TEXTS[1])):  # the others as before
+        np.testing.assert_allclose(batch[i], reference(model_dir, text), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(embedder.embed(LABELLED), batch[1], rtol=0, atol=1e-6)
+    # the query side is never composed
+    np.testing.assert_allclose(embedder.embed_query(LABELLED), reference(model_dir, LABELLED), rtol=0, atol=1e-6)
+    # what it is for: a question naming the label meets the later sentence it is about
+    question = embedder.embed_query("Where has Melanie camped?")
+    assert question @ batch[1] > question @ reference(model_dir, LABELLED) + 0.05
+
+
 def test_warm_loads_once_and_reports_unloadable_models(model_dir: Path, tmp_path: Path) -> None:
     from mnemon.embed import local
 
@@ -142,6 +172,21 @@ def test_remember_recall_import_and_embed_all_through_the_cli(model_dir: Path, t
     filled = ok(run(plain, model_dir, "embed", "--all"))
     assert filled == {"status": "backfill_complete", "succeeded": 3, "failed": 0, "model": model_dir.name}
     np.testing.assert_allclose(stored_vector(plain, TEXTS[1]), reference(model_dir, TEXTS[1]), rtol=0, atol=1e-6)
+
+
+def test_remember_import_and_embed_all_compose_a_labelled_memory(model_dir: Path, tmp_path: Path) -> None:
+    expected = composed_reference(model_dir, LABELLED)
+    remembered = tmp_path / "remembered"
+    ok(run(remembered, model_dir, "remember", LABELLED))
+    np.testing.assert_allclose(stored_vector(remembered, LABELLED), expected, rtol=0, atol=1e-6)
+    draft = json.dumps({"schema_version": "1", "insights": [{"content": LABELLED}, {"content": TEXTS[1]}]})
+    imported = tmp_path / "imported"
+    ok(run(imported, model_dir, "import", "-", "--no-diff", stdin=draft))
+    np.testing.assert_allclose(stored_vector(imported, LABELLED), expected, rtol=0, atol=1e-6)
+    filled = tmp_path / "filled"
+    assert run(filled, tmp_path / "missing", "import", "-", "--no-diff", stdin=draft).returncode == 0
+    ok(run(filled, model_dir, "embed", "--all"))
+    np.testing.assert_allclose(stored_vector(filled, LABELLED), expected, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("damage", ["missing_model", "corrupt_model", "corrupt_tokenizer", "missing_extra_dir"])

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mnemon.embed import passages
 from mnemon.embed.closing import ClosingContext
 from mnemon.errors import EmbedderResponseError, EmbedderUnavailable
 
@@ -335,6 +336,13 @@ class LocalEmbedder(ClosingContext):
         return self._embed_side(texts, query=False)
 
     def _embed_side(self, texts: list[str], *, query: bool) -> NDArray[np.float64]:
+        vectors = self._embed_texts(texts, query=query)
+        if query:
+            return vectors
+        # a labelled memory's vector is composed from its sentences, embedded apart (mnemon.embed.passages)
+        return passages.compose(vectors, texts, lambda pieces: self._embed_texts(pieces, query=False))
+
+    def _embed_texts(self, texts: list[str], *, query: bool) -> NDArray[np.float64]:
         import numpy as np
 
         if self._bundled():
