@@ -37,6 +37,7 @@ _LABEL = re.compile(r"([^\s:：]{1,40})(?::\s+|：\s*)")
 # full-width 。！？ (Chinese runs on without a space). "3.5" and "e.g.x" do not end one.
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|(?<=[。！？])\s*")
 
+
 def piece_spans(content: str) -> tuple[int, list[tuple[int, int]]] | None:
     """Where ``content``'s label and sentences are: (the label's end, [(start, end) of each sentence])
     as character offsets, the first sentence starting at 0 with the label; None when it has no label
