@@ -189,6 +189,45 @@ def test_remember_import_and_embed_all_compose_a_labelled_memory(model_dir: Path
     np.testing.assert_allclose(stored_vector(filled, LABELLED), expected, rtol=0, atol=1e-6)
 
 
+def meta(data_dir: Path, key: str) -> str | None:
+    import apsw
+
+    conn = apsw.Connection(str(data_dir / "data" / "default" / "mnemon.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    row = conn.execute("SELECT value FROM mnemon_meta WHERE key = ?", (key,)).fetchone()
+    return None if row is None else str(row[0])
+
+
+def test_embed_all_re_embeds_the_labelled_memories_of_a_store_embedded_before(model_dir: Path, tmp_path: Path) -> None:
+    import apsw
+
+    from mnemon.store import blob
+
+    data = tmp_path / "d"
+    draft = json.dumps({"schema_version": "1", "insights": [{"content": LABELLED}, {"content": TEXTS[0]}]})
+    ok(run(data, model_dir, "import", "-", "--no-diff", stdin=draft))
+    # a store's first vector records that its labelled memories are composed: nothing to redo
+    assert meta(data, "embedding_passages") == "1"
+    assert ok(run(data, model_dir, "embed", "--all"))["status"] == "complete"
+
+    # the store as an earlier mnemon left it: the labelled memory's whole-text vector, no record
+    db = data / "data" / "default" / "mnemon.db"
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE insights SET embedding = ? WHERE content = ?", (blob.encode(reference(model_dir, LABELLED), "float64"), LABELLED))
+    conn.execute("DELETE FROM mnemon_meta WHERE key = 'embedding_passages'")
+    conn.close()
+    plain_before = stored_vector(data, TEXTS[0])
+
+    out = ok(run(data, model_dir, "embed", "--all"))
+    assert out == {"status": "backfill_complete", "succeeded": 1, "failed": 0, "model": model_dir.name}
+    np.testing.assert_allclose(stored_vector(data, LABELLED), composed_reference(model_dir, LABELLED), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(stored_vector(data, TEXTS[0]), plain_before)  # the others untouched
+    assert meta(data, "embedding_passages") == "1"
+    assert ok(run(data, model_dir, "embed", "--all"))["status"] == "complete"  # once
+    # and recall still finds it first
+    found = ok(run(data, model_dir, "recall", "Where has Melanie camped?", "--verbose"))["results"]
+    assert found[0]["insight"]["content"] == LABELLED
+
+
 @pytest.mark.parametrize("damage", ["missing_model", "corrupt_model", "corrupt_tokenizer", "missing_extra_dir"])
 def test_an_unloadable_model_is_an_unavailable_embedder(model_dir: Path, tmp_path: Path, damage: str) -> None:
     broken = tmp_path / "broken"

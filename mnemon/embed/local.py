@@ -288,6 +288,7 @@ class LocalEmbedder(ClosingContext):
     """:class:`mnemon.embed.Embedder` over an ONNX sentence-embedding model in ``model_dir``."""
 
     protocol = "local"
+    passages_version = passages.VERSION  # how it composes a labelled memory's vector (mnemon.embed.passages)
 
     def __init__(self, *, model: str, model_dir: str | os.PathLike[str], batch_size: int = BATCH_TEXTS) -> None:
         if batch_size < 1:

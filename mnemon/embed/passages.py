@@ -27,7 +27,12 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["combine", "compose", "labelled_sentences", "piece_spans"]
+__all__ = ["VERSION", "combine", "compose", "labelled_sentences", "piece_spans"]
+
+# The store records it (``mnemon_meta.embedding_passages``) once every labelled memory's vector is
+# composed this way, so that ``embed --all`` re-embeds the labelled memories of a store embedded
+# before (engine.embedding); a change to the composition raises it.
+VERSION = 1
 
 # One word (no space, no colon) of at most 40 characters, then an ASCII colon and white space or a
 # full-width colon: "Caroline: ", "Decision: ", "张三：". "10:30", "https://..." and "a: b" inside a

@@ -6,7 +6,10 @@ active insight lacking a vector (not at most 100 as the Go tool does) in batches
 ``EMBED_BATCH_ROWS``: each batch is one HTTP request outside any transaction and then one short
 write transaction, so a crash loses at most the batch in flight and a rerun resumes. When the
 store's vectors come from another model or dimension than the provider's, ``--all`` first clears
-them (one transaction) and re-embeds everything, so two vector spaces are never mixed.
+them (one transaction) and re-embeds everything, so two vector spaces are never mixed. A provider
+that composes a labelled memory's vector from its sentences (the local models,
+``mnemon.embed.passages``) re-embeds, in the same batches, the labelled memories of a store whose
+``mnemon_meta.embedding_passages`` is older, then records its version.
 """
 
 from __future__ import annotations
@@ -86,7 +89,11 @@ class EmbedPipeline:
         return {"status": "embedded", "id": insight_id, "dimension": dim, "model": embedder.model}
 
     def embed_all(self, progress: Progress | None = None) -> dict[str, object]:
-        """Embed every active insight lacking a vector, in batches; re-embed all on a space change."""
+        """Embed every active insight lacking a vector, in batches; re-embed all on a space change, and
+        the labelled memories embedded before the provider composed them (``mnemon.embed.passages``)."""
+        from mnemon.embed.passages import labelled_sentences  # here: every command loads this module
+        from mnemon.engine.vectors import record_passages
+
         self.ctx.require_writable("embed")
         embedder = self._require_embedder()
         conn = self.ctx.store.conn
@@ -99,10 +106,18 @@ class EmbedPipeline:
             with self.ctx.store.transaction("embed") as tx:
                 vector_store.clear_embeddings(tx)
                 vector_store.set_vector_meta(tx, embedder.model, int(first.shape[0]))
+                record_passages(tx, embedder)
                 vector_store.bump_epoch(tx)
             self.ctx.after_write()
             pending = vector_store.lacking_embedding(conn)
+        composes = int(getattr(embedder, "passages_version", 0))
+        stale = composes > vector_store.passages_version(conn)
+        if stale:  # vectors of labelled memories written as a whole: re-embedded like the missing ones
+            pending = pending + [(i, c) for i, c in vector_store.embedded_content(conn) if labelled_sentences(c)]
         if not pending:
+            if stale:
+                with self.ctx.store.transaction("embed") as tx:
+                    vector_store.set_passages_version(tx, composes)
             return {"status": "complete", "message": "all insights already have embeddings"}
 
         self.ctx.vectors.vector_index()  # opened before the first batch, so each batch is applied as a delta
@@ -124,6 +139,8 @@ class EmbedPipeline:
         with self.ctx.store.transaction("embed") as tx:
             detail = f"succeeded={succeeded} failed={failed} model={embedder.model}"
             oplog.append(tx, "embed:backfill", "", detail, self.ctx.now_ts())
+            if stale and not failed:  # a rerun after a failure re-embeds the labelled memories again
+                vector_store.set_passages_version(tx, composes)
         self.ctx.after_write()
         return {"status": "backfill_complete", "succeeded": succeeded, "failed": failed, "model": embedder.model}
 

@@ -175,6 +175,8 @@ class Vectors:
         store_model, store_dim = self.vector_space()
         if store_dim is None or store_model is None:
             vector_store.set_vector_meta(self.ctx.store.conn, embedder.model, int(vector.shape[0]))
+            if store_dim is None:  # the store's first vector: every labelled memory is composed from now on
+                record_passages(self.ctx.store.conn, embedder)
         vector_store.set_embedding(self.ctx.store.conn, insight_id, vector, self.ctx.store.embedding_format)
         return True
 
@@ -373,6 +375,14 @@ class Vectors:
     ) -> list[tuple[str, float]]:
         """Active insights with cosine ≥ ``minimum`` to ``vector``, best first (ties: id asc)."""
         return self.vector_search(vector, limit, minimum, exclude)
+
+
+def record_passages(conn: object, embedder: Embedder) -> None:
+    """Record that the store's labelled memories are composed as ``embedder`` composes them
+    (``mnemon.embed.passages``), when it does: ``embed --all`` then has nothing to re-embed."""
+    version = int(getattr(embedder, "passages_version", 0))
+    if version:
+        vector_store.set_passages_version(conn, version)  # type: ignore[arg-type]
 
 
 def _search(

@@ -31,7 +31,10 @@ _OPLOG_COLUMNS = "id, operation, insight_id, detail, created_at"
 _SQL_INSIGHTS = f"SELECT {_INSIGHT_COLUMNS} FROM insights ORDER BY rowid"
 _SQL_EDGES = f"SELECT {_EDGE_COLUMNS} FROM edges ORDER BY rowid"
 _SQL_OPLOG = f"SELECT {_OPLOG_COLUMNS} FROM oplog ORDER BY id"
-_SQL_META = "SELECT key, value FROM mnemon_meta WHERE key IN ('embedding_model', 'embedding_dim', 'embedding_epoch', 'receipt_key')"
+_SQL_META = (
+    "SELECT key, value FROM mnemon_meta "
+    "WHERE key IN ('embedding_model', 'embedding_dim', 'embedding_epoch', 'embedding_passages', 'receipt_key')"
+)
 _SQL_PUT_INSIGHT = f"INSERT INTO insights ({_INSIGHT_COLUMNS}) VALUES ({', '.join('?' * 15)})"
 _SQL_PUT_EDGE = f"INSERT INTO edges ({_EDGE_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
 _SQL_PUT_OPLOG = f"INSERT INTO oplog ({_OPLOG_COLUMNS}) VALUES (?, ?, ?, ?, ?)"

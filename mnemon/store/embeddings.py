@@ -32,6 +32,10 @@ _SQL_LACKING = (
     "SELECT id, content FROM insights WHERE deleted_at IS NULL AND embedding IS NULL "
     "ORDER BY importance DESC, created_at DESC, id ASC"
 )
+_SQL_EMBEDDED_CONTENT = (
+    "SELECT id, content FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL "
+    "ORDER BY importance DESC, created_at DESC, id ASC"
+)
 _SQL_HAS_EMBEDDING = "SELECT 1 FROM insights WHERE id = ? AND embedding IS NOT NULL"
 _SQL_EMBEDDED_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL"
 _SQL_IS_ACTIVE = "SELECT 1 FROM insights WHERE id = ? AND deleted_at IS NULL"
@@ -76,6 +80,18 @@ def set_vector_meta(conn: apsw.Connection, model: str, dim: int) -> None:
     conn.execute(_SQL_META_SET, ("embedding_dim", str(dim)))
 
 
+def passages_version(conn: apsw.Connection) -> int:
+    """How the store's labelled memories were embedded (``mnemon_meta.embedding_passages``): 0, as
+    written (every store before the composition); ``mnemon.embed.passages.VERSION`` once composed."""
+    value = _meta(conn, "embedding_passages")
+    return int(value) if value and value.isdigit() else 0
+
+
+def set_passages_version(conn: apsw.Connection, version: int) -> None:
+    """Record that every labelled memory's vector is composed by ``version`` (in the caller's transaction)."""
+    conn.execute(_SQL_META_SET, ("embedding_passages", str(version)))
+
+
 def bump_epoch(conn: apsw.Connection) -> None:
     """Record that vectors of existing rows changed, so every index rebuilds or applies the delta."""
     conn.execute(_SQL_BUMP_EPOCH)
@@ -96,6 +112,11 @@ def clear_embeddings(conn: apsw.Connection) -> None:
 def lacking_embedding(conn: apsw.Connection) -> list[tuple[str, str]]:
     """Active (id, content) pairs without a vector: importance desc, created_at desc, id asc."""
     return [(str(r[0]), str(r[1])) for r in conn.execute(_SQL_LACKING)]
+
+
+def embedded_content(conn: apsw.Connection) -> list[tuple[str, str]]:
+    """Active (id, content) pairs that hold a vector, in :func:`lacking_embedding`'s order."""
+    return [(str(r[0]), str(r[1])) for r in conn.execute(_SQL_EMBEDDED_CONTENT)]
 
 
 def embedded_count(conn: apsw.Connection) -> int:

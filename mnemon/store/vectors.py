@@ -80,8 +80,8 @@ from mnemon.store import blob, derived
 from mnemon.store.connection import FILE_MODE, ensure_private_dir, scalar
 from mnemon.store.schema import generation
 from mnemon.store.embeddings import (
-    VectorMeta, active_ids, bump_epoch, clear_embeddings, embedded_count, has_embedding, lacking_embedding, rowid_of,
-    set_embedding, set_vector_meta, vector_meta,
+    VectorMeta, active_ids, bump_epoch, clear_embeddings, embedded_content, embedded_count, has_embedding,
+    lacking_embedding, passages_version, rowid_of, set_embedding, set_passages_version, set_vector_meta, vector_meta,
 )  # fmt: skip
 from mnemon.store.vectorcodes import CODE_MAX, QUANTIZE_BLOCK, quantize
 from mnemon.store.vectorhint import (
@@ -104,9 +104,9 @@ _CODED = 5  # _ARRAYS[:_CODED] exist in every version; _ARRAYS[_CODED:] from ver
 __all__ = [
     "CODE_MAX", "HINT_MAGIC", "HINT_SUFFIX", "INDEX_VERSION", "MIN_CAPACITY", "MIN_ID_WIDTH", "QUANTIZE_BLOCK",
     "Fingerprint", "Header", "HintCertificate", "VectorIndex", "VectorMeta", "active_ids", "bump_epoch",
-    "clear_embeddings", "embedded_count", "fingerprint", "has_embedding", "lacking_embedding", "quantize",
-    "read_hint_certificate", "read_hot_rows_hint", "remove_files", "rowid_of", "set_embedding", "set_vector_meta",
-    "vector_meta", "write_hot_rows_hint",
+    "clear_embeddings", "embedded_content", "embedded_count", "fingerprint", "has_embedding", "lacking_embedding",
+    "passages_version", "quantize", "read_hint_certificate", "read_hot_rows_hint", "remove_files", "rowid_of",
+    "set_embedding", "set_passages_version", "set_vector_meta", "vector_meta", "write_hot_rows_hint",
 ]  # fmt: skip
 
 _SQL_ACTIVE_COUNT = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
