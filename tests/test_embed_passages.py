@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mnemon.embed.passages import combine, compose, labelled_sentences, piece_spans
+from mnemon.embed.passages import MAX_PIECES, combine, compose, labelled_sentences, piece_spans
 
 
 @pytest.mark.parametrize(
@@ -96,3 +96,10 @@ def test_compose_without_labelled_texts_embeds_nothing_more() -> None:
         raise AssertionError("no piece to embed")
 
     assert compose(whole, ["a. b.", "c", "d: one."], embed_pieces) is whole
+
+
+def test_a_long_labelled_memory_embeds_its_first_sentences_only() -> None:
+    content = "Ann: " + " ".join(f"Sentence {i} is here." for i in range(40))
+    pieces = labelled_sentences(content)
+    assert pieces is not None and len(pieces) == MAX_PIECES
+    assert pieces[0] == "Ann: Sentence 0 is here." and pieces[-1] == f"Ann: Sentence {MAX_PIECES - 1} is here."
