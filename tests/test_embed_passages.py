@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mnemon.embed.passages import MAX_PIECES, combine, compose, labelled_sentences, piece_spans
+from mnemon.embed.passages import MAX_PIECES, combine, compose, labelled_sentences
 
 
 @pytest.mark.parametrize(
@@ -45,12 +45,8 @@ def test_other_memories_have_no_pieces(content: str) -> None:
     assert labelled_sentences(content) is None
 
 
-def test_piece_spans_are_where_the_label_and_each_sentence_are() -> None:
-    content = "Ann: first one. Second!  Third?"
-    label_end, spans = piece_spans(content)  # type: ignore[misc]
-    assert content[:label_end] == "Ann: "
-    assert [content[a:b] for a, b in spans] == ["Ann: first one.", "Second!", "Third?"]
-    assert piece_spans("Ann: only one.") is None and piece_spans("no label. Two.") is None
+def test_sentences_split_on_any_white_space_and_keep_their_text() -> None:
+    assert labelled_sentences("Ann: first one. Second!  Third?") == ["Ann: first one.", "Ann: Second!", "Ann: Third?"]
 
 
 def _unit(v: np.ndarray) -> np.ndarray:

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
-__all__ = ["MAX_PIECES", "VERSION", "combine", "compose", "labelled_sentences", "piece_spans"]
+__all__ = ["MAX_PIECES", "VERSION", "combine", "compose", "labelled_sentences"]
 
 # The store records it (``mnemon_meta.embedding_passages``) once every labelled memory's vector is
 # composed this way, so that ``embed --all`` re-embeds the labelled memories of a store embedded
@@ -46,38 +46,18 @@ _LABEL = re.compile(r"([^\s:：]{1,40})(?::\s+|：\s*)")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[.!?][\"'”’)\]])\s+|(?<=[。！？])\s*")
 
 
-def piece_spans(content: str) -> tuple[int, list[tuple[int, int]]] | None:
-    """Where ``content``'s label and sentences are: (the label's end, [(start, end) of each sentence])
-    as character offsets, the first sentence starting at 0 with the label; None when it has no label
-    or fewer than two sentences."""
+def labelled_sentences(content: str) -> list[str] | None:
+    """The texts whose vectors make ``content``'s: its first sentence as written (the label in it),
+    then each later one after the label, :data:`MAX_PIECES` at most; None when ``content`` has no
+    label or fewer than two sentences."""
     label = _LABEL.match(content)
     if label is None:
         return None
-    spans: list[tuple[int, int]] = []
-    start = 0
-    for gap in _SENTENCE_END.finditer(content):
-        if gap.start() > start:
-            spans.append((start, gap.start()))
-        start = gap.end()
-    if start < len(content):
-        spans.append((start, len(content)))
-    spans = [(a, b) for a, b in spans if content[a:b].strip()]
-    if len(spans) < 2:
+    sentences = [s for s in (part.strip() for part in _SENTENCE_END.split(content)) if s]
+    if len(sentences) < 2:
         return None
-    return label.end(), spans
-
-
-def labelled_sentences(content: str) -> list[str] | None:
-    """The texts whose vectors make ``content``'s: its first sentence as written, then each later
-    one after the label, :data:`MAX_PIECES` at most; None where :func:`piece_spans` is None."""
-    spans = piece_spans(content)
-    if spans is None:
-        return None
-    label = _LABEL.match(content)
-    assert label is not None  # piece_spans found it
     prefix = label.group(1) + ("：" if "：" in label.group(0) else ": ")
-    (a, b), later = spans[1][0], spans[1][1:MAX_PIECES]
-    return [content[a:b].strip()] + [prefix + content[s:e].strip() for s, e in later]
+    return [sentences[0]] + [prefix + s for s in sentences[1:MAX_PIECES]]
 
 
 def combine(whole: NDArray[np.float64], pieces: NDArray[np.float64]) -> NDArray[np.float64]:

@@ -92,7 +92,7 @@ class EmbedPipeline:
         """Embed every active insight lacking a vector, in batches; re-embed all on a space change, and
         the labelled memories embedded before the provider composed them (``mnemon.embed.passages``)."""
         from mnemon.embed.passages import labelled_sentences  # here: every command loads this module
-        from mnemon.engine.vectors import record_passages
+        from mnemon.engine.vectors import passages_version, record_passages
 
         self.ctx.require_writable("embed")
         embedder = self._require_embedder()
@@ -110,7 +110,7 @@ class EmbedPipeline:
                 vector_store.bump_epoch(tx)
             self.ctx.after_write()
             pending = vector_store.lacking_embedding(conn)
-        composes = int(getattr(embedder, "passages_version", 0))
+        composes = passages_version(embedder)
         stale = composes > vector_store.passages_version(conn)
         if stale:  # vectors of labelled memories written as a whole: re-embedded like the missing ones
             pending = pending + [(i, c) for i, c in vector_store.embedded_content(conn) if labelled_sentences(c)]

@@ -377,10 +377,16 @@ class Vectors:
         return self.vector_search(vector, limit, minimum, exclude)
 
 
+def passages_version(embedder: Embedder) -> int:
+    """How ``embedder`` composes a labelled memory's vector (``mnemon.embed.passages.VERSION``); 0: it
+    embeds every memory as written (the server protocols)."""
+    return int(getattr(embedder, "passages_version", 0))
+
+
 def record_passages(conn: object, embedder: Embedder) -> None:
     """Record that the store's labelled memories are composed as ``embedder`` composes them
     (``mnemon.embed.passages``), when it does: ``embed --all`` then has nothing to re-embed."""
-    version = int(getattr(embedder, "passages_version", 0))
+    version = passages_version(embedder)
     if version:
         vector_store.set_passages_version(conn, version)  # type: ignore[arg-type]
 
