@@ -232,6 +232,10 @@ class SimilarityScale:
     are flatter, its signal is steeper. That in a conversation (backbone share 1); among separate memories
     (share 0) ``signal_below_best`` and the plain span, in between by the share. ``han``: the scale a query written in Han characters reads
     (``for_query``), where a model's cosines are measured to sit otherwise than in English; None: this one.
+    ``composed_auto_link`` (when > 0): the semantic auto-link threshold of a memory whose vector is composed
+    from its labelled sentences (mnemon.embed.passages; ``auto_link_for``): such a vector shares its label's
+    direction with every memory of that label, so its cosines sit higher than its text alone makes them
+    (COMPOSED_AUTO_LINK).
     """
 
     auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
@@ -247,6 +251,12 @@ class SimilarityScale:
     spread_below_best: float = 0.0
     best_signal: float = 0.0
     han: SimilarityScale | None = None
+    composed_auto_link: float = 0.0
+
+    def auto_link_for(self, composed: bool) -> float:
+        """The cosine from which a memory auto-links (§4.7): ``composed_auto_link`` for one whose vector is
+        composed from its labelled sentences (``composed``), when the model has one, else ``auto_link``."""
+        return self.composed_auto_link if composed and self.composed_auto_link > 0.0 else self.auto_link
 
     def for_query(self, text: str) -> SimilarityScale:
         """The scale query ``text`` reads: ``han`` for one written in Han characters (text.written_in_han),
@@ -287,7 +297,22 @@ SESSION_PRIOR_E5 = 0.25
 # against 63.9 / 66.6; and it puts unrelated Chinese turns of one speaker at cosines of 0.8-0.9 (20% of the
 # pairs of a development conversation at 0.80 or more: an auto-link each). Left out of Chinese text, the
 # translated conversations find 73.2 with it, the check sets 66.6 / 73.5. Its thresholds are the contract's.
-MINILM_SCALE = replace(CONTRACT_SIMILARITY, reads_han=False)
+# The semantic auto-link threshold of a memory whose vector is composed from its labelled sentences
+# (SimilarityScale.composed_auto_link, mnemon.embed.passages), for both local models. Such a vector carries its
+# label's direction, shared by every memory of that label: on the English development turns, pairs of one
+# speaker at MiniLM cosine 0.80 or more are 1.46% of the pairs with composed vectors against 0.19% with the
+# whole text's, so importing conv-26 and conv-30 made 1,850 semantic edges instead of 536, most of them between
+# unrelated lines of one speaker. No map of the composed cosine gives the whole text's pairs back (the best
+# reproduces them at F1 0.78, and the best factor differs by pair kind: bench/quality-ablations.md, fifteenth
+# session), so the threshold is set by recall, measured (R@10 1-4, turns stored as `Speaker: text`): English
+# development turns with MiniLM 79.3 -> 80.0 (conv-42 -0.1, the others level or up; 0.86 79.4, 0.90 79.8, 0.95 for
+# every memory 80.1), with e5 78.6 -> 79.2 (conv-26 +2.3, conv-41 -0.3; 0.97 lowered conv-30 by 1.5); Chinese
+# development turns with e5 76.8 (unchanged); seven English check conversations nothing was tuned on, MiniLM 74.54 ->
+# 75.0 (one lower by 1.0), e5 75.07 -> 75.54 (none lower by more than 0.6). Facts and every store without labelled memories
+# are untouched. 788 dialogue turns imported with MiniLM make 66 semantic edges instead of 1,850 (536 when their
+# vectors were the whole text's). Edges already stored stay.
+COMPOSED_AUTO_LINK = 0.95
+MINILM_SCALE = replace(CONTRACT_SIMILARITY, reads_han=False, composed_auto_link=COMPOSED_AUTO_LINK)
 # multilingual-e5-small's long query in a store of separate memories (no backbone, or one whose neighbours are
 # unrelated: engine.retrieve.backbone_share): its similarity signal reaches this at the query's best cosine,
 # not the 0.04 / (1 - floor) ~ 0.3 the relative floor leaves it, against the keyword signal's 1 at the best BM25.
@@ -317,7 +342,7 @@ HAN_BEST_SIGNAL_E5 = 0.4
 _E5_SCALE = SimilarityScale(
     auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.85,
     signal_below_best=0.07, long_below_best=0.04, session_prior=SESSION_PRIOR_E5,
-    separate_best_signal=SEPARATE_BEST_SIGNAL_E5,
+    separate_best_signal=SEPARATE_BEST_SIGNAL_E5, composed_auto_link=COMPOSED_AUTO_LINK,
 )
 SIMILARITY_SCALES: dict[str, SimilarityScale] = {
     "all-minilm-l6-v2": MINILM_SCALE,

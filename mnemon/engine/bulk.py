@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from mnemon import linking
 from mnemon.drafts import Draft, DraftInsight
 from mnemon.engine import graph, prepare
+from mnemon.engine import vectors as vector_engine
 from mnemon.engine.bulkedges import ExplicitEdges
 from mnemon.engine.core import EngineBase, format_ts
 from mnemon.engine.semantic import ChunkNeighbours
@@ -484,7 +485,7 @@ class ImportPipeline:
         written with its own edges, ``bulkedges``).
         """
         out = _ChunkOut()
-        neighbours = self._chunk_neighbours(conn, vectors)
+        neighbours = self._chunk_neighbours(conn, vectors, [item.content for item in chunk])
         # Exact duplicates (Decision 5): one look-up for the chunk, then the chunk's own adds.
         seen = {} if no_diff else insights.exact_duplicates(conn, [item.content for item in chunk])
         # Edge rows as edges.upsert_rows_split binds them (graph.semantic_edges' Edge records converted).
@@ -588,8 +589,11 @@ class ImportPipeline:
                 out.extend(self.ctx.vectors.embed_for_write(text) for text in part)
         return out
 
-    def _chunk_neighbours(self, conn: apsw.Connection, vectors: list[NDArray[np.float64] | None]) -> ChunkNeighbours | None:
-        """The semantic-neighbour finder for a chunk (inside its transaction), or None without vectors.
+    def _chunk_neighbours(
+        self, conn: apsw.Connection, vectors: list[NDArray[np.float64] | None], contents: list[str]
+    ) -> ChunkNeighbours | None:
+        """The semantic-neighbour finder for a chunk (inside its transaction), or None without vectors;
+        ``contents``: the chunk's texts, whose composed vectors link from the model's composed threshold.
 
         Vectors of another model or length than the store's are never stored, so they find no
         neighbours either; the first vectors of a store without any fix its dimension (write_vector).
@@ -604,7 +608,9 @@ class ImportPipeline:
         index = self.ctx.vectors.vector_index()
         if index is not None:
             index.sync(conn)  # current for what this transaction sees (another process may have written)
-        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, self.ctx.similarity_scale())
+        scale = self.ctx.similarity_scale()
+        links = [scale.auto_link_for(vector_engine.composes(embedder, content)) for content in contents]
+        return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, scale, links)
 
     def _import_one(
         self,

@@ -1,8 +1,9 @@
 """Semantic auto-edge neighbours for a bulk import: blocked cosine products, exact ties (§4.7).
 
 Each imported item with a vector links to the (at most ``SEMANTIC_AUTO_TOP``) earlier vectors
-with cosine ≥ ``SEMANTIC_AUTO_COSINE``, ties by id, exactly as importing the items one by one
-would. Comparing every item with every earlier vector one at a time is quadratic in Python
+with cosine ≥ its threshold (the model's auto-link cosine, ``SEMANTIC_AUTO_COSINE`` in the
+contract's scale; higher for a vector composed from labelled sentences:
+``SimilarityScale.auto_link_for``), ties by id, exactly as importing the items one by one would. Comparing every item with every earlier vector one at a time is quadratic in Python
 calls and, done as one product per chunk, quadratic in memory. :class:`ChunkNeighbours` instead
 compares the chunk's new vectors, ``QUERY_BLOCK`` at a time as the import reaches them, with the
 store's vector index (memory-mapped, never copied) and with the chunk's items already stored, in
@@ -47,16 +48,17 @@ class ChunkNeighbours:
 
     def __init__(
         self, index: VectorIndex | None, vectors: list[NDArray[np.float64] | None], dim: int, fmt: str,
-        scale: SimilarityScale = CONTRACT_SIMILARITY,
+        scale: SimilarityScale = CONTRACT_SIMILARITY, links: list[float] | None = None,
     ) -> None:
         import numpy as np
 
         import kernels
 
         self.scale = scale  # the model's (records.similarity_scale)
-        self.auto_link = scale.auto_link
-        self.index = index if index is not None and index.rows else None
         n = len(vectors)
+        # each item's auto-link threshold (SimilarityScale.auto_link_for: a composed vector's is higher)
+        self.links = np.array(links if links is not None else [scale.auto_link] * n, dtype=np.float64)
+        self.index = index if index is not None and index.rows else None
         self.units = np.zeros((n, dim), dtype=np.float64)
         self.valid = np.zeros(n, dtype=np.bool_)
         for k, vector in enumerate(vectors):
@@ -88,7 +90,8 @@ class ChunkNeighbours:
             self.ids[offset] = insight_id
 
     def matches(self, offset: int) -> list[tuple[str, float]]:
-        """Earlier vectors with cosine ≥ 0.80 to the item at ``offset``: best first, ties by id, top 3."""
+        """Earlier vectors with cosine ≥ the item's threshold (0.80 in the contract's scale) to the item at
+        ``offset``: best first, ties by id, top 3."""
         import numpy as np
 
         import kernels
@@ -117,7 +120,7 @@ class ChunkNeighbours:
                 other_id, other = self.ids[ref], self.units[ref]
             assert other_id is not None
             cosine = kernels.exact_cosine(unit, other)
-            if cosine >= self.auto_link:
+            if cosine >= self.links[offset]:
                 hits.append((other_id, cosine))
         hits.sort(key=lambda hit: (-hit[1], hit[0]))
         return hits[:SEMANTIC_AUTO_TOP]
@@ -146,7 +149,7 @@ class ChunkNeighbours:
         if not len(queries):
             return
         units = self.units32[queries]
-        floor = self.auto_link - kernels.EXACT_MARGIN
+        floor = self.links[queries] - kernels.EXACT_MARGIN  # per query (a column of the products below)
         # Earlier items of the same block, above the floor, unpruned (some may be skipped later).
         inside = units @ units.T
         inside[np.tril_indices(len(queries))] = -np.inf  # keep pairs (earlier j, later k) only

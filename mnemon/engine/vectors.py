@@ -383,6 +383,15 @@ def passages_version(embedder: Embedder) -> int:
     return int(getattr(embedder, "passages_version", 0))
 
 
+def composes(embedder: Embedder | None, content: str) -> bool:
+    """Whether ``embedder`` composes ``content``'s vector from its labelled sentences
+    (``mnemon.embed.passages``): its semantic auto-link threshold is then the model's
+    ``composed_auto_link`` (records.SimilarityScale.auto_link_for)."""
+    from mnemon.embed import passages
+
+    return embedder is not None and passages_version(embedder) > 0 and passages.labelled_sentences(content) is not None
+
+
 def record_passages(conn: object, embedder: Embedder) -> None:
     """Record that the store's labelled memories are composed as ``embedder`` composes them
     (``mnemon.embed.passages``), when it does: ``embed --all`` then has nothing to re-embed."""

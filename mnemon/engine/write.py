@@ -16,6 +16,7 @@ from mnemon import diff as diffing
 from mnemon import entities as entity_extraction
 from mnemon import linking
 from mnemon.engine import graph
+from mnemon.engine import vectors as vector_engine
 from mnemon.engine.core import EngineBase, format_ts
 from mnemon.engine.scan import ActiveTokens
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
@@ -94,6 +95,8 @@ class WritePipeline:
         # stored either way, but an English-only model's cosines say nothing about a Chinese memory
         # (records.MINILM_SCALE): no semantic edge, diff or candidate reads them
         compared = vector if scale.reads(content) else None
+        # a vector composed from labelled sentences sits closer to its label's other memories (records.COMPOSED_AUTO_LINK)
+        auto_link = scale.auto_link_for(vector_engine.composes(self.ctx.current_embedder, content))
 
         suggestion = "ADD"
         scan: ActiveTokens | None = None
@@ -122,7 +125,7 @@ class WritePipeline:
             semantic_matches: list[tuple[str, float]] = []
             if compared is not None:
                 semantic_matches = self.ctx.vectors.cosine_neighbours(
-                    compared, scale.auto_link, SEMANTIC_AUTO_TOP, exclude=new.id
+                    compared, auto_link, SEMANTIC_AUTO_TOP, exclude=new.id
                 )
                 graph.semantic_edges(conn, new, now, counts, semantic_matches)
             if new.entities:
@@ -132,7 +135,7 @@ class WritePipeline:
             oplog.append(conn, "remember", new.id, content, stamp)
         self.ctx.after_write()
 
-        semantic = self._semantic_candidates(new, compared, scan)
+        semantic = self._semantic_candidates(new, compared, scan, auto_link)
         causal = self._causal_candidates(new)
         return {
             "id": new.id, "content": content, "category": category, "importance": importance,
@@ -174,9 +177,10 @@ class WritePipeline:
         return suggestion
 
     def _semantic_candidates(
-        self, new: Insight, vector: NDArray[np.float64] | None, scan: ActiveTokens | None
+        self, new: Insight, vector: NDArray[np.float64] | None, scan: ActiveTokens | None, auto_link: float
     ) -> list[dict[str, object]]:
-        """cosine ≥ 0.40 top 5; without vectors, ContentSimilarity ≥ 0.10 top 5 (§4.7)."""
+        """cosine ≥ 0.40 top 5, ``auto_linked`` from ``auto_link``; without vectors, ContentSimilarity ≥ 0.10
+        top 5 (§4.7)."""
         out: list[dict[str, object]] = []
         scale = self.ctx.similarity_scale()
         if vector is not None:
@@ -186,7 +190,7 @@ class WritePipeline:
                     continue
                 out.append({
                     "id": other.id, "content": other.content, "category": other.category,
-                    "cosine": cos, "auto_linked": cos >= scale.auto_link,
+                    "cosine": cos, "auto_linked": cos >= auto_link,
                 })
         if out:
             return out
