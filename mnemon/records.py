@@ -232,10 +232,10 @@ class SimilarityScale:
     are flatter, its signal is steeper. That in a conversation (backbone share 1); among separate memories
     (share 0) ``signal_below_best`` and the plain span, in between by the share. ``han``: the scale a query written in Han characters reads
     (``for_query``), where a model's cosines are measured to sit otherwise than in English; None: this one.
-    ``composed_auto_link`` (when > 0): the semantic auto-link threshold of a memory whose vector is composed
-    from its labelled sentences (mnemon.embed.passages; ``auto_link_for``): such a vector shares its label's
-    direction with every memory of that label, so its cosines sit higher than its text alone makes them
-    (COMPOSED_AUTO_LINK).
+    ``composed``: the scale a memory whose vector is composed from its labelled sentences (mnemon.embed.passages)
+    reads in its comparisons with other memories (auto-link, candidates, diff advice; ``for_vector``): such a
+    vector shares its label's direction with every memory of that label, so its cosines sit higher than its
+    text alone makes them (COMPOSED_AUTO_LINK); None: this one.
     """
 
     auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
@@ -251,12 +251,12 @@ class SimilarityScale:
     spread_below_best: float = 0.0
     best_signal: float = 0.0
     han: SimilarityScale | None = None
-    composed_auto_link: float = 0.0
+    composed: SimilarityScale | None = None
 
-    def auto_link_for(self, composed: bool) -> float:
-        """The cosine from which a memory auto-links (§4.7): ``composed_auto_link`` for one whose vector is
-        composed from its labelled sentences (``composed``), when the model has one, else ``auto_link``."""
-        return self.composed_auto_link if composed and self.composed_auto_link > 0.0 else self.auto_link
+    def for_vector(self, composed: bool) -> SimilarityScale:
+        """The scale a new memory's comparisons with stored ones read (§4.7, §4.9): ``composed`` for one whose
+        vector is composed from its labelled sentences (``composed`` True), when the model has one, else this one."""
+        return self.composed if composed and self.composed is not None else self
 
     def for_query(self, text: str) -> SimilarityScale:
         """The scale query ``text`` reads: ``han`` for one written in Han characters (text.written_in_han),
@@ -298,7 +298,7 @@ SESSION_PRIOR_E5 = 0.25
 # pairs of a development conversation at 0.80 or more: an auto-link each). Left out of Chinese text, the
 # translated conversations find 73.2 with it, the check sets 66.6 / 73.5. Its thresholds are the contract's.
 # The semantic auto-link threshold of a memory whose vector is composed from its labelled sentences
-# (SimilarityScale.composed_auto_link, mnemon.embed.passages), for both local models. Such a vector carries its
+# (SimilarityScale.composed, mnemon.embed.passages), for both local models. Such a vector carries its
 # label's direction, shared by every memory of that label: on the English development turns, pairs of one
 # speaker at MiniLM cosine 0.80 or more are 1.46% of the pairs with composed vectors against 0.19% with the
 # whole text's, so importing conv-26 and conv-30 made 1,850 semantic edges instead of 536, most of them between
@@ -312,7 +312,16 @@ SESSION_PRIOR_E5 = 0.25
 # are untouched. 788 dialogue turns imported with MiniLM make 66 semantic edges instead of 1,850 (536 when their
 # vectors were the whole text's). Edges already stored stay.
 COMPOSED_AUTO_LINK = 0.95
-MINILM_SCALE = replace(CONTRACT_SIMILARITY, reads_han=False, composed_auto_link=COMPOSED_AUTO_LINK)
+# The other thresholds a composed memory's comparisons read select the same share of memory pairs (those with a
+# labelled memory, English development turns: bench/quality-ablations.md, fifteenth session) as the model's own
+# values do among the whole texts' vectors: MiniLM's 0.40 / 0.70 / 0.85 at 0.542 / 0.779 / 0.883. The diff advice
+# of 788 chat lines remembered one by one (none repeats another): ADD 115, UPDATE 605 with the composed vectors read
+# as the whole texts', ADD 328, UPDATE 407 with this scale; with the whole texts' vectors ADD 357, UPDATE 390.
+_MINILM_WHOLE = replace(CONTRACT_SIMILARITY, reads_han=False)
+MINILM_SCALE = replace(
+    _MINILM_WHOLE,
+    composed=replace(_MINILM_WHOLE, auto_link=COMPOSED_AUTO_LINK, candidate=0.54, diff_override=0.88, diff_extra=0.78),
+)
 # multilingual-e5-small's long query in a store of separate memories (no backbone, or one whose neighbours are
 # unrelated: engine.retrieve.backbone_share): its similarity signal reaches this at the query's best cosine,
 # not the 0.04 / (1 - floor) ~ 0.3 the relative floor leaves it, against the keyword signal's 1 at the best BM25.
@@ -342,7 +351,15 @@ HAN_BEST_SIGNAL_E5 = 0.4
 _E5_SCALE = SimilarityScale(
     auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.85,
     signal_below_best=0.07, long_below_best=0.04, session_prior=SESSION_PRIOR_E5,
-    separate_best_signal=SEPARATE_BEST_SIGNAL_E5, composed_auto_link=COMPOSED_AUTO_LINK,
+    separate_best_signal=SEPARATE_BEST_SIGNAL_E5,
+)
+# e5's composed scale, by the same shares (the note above MINILM_SCALE): its 0.85 / 0.90 / 0.92 / 0.95 (candidates,
+# diff extras, auto-link, diff override) select the shares the composed vectors select at 0.904 / 0.939 / 0.950 /
+# 0.968 on the English development turns and 0.886 / 0.935 / 0.950 / 0.969 on the Chinese ones: the auto-link's
+# 0.95 is where recall put it too.
+_E5_SCALE = replace(
+    _E5_SCALE,
+    composed=replace(_E5_SCALE, auto_link=COMPOSED_AUTO_LINK, candidate=0.90, diff_override=0.97, diff_extra=0.94),
 )
 SIMILARITY_SCALES: dict[str, SimilarityScale] = {
     "all-minilm-l6-v2": MINILM_SCALE,

@@ -1,6 +1,7 @@
-"""A memory whose vector is composed from its labelled sentences auto-links from its model's composed
-threshold (records.COMPOSED_AUTO_LINK), in remember and in import alike; every other memory from the
-model's auto-link cosine (fifteenth session, bench/quality-ablations.md)."""
+"""A memory whose vector is composed from its labelled sentences reads its model's composed scale in its
+comparisons with other memories (records.SimilarityScale.for_vector): it auto-links from
+records.COMPOSED_AUTO_LINK in remember and in import alike, and its diff advice and candidates read the
+composed thresholds; every other memory reads the model's own (fifteenth session, bench/quality-ablations.md)."""
 
 from __future__ import annotations
 
@@ -53,8 +54,21 @@ def test_the_pairs_sit_between_the_two_thresholds() -> None:
 )
 def test_each_model_has_its_composed_threshold(model: str, plain: float, composed: float) -> None:
     scale = similarity_scale(model)
-    assert scale.auto_link_for(False) == plain
-    assert scale.auto_link_for(True) == composed
+    assert scale.for_vector(False).auto_link == plain
+    assert scale.for_vector(True).auto_link == composed
+    assert scale.for_vector(False) is scale
+
+
+@pytest.mark.parametrize("model", ["all-MiniLM-L6-v2", "multilingual-e5-small"])
+def test_a_composed_scale_reads_memory_pairs_higher_and_queries_as_before(model: str) -> None:
+    scale = similarity_scale(model)
+    composed = scale.for_vector(True)
+    for name in ("auto_link", "candidate", "diff_override", "diff_extra"):
+        assert getattr(scale, name) < getattr(composed, name) < 1.0, name
+    # recall's side (the similarity signal, Han text) is the model's own
+    for name in ("signal_floor", "signal_below_best", "long_below_best", "session_prior", "reads_han"):
+        assert getattr(composed, name) == getattr(scale, name), name
+    assert composed.composed is None
 
 
 def test_only_a_composing_embedder_composes_a_labelled_memory() -> None:

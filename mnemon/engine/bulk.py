@@ -609,7 +609,7 @@ class ImportPipeline:
         if index is not None:
             index.sync(conn)  # current for what this transaction sees (another process may have written)
         scale = self.ctx.similarity_scale()
-        links = [scale.auto_link_for(vector_engine.composes(embedder, content)) for content in contents]
+        links = [scale.for_vector(vector_engine.composes(embedder, content)).auto_link for content in contents]
         return ChunkNeighbours(index, vectors, dim, self.ctx.store.embedding_format, scale, links)
 
     def _import_one(

@@ -50,6 +50,8 @@ if TYPE_CHECKING:
     import numpy as np
     from numpy.typing import NDArray
 
+    from mnemon.records import SimilarityScale
+
 
 def new_id() -> str:
     return str(uuid.uuid4())
@@ -91,18 +93,18 @@ class WritePipeline:
         )
         store = self.ctx.store
         vector = self.ctx.vectors.embed_for_write(content)
-        scale = self.ctx.similarity_scale()
+        # a vector composed from labelled sentences sits closer to its label's other memories: its
+        # comparisons with them read the model's composed scale (records.SimilarityScale.for_vector)
+        scale = self.ctx.similarity_scale().for_vector(vector_engine.composes(self.ctx.current_embedder, content))
         # stored either way, but an English-only model's cosines say nothing about a Chinese memory
         # (records.MINILM_SCALE): no semantic edge, diff or candidate reads them
         compared = vector if scale.reads(content) else None
-        # a vector composed from labelled sentences sits closer to its label's other memories (records.COMPOSED_AUTO_LINK)
-        auto_link = scale.auto_link_for(vector_engine.composes(self.ctx.current_embedder, content))
 
         suggestion = "ADD"
         scan: ActiveTokens | None = None
         if not no_diff:
             scan = ActiveTokens(store.conn)
-            suggestion = self._diff_suggestion(content, compared, scan)
+            suggestion = self._diff_suggestion(content, compared, scan, scale)
 
         with store.transaction("remember") as conn:
             if not no_diff:
@@ -125,7 +127,7 @@ class WritePipeline:
             semantic_matches: list[tuple[str, float]] = []
             if compared is not None:
                 semantic_matches = self.ctx.vectors.cosine_neighbours(
-                    compared, auto_link, SEMANTIC_AUTO_TOP, exclude=new.id
+                    compared, scale.auto_link, SEMANTIC_AUTO_TOP, exclude=new.id
                 )
                 graph.semantic_edges(conn, new, now, counts, semantic_matches)
             if new.entities:
@@ -135,7 +137,7 @@ class WritePipeline:
             oplog.append(conn, "remember", new.id, content, stamp)
         self.ctx.after_write()
 
-        semantic = self._semantic_candidates(new, compared, scan, auto_link)
+        semantic = self._semantic_candidates(new, compared, scan, scale)
         causal = self._causal_candidates(new)
         return {
             "id": new.id, "content": content, "category": category, "importance": importance,
@@ -148,13 +150,14 @@ class WritePipeline:
 
     # --- diff and candidates ------------------------------------------------------------------
 
-    def _diff_suggestion(self, content: str, vector: NDArray[np.float64] | None, scan: ActiveTokens) -> str:
-        """Advisory classification against the closest active insights (§4.9)."""
+    def _diff_suggestion(
+        self, content: str, vector: NDArray[np.float64] | None, scan: ActiveTokens, scale: SimilarityScale
+    ) -> str:
+        """Advisory classification against the closest active insights (§4.9), in the new memory's ``scale``."""
         new_tokens = tokenize(content)
         top = scan.keyword(new_tokens, DIFF_CANDIDATES)
         cosines: dict[str, float] = {}
         extra: list[diffing.DiffCandidate] = []
-        scale = self.ctx.similarity_scale()
         if vector is not None:
             # Only the cosine extras need their rows' tokens: load just those few by id (the
             # whole store's rows cost ~0.8 s of re-tokenising at 10k insights).
@@ -177,12 +180,10 @@ class WritePipeline:
         return suggestion
 
     def _semantic_candidates(
-        self, new: Insight, vector: NDArray[np.float64] | None, scan: ActiveTokens | None, auto_link: float
+        self, new: Insight, vector: NDArray[np.float64] | None, scan: ActiveTokens | None, scale: SimilarityScale
     ) -> list[dict[str, object]]:
-        """cosine ≥ 0.40 top 5, ``auto_linked`` from ``auto_link``; without vectors, ContentSimilarity ≥ 0.10
-        top 5 (§4.7)."""
+        """cosine ≥ 0.40 top 5 (the new memory's ``scale``); without vectors, ContentSimilarity ≥ 0.10 top 5 (§4.7)."""
         out: list[dict[str, object]] = []
-        scale = self.ctx.similarity_scale()
         if vector is not None:
             for other_id, cos in self.ctx.vectors.cosine_neighbours(vector, scale.candidate, SEMANTIC_CANDIDATE_TOP, exclude=new.id):
                 other = insights.get(self.ctx.store.conn, other_id)
@@ -190,7 +191,7 @@ class WritePipeline:
                     continue
                 out.append({
                     "id": other.id, "content": other.content, "category": other.category,
-                    "cosine": cos, "auto_linked": cos >= auto_link,
+                    "cosine": cos, "auto_linked": cos >= scale.auto_link,
                 })
         if out:
             return out
