@@ -17,9 +17,7 @@ import regex
 
 from mnemon.records import (
     CONTRACT_SIMILARITY,
-    DIFF_ADD_BELOW,
     DIFF_CANDIDATES,
-    DIFF_CONFLICT_AT,
     DIFF_DUPLICATE_ABOVE,
     DIFF_EXTENSION_RATIO,
     SimilarityScale,
@@ -109,7 +107,9 @@ def _has_negation_phrase(text: str) -> bool:
     return any(phrase in lowered for phrase in NEGATION_PHRASES)
 
 
-def classify(new_content: str, existing_content: str, similarity: float, jaccard: float) -> str:
+def classify(
+    new_content: str, existing_content: str, similarity: float, jaccard: float, scale: SimilarityScale = CONTRACT_SIMILARITY
+) -> str:
     """Classify the new content against one existing insight (§4.9, newest rules).
 
     1. Jaccard > 0.9 and not an extension: CONFLICT if exactly one side is negative
@@ -120,28 +120,35 @@ def classify(new_content: str, existing_content: str, similarity: float, jaccard
     4. similarity > 0.9: CONFLICT on a polarity mismatch, UPDATE for an extension, else
        DUPLICATE.
     5. otherwise UPDATE.
+
+    0.5, 0.7 and 0.9 are ``scale``'s (``diff_add_below``, ``diff_conflict_at``, ``diff_duplicate_above``):
+    the contract's for a Jaccard similarity and the contract's models, a model's own for its cosine
+    (records.SimilarityScale: e5's cosines bunch high, and so do those of a composed vector).
     """
     extension = is_extension(new_content, existing_content)
     polarity_mismatch = has_negative_polarity(new_content) != has_negative_polarity(existing_content)
     if jaccard > DIFF_DUPLICATE_ABOVE and not extension:
         return CONFLICT if polarity_mismatch else DUPLICATE
-    if similarity < DIFF_ADD_BELOW:
+    if similarity < scale.diff_add_below:
         return ADD
-    if similarity >= DIFF_CONFLICT_AT and (_has_negation_phrase(new_content) or _has_negation_phrase(existing_content)):
+    if similarity >= scale.diff_conflict_at and (
+        _has_negation_phrase(new_content) or _has_negation_phrase(existing_content)
+    ):
         return CONFLICT
-    if similarity > DIFF_DUPLICATE_ABOVE:
+    if similarity > scale.diff_duplicate_above:
         if polarity_mismatch:
             return CONFLICT
         return UPDATE if extension else DUPLICATE
     return UPDATE
 
 
-def _keyword_similarity(candidate: DiffCandidate, scale: SimilarityScale) -> float:
-    """Jaccard, replaced by cosine only when cosine ≥ 0.85 (the model's override) and larger (§4.9 step 2)."""
+def _keyword_similarity(candidate: DiffCandidate, scale: SimilarityScale) -> tuple[float, SimilarityScale]:
+    """Jaccard, replaced by cosine only when cosine ≥ 0.85 (the model's override) and larger (§4.9 step 2),
+    with the scale whose cuts it reads: the contract's for a Jaccard, ``scale`` for a cosine."""
     cosine = candidate.cosine
     if cosine is not None and cosine >= scale.diff_override and cosine > candidate.jaccard:
-        return cosine
-    return candidate.jaccard
+        return cosine, scale
+    return candidate.jaccard, CONTRACT_SIMILARITY
 
 
 def suggest(
@@ -161,8 +168,8 @@ def suggest(
     matches: list[DiffMatch] = []
     present: set[str] = set()
     for candidate in candidates:
-        similarity = _keyword_similarity(candidate, scale)
-        suggestion = classify(new_content, candidate.content, similarity, candidate.jaccard)
+        similarity, cuts = _keyword_similarity(candidate, scale)
+        suggestion = classify(new_content, candidate.content, similarity, candidate.jaccard, cuts)
         matches.append(DiffMatch(candidate.id, similarity, suggestion))
         present.add(candidate.id)
 
@@ -174,7 +181,7 @@ def suggest(
             continue
         present.add(candidate.id)
         considered += 1
-        suggestion = classify(new_content, candidate.content, candidate.cosine, candidate.jaccard)
+        suggestion = classify(new_content, candidate.content, candidate.cosine, candidate.jaccard, scale)
         if suggestion != ADD:
             matches.append(DiffMatch(candidate.id, candidate.cosine, suggestion))
 

@@ -242,6 +242,10 @@ class SimilarityScale:
     candidate: float = 0.40  # SEMANTIC_CANDIDATE_COSINE
     diff_override: float = 0.85  # DIFF_COSINE_OVERRIDE
     diff_extra: float = 0.70  # DIFF_COSINE_EXTRA
+    # the diff advice's cuts when its similarity is this model's cosine (diff.classify; a Jaccard reads the contract's)
+    diff_add_below: float = DIFF_ADD_BELOW
+    diff_conflict_at: float = DIFF_CONFLICT_AT
+    diff_duplicate_above: float = DIFF_DUPLICATE_ABOVE
     signal_floor: float = 0.0
     signal_below_best: float = 0.0
     long_below_best: float = 0.0
@@ -316,11 +320,15 @@ COMPOSED_AUTO_LINK = 0.95
 # labelled memory, English development turns: bench/quality-ablations.md, fifteenth session) as the model's own
 # values do among the whole texts' vectors: MiniLM's 0.40 / 0.70 / 0.85 at 0.542 / 0.779 / 0.883. The diff advice
 # of 788 chat lines remembered one by one (none repeats another): ADD 115, UPDATE 605 with the composed vectors read
-# as the whole texts', ADD 328, UPDATE 407 with this scale; with the whole texts' vectors ADD 357, UPDATE 390.
+# as the whole texts', ADD 330, UPDATE 411, DUPLICATE 9 with this scale (its diff cuts below _E5_SCALE); with the
+# whole texts' vectors ADD 357, UPDATE 390, DUPLICATE 11.
 _MINILM_WHOLE = replace(CONTRACT_SIMILARITY, reads_han=False)
 MINILM_SCALE = replace(
     _MINILM_WHOLE,
-    composed=replace(_MINILM_WHOLE, auto_link=COMPOSED_AUTO_LINK, candidate=0.54, diff_override=0.88, diff_extra=0.78),
+    composed=replace(
+        _MINILM_WHOLE, auto_link=COMPOSED_AUTO_LINK, candidate=0.54, diff_override=0.88, diff_extra=0.78,
+        diff_add_below=0.63, diff_conflict_at=0.78, diff_duplicate_above=0.92,
+    ),
 )
 # multilingual-e5-small's long query in a store of separate memories (no backbone, or one whose neighbours are
 # unrelated: engine.retrieve.backbone_share): its similarity signal reaches this at the query's best cosine,
@@ -351,15 +359,24 @@ HAN_BEST_SIGNAL_E5 = 0.4
 _E5_SCALE = SimilarityScale(
     auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.85,
     signal_below_best=0.07, long_below_best=0.04, session_prior=SESSION_PRIOR_E5,
-    separate_best_signal=SEPARATE_BEST_SIGNAL_E5,
+    separate_best_signal=SEPARATE_BEST_SIGNAL_E5, diff_add_below=0.88, diff_conflict_at=0.93, diff_duplicate_above=0.97,
 )
-# e5's composed scale, by the same shares (the note above MINILM_SCALE): its 0.85 / 0.90 / 0.92 / 0.95 (candidates,
+# The diff advice's cuts for an e5 cosine (diff.classify's 0.5 / 0.7 / 0.9, set for MiniLM's space): where e5's
+# cosines select the same share of memory pairs (English development turns, pairs with a labelled memory: 0.882 /
+# 0.926 / 0.970; bench/quality-ablations.md, fifteenth session). With the contract's cuts every e5 neighbour above
+# its 0.90 extra floor was "> 0.9": of 788 chat lines remembered one by one (none repeats another), 468 were called
+# DUPLICATE of an earlier one; with these, 10 (ADD 150, UPDATE 611). A composed vector's cuts likewise, against
+# the model's own: MiniLM 0.633 / 0.779 / 0.918, e5 0.928 / 0.954 / 0.979.
+# e5's composed scale, by the same shares (the note above MINILM_SCALE; the diff cuts above): its 0.85 / 0.90 / 0.92 / 0.95 (candidates,
 # diff extras, auto-link, diff override) select the shares the composed vectors select at 0.904 / 0.939 / 0.950 /
 # 0.968 on the English development turns and 0.886 / 0.935 / 0.950 / 0.969 on the Chinese ones: the auto-link's
 # 0.95 is where recall put it too.
 _E5_SCALE = replace(
     _E5_SCALE,
-    composed=replace(_E5_SCALE, auto_link=COMPOSED_AUTO_LINK, candidate=0.90, diff_override=0.97, diff_extra=0.94),
+    composed=replace(
+        _E5_SCALE, auto_link=COMPOSED_AUTO_LINK, candidate=0.90, diff_override=0.97, diff_extra=0.94,
+        diff_add_below=0.93, diff_conflict_at=0.95, diff_duplicate_above=0.98,
+    ),
 )
 SIMILARITY_SCALES: dict[str, SimilarityScale] = {
     "all-minilm-l6-v2": MINILM_SCALE,

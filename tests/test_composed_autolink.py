@@ -63,7 +63,8 @@ def test_each_model_has_its_composed_threshold(model: str, plain: float, compose
 def test_a_composed_scale_reads_memory_pairs_higher_and_queries_as_before(model: str) -> None:
     scale = similarity_scale(model)
     composed = scale.for_vector(True)
-    for name in ("auto_link", "candidate", "diff_override", "diff_extra"):
+    for name in ("auto_link", "candidate", "diff_override", "diff_extra", "diff_add_below", "diff_conflict_at",
+                 "diff_duplicate_above"):  # fmt: skip
         assert getattr(scale, name) < getattr(composed, name) < 1.0, name
     # recall's side (the similarity signal, Han text) is the model's own
     for name in ("signal_floor", "signal_below_best", "long_below_best", "session_prior", "reads_han"):

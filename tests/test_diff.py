@@ -16,6 +16,7 @@ from mnemon.diff import (
     is_extension,
     suggest,
 )
+from mnemon.records import similarity_scale
 from mnemon.text import jaccard, tokenize
 
 ALPHA = "Project Alpha uses PostgreSQL database for persistent application storage"
@@ -171,3 +172,38 @@ def test_at_most_five_extras_are_considered() -> None:
     extra = [DiffCandidate(f"e{i}", "Alpha data", 0.0, cosine=0.80 - i / 100) for i in range(8)]
     _, matches = suggest(new, [], extra)
     assert [m.id for m in matches] == ["e0", "e1", "e2", "e3", "e4"]
+
+
+# --- the cuts of a model's cosine (records.SimilarityScale.diff_*) -----------------------------------------
+
+
+E5 = similarity_scale("multilingual-e5-small")
+SAME_LENGTH_OLD = "Alpha keeps its data in PostgreSQL"  # neither side an extension, no negation
+SAME_LENGTH_NEW = "Alpha saves its data in PostgreSQL"
+
+
+def test_a_cosine_reads_its_models_cuts() -> None:
+    # e5's cosines bunch high: 0.95 is a near-duplicate in MiniLM's space, a related memory in e5's
+    assert classify(SAME_LENGTH_NEW, SAME_LENGTH_OLD, 0.95, 0.5) == DUPLICATE
+    assert classify(SAME_LENGTH_NEW, SAME_LENGTH_OLD, 0.95, 0.5, E5) == UPDATE
+    assert classify(SAME_LENGTH_NEW, SAME_LENGTH_OLD, 0.985, 0.5, E5) == DUPLICATE
+    assert classify(SAME_LENGTH_NEW, SAME_LENGTH_OLD, 0.85, 0.5) == UPDATE
+    assert classify(SAME_LENGTH_NEW, SAME_LENGTH_OLD, 0.85, 0.5, E5) == ADD
+    # the Jaccard rule is the contract's for every model
+    assert classify(SAME_LENGTH_NEW, SAME_LENGTH_OLD, 0.5, 0.95, E5) == DUPLICATE
+
+
+def test_suggest_reads_a_jaccard_with_the_contracts_cuts_and_a_cosine_with_the_models() -> None:
+    assert E5.diff_duplicate_above > 0.96 > E5.diff_override  # the cases below sit between the two
+    # a keyword candidate below e5's override: its Jaccard, read with the contract's cuts (> 0.9 is no duplicate
+    # by itself: step 1 needs Jaccard > 0.9)
+    _, m = suggest(SAME_LENGTH_NEW, [DiffCandidate("a", SAME_LENGTH_OLD, 0.6, cosine=0.93)], [], E5)
+    assert (m[0].similarity, m[0].suggestion) == (0.6, UPDATE)
+    # at or above the override: its cosine, read with e5's cuts
+    _, m = suggest(SAME_LENGTH_NEW, [DiffCandidate("a", SAME_LENGTH_OLD, 0.6, cosine=0.96)], [], E5)
+    assert (m[0].similarity, m[0].suggestion) == (0.96, UPDATE)
+    _, m = suggest(SAME_LENGTH_NEW, [DiffCandidate("a", SAME_LENGTH_OLD, 0.6, cosine=0.96)], [])
+    assert (m[0].similarity, m[0].suggestion) == (0.96, DUPLICATE)  # the contract's scale
+    # an embedding neighbour (extra): its cosine, with e5's cuts
+    overall, m = suggest(SAME_LENGTH_NEW, [], [DiffCandidate("e", SAME_LENGTH_OLD, 0.6, cosine=0.96)], E5)
+    assert (overall, m[0].suggestion) == (UPDATE, UPDATE)
