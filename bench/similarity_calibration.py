@@ -13,7 +13,11 @@ of categories 1-4 as a query, with all-MiniLM-L6-v2 (``--minilm-path``: a model 
   similarity signal of recall compares);
 - each MiniLM threshold of ``mnemon.records`` at its percentile of MiniLM's memory-memory
   distribution, and the e5 cosine at the same percentile: a threshold that selects the same share
-  of pairs.
+  of pairs;
+- over every pair of a conversation with a labelled memory (``mnemon.embed.passages``), each
+  model's thresholds at their share among the whole texts' vectors and the composed cosine at the
+  same share (``SimilarityScale.composed``), and MiniLM's diff cuts (0.5 / 0.7 / 0.9) at their
+  share and e5's cosine there (``SimilarityScale.diff_*``), beside the values kept in ``records``.
 
 Seeded: the same files give the same figures.
 """
@@ -32,6 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from quality import HEADLINE, evidence_ids, turn_units  # noqa: E402
 
+from mnemon.embed import passages  # noqa: E402
 from mnemon.embed.local import LocalEmbedder  # noqa: E402
 
 
@@ -67,6 +72,57 @@ def measure(embedder: LocalEmbedder, views: list[Any], sample: int, seed: int = 
             rise_other.extend(rise[~hit].tolist())
     return {"memory-memory": np.array(pairs), "query-evidence": np.array(relevant), "query-other": np.array(other),
             "rise-evidence": np.array(rise_relevant), "rise-other": np.array(rise_other)}
+
+
+def labelled_pairs(embedder: LocalEmbedder, views: list[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """Cosines of every pair of a conversation's turns with a labelled memory (``mnemon.embed.passages``): the
+    whole texts' vectors, and the composed ones a store holds (what ``SimilarityScale.composed`` is set against)."""
+    whole_all, composed_all = [], []
+    for texts, _, _ in views:
+        # the whole text's vector before composing: LocalEmbedder's inner pass (this benchmark only)
+        whole = embedder._embed_texts(texts, query=False)
+        whole = whole / np.linalg.norm(whole, axis=1, keepdims=True)
+        composed = passages.compose(whole, texts, lambda pieces: embedder._embed_texts(pieces, query=False))
+        labelled = np.array([passages.labelled_sentences(text) is not None for text in texts])
+        upper = np.triu_indices(len(texts), 1)
+        keep = labelled[upper[0]] | labelled[upper[1]]
+        whole_all.append((whole @ whole.T)[upper][keep])
+        composed_all.append((composed @ composed.T)[upper][keep])
+    return np.concatenate(whole_all), np.concatenate(composed_all)
+
+
+def at_share(source: np.ndarray, target: np.ndarray, value: float) -> tuple[float, float]:
+    """(the ``target`` cosine that selects the share of pairs ``source`` selects at ``value``, that share)."""
+    share = float((source >= value).mean())
+    return (float(np.quantile(target, 1 - share)) if share > 0 else float(target.max())), share
+
+
+SCALE_FIELDS = ("auto_link", "candidate", "diff_override", "diff_extra", "diff_add_below", "diff_conflict_at",
+                "diff_duplicate_above")  # fmt: skip
+
+
+def print_composed(models: dict[str, LocalEmbedder], views: list[Any]) -> None:
+    """Each model's thresholds at the same share among composed vectors, and the diff advice's cuts for e5."""
+    from mnemon.records import similarity_scale
+
+    found = {name: labelled_pairs(e, views) for name, e in models.items()}
+    print("\n| model | threshold | its value | share of pairs (whole texts) | composed cosine at that share | kept |")
+    print("|---|---|---|---|---|---|")
+    for name, (whole, composed) in found.items():
+        scale = similarity_scale(name)
+        for field in SCALE_FIELDS:
+            value = getattr(scale, field)
+            equal, share = at_share(whole, composed, value)
+            kept = getattr(scale.for_vector(True), field)
+            print(f"| {name} | {field} | {value} | {100 * share:.3f}% | {equal:.3f} | {kept} |")
+    minilm, e5 = found["all-MiniLM-L6-v2"][0], found["multilingual-e5-small"][0]
+    e5_scale = similarity_scale("multilingual-e5-small")
+    print("\n| diff cut | MiniLM (the contract's) | share of pairs (whole texts) | e5 cosine at that share | kept |")
+    print("|---|---|---|---|---|")
+    for field in ("diff_add_below", "diff_conflict_at", "diff_duplicate_above"):
+        value = getattr(similarity_scale("all-MiniLM-L6-v2"), field)
+        equal, share = at_share(minilm, e5, value)
+        print(f"| {field} | {value} | {100 * share:.3f}% | {equal:.3f} | {getattr(e5_scale, field)} |")
 
 
 PERCENTILES = (1, 10, 50, 90, 99, 99.9)
@@ -111,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             share = float((base_rise >= value).mean())
             equal = float(np.quantile(e5_rise, 1 - share)) if share > 0 else float(e5_rise.max())
             print(f"| {value} | {kind} | {100 * share:.3f}% | {equal:.4f} | {value / equal:.2f} |")
+    print_composed(models, views)
     return 0
 
 
