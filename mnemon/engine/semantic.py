@@ -3,10 +3,11 @@
 Each imported item with a vector links to the (at most ``SEMANTIC_AUTO_TOP``) earlier vectors
 with cosine ≥ its threshold (the model's auto-link cosine, ``SEMANTIC_AUTO_COSINE`` in the
 contract's scale; higher for a vector composed from labelled sentences:
-``SimilarityScale.auto_link_for``), ties by id, exactly as importing the items one by one would. Comparing every item with every earlier vector one at a time is quadratic in Python
-calls and, done as one product per chunk, quadratic in memory. :class:`ChunkNeighbours` instead
-compares the chunk's new vectors, ``QUERY_BLOCK`` at a time as the import reaches them, with the
-store's vector index (memory-mapped, never copied) and with the chunk's items already stored, in
+``SimilarityScale.for_vector``), ties by id, exactly as importing the items one by one would.
+Comparing every item with every earlier vector one at a time is quadratic in Python calls and,
+done as one product per chunk, quadratic in memory. :class:`ChunkNeighbours` instead compares
+the chunk's new vectors, ``QUERY_BLOCK`` at a time as the import reaches them, with the store's
+vector index (memory-mapped, never copied) and with the chunk's items already stored, in
 products of ``QUERY_BLOCK`` x ``ROW_BLOCK`` through ``kernels.cosine_block``; an item's earlier
 neighbours inside its own query block are compared when the item is reached. So the extra memory
 is bounded by the block sizes plus the chunk's own vectors. Block products only *find*
@@ -56,7 +57,7 @@ class ChunkNeighbours:
 
         self.scale = scale  # the model's (records.similarity_scale)
         n = len(vectors)
-        # each item's auto-link threshold (SimilarityScale.auto_link_for: a composed vector's is higher)
+        # each item's auto-link threshold (SimilarityScale.for_vector: a composed vector's is higher)
         self.links = np.array(links if links is not None else [scale.auto_link] * n, dtype=np.float64)
         self.index = index if index is not None and index.rows else None
         self.units = np.zeros((n, dim), dtype=np.float64)

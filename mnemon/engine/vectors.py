@@ -385,8 +385,8 @@ def passages_version(embedder: Embedder) -> int:
 
 def composes(embedder: Embedder | None, content: str) -> bool:
     """Whether ``embedder`` composes ``content``'s vector from its labelled sentences
-    (``mnemon.embed.passages``): its semantic auto-link threshold is then the model's
-    ``composed_auto_link`` (records.SimilarityScale.auto_link_for)."""
+    (``mnemon.embed.passages``): its comparisons with other memories then read the model's composed
+    scale (records.SimilarityScale.for_vector)."""
     from mnemon.embed import passages
 
     return embedder is not None and passages_version(embedder) > 0 and passages.labelled_sentences(content) is not None
