@@ -10,6 +10,7 @@
     ├── StoreError              unexpected SQLite failure (chained from the apsw exception)
     │   ├── StoreBusyError      the database stayed locked past the busy timeout
     │   └── SchemaVersionError  database newer than this code, or not a mnemon database
+    ├── LibraryMissingError     a library of the base install is absent (a broken or partial install)
     └── EmbedderError           (chained from the httpx exception)
         ├── EmbedderUnavailable     connect error / timeout / probe failure: transient
         └── EmbedderResponseError   bad status, bad JSON, wrong dimension: permanent
@@ -48,6 +49,11 @@ class StoreBusyError(StoreError):
 
 class SchemaVersionError(StoreError):
     """The file is not a mnemon database, or was written by a newer version."""
+
+
+class LibraryMissingError(MnemonError):
+    """A library the base install depends on cannot be imported: the install is broken or partial
+    (an upgrade in place that skipped a new dependency); reinstalling mnemon fixes it."""
 
 
 class EmbedderError(MnemonError):

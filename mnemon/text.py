@@ -6,8 +6,8 @@ Jaccard), the recall-only stemmer of Decision 13 (Snowball English) with the BM2
 Decision 12, and the byte/code-point helpers the CLI needs for Go-compatible limits and
 ``--brief`` excerpts (§3.3, §3.4, §8).
 
-Pure functions: imports only ``regex`` (for ``\\p{Han}`` and Unicode categories) and, on the first
-word to stem, ``Stemmer`` (PyStemmer); no numpy, no I/O, no clock. The diff, causal and
+Pure functions: imports only ``regex`` (for ``\\p{Han}`` and Unicode categories), ``mnemon.errors``
+and, on the first word to stem, ``Stemmer`` (PyStemmer); no numpy, no I/O, no clock. The diff, causal and
 semantic-fallback measures use :func:`tokenize` unstemmed so that their thresholds keep the
 meaning they have in the Go program (Decision 13).
 """
@@ -20,6 +20,8 @@ from functools import lru_cache
 from typing import Any
 
 import regex
+
+from mnemon.errors import LibraryMissingError
 
 __all__ = [
     "POSSESSIVE_TERM",
@@ -38,6 +40,7 @@ __all__ = [
     "query_name_terms",
     "recall_insight_terms",
     "recall_query_terms",
+    "require_stemmer",
     "recall_sequence",
     "recall_terms",
     "stem",
@@ -133,10 +136,22 @@ def _english_stemmer() -> Any:
     if stemmer is None:
         # imported on the first word to stem, not with the module: a call that stems nothing
         # (status, --help) does not load it
-        import Stemmer
+        try:
+            import Stemmer
+        except ImportError as e:  # a partial install (an upgrade that skipped the new dependency)
+            raise LibraryMissingError(
+                "PyStemmer is not installed (recall's English stemmer): pip install PyStemmer, or reinstall mnemon"
+            ) from e
 
         stemmer = _ENGLISH.stemmer = Stemmer.Stemmer("english")
     return stemmer
+
+
+def require_stemmer() -> None:
+    """Load the stemmer now, or raise :class:`LibraryMissingError`: a write checks this before it
+    writes, since the derived index it catches up after the commit stems every new memory's words
+    (a failure there would report an error for a memory already stored)."""
+    _english_stemmer()
 
 
 @lru_cache(maxsize=1 << 16)  # vocabularies are small and BM25 indexing stems every token

@@ -168,3 +168,31 @@ def test_readonly_refusals_and_missing_database(cli, data_dir: Path, seeded: dic
     assert_one_line_error(cli("--readonly", "--store", "nothere", "status"), f"database not found: {missing}")
     assert snapshot(data_dir) == seeded["before"]
     assert not missing.parent.exists()
+
+
+@pytest.mark.in_process
+def test_missing_stemmer_library_is_one_error_line(cli, data_dir: Path, seeded: dict,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A partial install without PyStemmer (an upgrade in place that skipped the new dependency) is a
+    one-line error naming the library, never an ImportError traceback; nothing stored changes."""
+    from mnemon import text
+
+    monkeypatch.setitem(sys.modules, "Stemmer", None)  # ``import Stemmer`` now raises ImportError
+    monkeypatch.delattr(text._ENGLISH, "stemmer", raising=False)
+    text.stem.cache_clear()  # words stemmed earlier in this process would not reach the stemmer
+    try:
+        expected = "PyStemmer is not installed (recall's English stemmer): pip install PyStemmer, or reinstall mnemon"
+        assert_one_line_error(cli("recall", "Rust services memories"), expected)
+        assert_one_line_error(cli("remember", "Rust services run on three hosts"), expected)
+
+        def stored(files: dict[str, object]) -> dict[str, object]:  # the derived index is rebuildable: not data
+            return {name: digest for name, digest in files.items() if ".index/" not in name}
+
+        assert stored(snapshot(data_dir)) == stored(seeded["before"])
+    finally:
+        monkeypatch.delitem(sys.modules, "Stemmer")
+        text.stem.cache_clear()
+    # the library back, the same store answers (the derived index the failed calls touched is sound)
+    hits = cli.ok("recall", "Rust services memories")
+    assert seeded["ids"][0] in [hit["id"] for hit in hits["results"]]
+    assert cli.ok("status")["total_insights"] == 2

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from mnemon import text
 from mnemon.config import Settings, check_store_name
 from mnemon.errors import EmbedderError, EmbedderUnavailable, ReadonlyModeError
 from mnemon.store import Store
@@ -161,6 +162,9 @@ class EngineBase:
         """Refuse a mutating command early under --readonly (§2.3 newest)."""
         if self.settings.readonly:
             raise ReadonlyModeError(action)
+        # every write may catch the hot index up after its commit, which stems the new memories' words:
+        # a partial install without the stemmer is refused here, before anything is written
+        text.require_stemmer()
 
     def close(self) -> None:
         if self._store is not None:
