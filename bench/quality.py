@@ -568,8 +568,8 @@ def plain_bm25_conversation(sample: dict[str, Any], units_kind: str, limit: int,
             scores.append((-total, i))
         top = [i for s, i in sorted(scores) if s < 0 and units[i].covers != {borrowed}][:limit]
         by_category[category].add([units[i].covers for i in top], evidence)
-        per_question.append({"conv": str(sample.get("sample_id", "conv")), "cat": category,
-                             "ranked": [sorted(units[i].covers) for i in top],
+        per_question.append({"conv": str(sample.get("sample_id", "conv")), "q": qa["question"], "cat": category,
+                             "evidence": sorted(evidence), "ranked": [sorted(units[i].covers) for i in top],
                              "r10": by_category[category].recall[10][-1]})  # fmt: skip
     return by_category, per_question
 
@@ -690,6 +690,7 @@ def main(argv: list[str] | None = None) -> int:
         plain = plain_bm25(data, args.units, args.limit, args.long_query, args.borrowed_out, args.as_written)
         baseline = table(plain).split("\n\nrecall latency")[0] + "\n\n" + conversation_table(plain)
         parts.append(baseline)
+        dumps["baseline"] = plain.per_question
         print(baseline, flush=True)
     try:
         for embed in embeds:
