@@ -228,3 +228,19 @@ def test_turns_as_written_are_stored_without_speaker_or_caption(tmp_path: Path) 
     plain = quality.plain_bm25([SAMPLE], "turns", 20, as_written=True)
     assert plain.by_category[4].recall[5] == [1.0] and plain.by_category[1].recall[20] == [0.5]
     assert quality.plain_bm25([SAMPLE], "turns", 20).by_category[1].recall[20] == [1.0]  # with the names: both
+
+
+def test_dump_holds_the_baseline_question_by_question(tmp_path: Path) -> None:
+    """--dump with --baseline writes the plain BM25 baseline's per-question results beside mnemon's, with the
+    question and its evidence, so the two can be compared probe by probe."""
+    data, dump = tmp_path / "tiny.json", tmp_path / "dump.json"
+    data.write_text(quality.json.dumps([SAMPLE]), encoding="utf-8")
+    assert quality.main([str(data), "--units", "turns", "--mode", "inprocess", "--baseline", "--dump", str(dump)]) == 0
+    written = quality.json.loads(dump.read_text(encoding="utf-8"))
+    assert sorted(written) == ["baseline", "none"]
+    for view in written.values():
+        assert [(pq["q"], pq["evidence"]) for pq in view] == [
+            ("Who adopted a greyhound?", ["D1:1"]),
+            ("Where does Comet like to go, and what did Bo get?", ["D2:1", "D2:2"]),
+        ]
+    assert written["baseline"][0]["ranked"][0] == ["D1:1"]  # "greyhound" is that turn's alone
