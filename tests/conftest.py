@@ -145,6 +145,8 @@ REMOTE_SKIPS = {
                                              "theirs",
     "test_a_long_query_is_led_by_its_rare_terms": "patches this process's long-query bound "
                                                   "(retrieve.LONG_QUERY_TERMS); the gateway's workers keep theirs",
+    "test_missing_stemmer_library_is_one_error_line": "hides PyStemmer from this process; a remote store's recall "
+                                                      "and writes run in the gateway, which has it",
 }
 
 
