@@ -320,7 +320,7 @@ COMPOSED_AUTO_LINK = 0.95
 # labelled memory, English development turns: bench/quality-ablations.md, fifteenth session) as the model's own
 # values do among the whole texts' vectors: MiniLM's 0.40 / 0.70 / 0.85 at 0.542 / 0.779 / 0.883. The diff advice
 # of 788 chat lines remembered one by one (none repeats another): ADD 115, UPDATE 605 with the composed vectors read
-# as the whole texts', ADD 330, UPDATE 411, DUPLICATE 9 with this scale (its diff cuts below _E5_SCALE); with the
+# as the whole texts', ADD 330, UPDATE 411, DUPLICATE 9 with this scale (its diff cuts below _E5_WHOLE); with the
 # whole texts' vectors ADD 357, UPDATE 390, DUPLICATE 11.
 _MINILM_WHOLE = replace(CONTRACT_SIMILARITY, reads_han=False)
 MINILM_SCALE = replace(
@@ -356,7 +356,7 @@ SEPARATE_BEST_SIGNAL_E5 = 0.45
 # (hence the share); for English queries too it lowered English facts conv-30 by 1.2: English keeps the margin.
 HAN_SPREAD_BELOW_BEST_E5 = 1.5
 HAN_BEST_SIGNAL_E5 = 0.4
-_E5_SCALE = SimilarityScale(
+_E5_WHOLE = SimilarityScale(
     auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.85,
     signal_below_best=0.07, long_below_best=0.04, session_prior=SESSION_PRIOR_E5,
     separate_best_signal=SEPARATE_BEST_SIGNAL_E5, diff_add_below=0.88, diff_conflict_at=0.93, diff_duplicate_above=0.97,
@@ -372,9 +372,9 @@ _E5_SCALE = SimilarityScale(
 # 0.968 on the English development turns and 0.886 / 0.935 / 0.950 / 0.969 on the Chinese ones: the auto-link's
 # 0.95 is where recall put it too.
 _E5_SCALE = replace(
-    _E5_SCALE,
+    _E5_WHOLE,
     composed=replace(
-        _E5_SCALE, auto_link=COMPOSED_AUTO_LINK, candidate=0.90, diff_override=0.97, diff_extra=0.94,
+        _E5_WHOLE, auto_link=COMPOSED_AUTO_LINK, candidate=0.90, diff_override=0.97, diff_extra=0.94,
         diff_add_below=0.93, diff_conflict_at=0.95, diff_duplicate_above=0.98,
     ),
 )
