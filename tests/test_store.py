@@ -267,3 +267,54 @@ def test_entity_rows_of_one_insight_are_deleted_through_an_index(tmp_path: Path)
         assert schema.is_current(store.conn)
     finally:
         store.close()
+
+
+def test_prune_candidates_walk_an_index_in_their_order(tmp_path: Path) -> None:
+    """Auto-prune runs on every write over the ceiling: its candidates come from an index walked in
+    their order (lowest stored EI, oldest, id), never a sort of every non-immune row (1.9 s at 1M),
+    and they are the rows the rule names, ties included."""
+    import random
+
+    from mnemon.store import insights
+
+    store = Store.open(tmp_path / "mnemon.db", readonly=False, now="2026-01-01T00:00:00Z")
+    conn = store.conn
+    try:
+        plan = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + insights._SQL_PRUNE_CANDIDATES, (4, 3, "", "[]", 10))]
+        assert any("idx_insights_active_ei" in step for step in plan), plan
+        assert not any("TEMP B-TREE" in step for step in plan), plan
+        # a store written within the grace has no candidate: two look-ups say so, not a walk of every row
+        plan = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + insights._SQL_ANY_PAST_GRACE, ("", ""))]
+        assert [step for step in plan if step.startswith("SEARCH")] == [
+            "SEARCH insights USING INDEX idx_insights_stored (stored_at<?)",
+            "SEARCH insights USING INDEX idx_insights_stored (stored_at=?)",
+        ], plan
+        rng = random.Random(7)
+        rows = []
+        for i in range(600):
+            row = (
+                f"{rng.randrange(16**8):08x}-{i:04d}", f"memory {i}", rng.randrange(1, 6), rng.randrange(0, 5),
+                f"2026-01-0{rng.randrange(1, 4)}T00:00:00Z", f"2026-01-0{rng.randrange(1, 4)}T00:00:00Z",
+                rng.choice([0.1, 0.2, 0.25, rng.random()]), None if rng.random() < 0.9 else "2026-01-05T00:00:00Z",
+            )
+            rows.append(row)
+        with write_tx(conn):
+            conn.executemany(
+                "INSERT INTO insights (id, content, category, importance, access_count, created_at, updated_at, "
+                "stored_at, effective_importance, deleted_at) VALUES (?, ?, 'general', ?, ?, ?, ?, ?, ?, ?)",
+                [(r[0], r[1], r[2], r[3], r[4], r[4], r[5], r[6], r[7]) for r in rows],
+            )
+        exclude = [rows[0][0], rows[1][0]]
+        cases = (("2026-01-02T00:00:00Z", 10), ("2026-01-03T00:00:00Z", 25), ("2026-01-01T00:00:00Z", 600),
+                 ("2025-12-31T00:00:00Z", 10))
+        for cutoff, limit in cases:
+            got = [i.id for i in insights.prune_candidates(
+                conn, max_importance=4, max_access=3, stored_before=cutoff, exclude=exclude, limit=limit)]
+            wanted = sorted(
+                (r for r in rows if r[7] is None and r[2] < 4 and r[3] < 3 and r[5] <= cutoff and r[0] not in exclude),
+                key=lambda r: (r[6], r[4], r[0]),
+            )[:limit]
+            assert got == [r[0] for r in wanted]
+            assert bool(got) == (cutoff >= "2026-01-01")
+    finally:
+        store.close()

@@ -71,10 +71,20 @@ _SQL_KEEP = (
     "WHERE id = ? AND deleted_at IS NULL"
 )
 _SQL_ALL_ACTIVE = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL ORDER BY created_at, rowid"
+# The unary plus keeps the planner off the importance range (whose rows it would sort, every one of
+# them): it walks idx_insights_active_ei in the wanted order and stops at LIMIT.
 _SQL_PRUNE_CANDIDATES = (
-    f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND importance < ? AND access_count < ? "
+    f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND +importance < ? AND +access_count < ? "
     "AND COALESCE(stored_at, created_at) <= ? AND id NOT IN (SELECT value FROM json_each(?)) "
     "ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?"
+)
+# Whether any active row is past the grace at all (the candidates' COALESCE split in two, each a
+# look-up of idx_insights_stored; the plus keeps the planner off the active-row indexes, which it
+# would scan): a store written within the grace (a large import today) has no candidate, and the
+# ordered walk above would visit every active row to find that out (2.8 s at 1M).
+_SQL_ANY_PAST_GRACE = (
+    "SELECT EXISTS(SELECT 1 FROM insights WHERE stored_at <= ? AND +deleted_at IS NULL) "
+    "OR EXISTS(SELECT 1 FROM insights WHERE stored_at IS NULL AND +deleted_at IS NULL AND +created_at <= ?)"
 )
 _SQL_BASIC_SEARCH = (
     f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND content LIKE ? ESCAPE '\\' "
@@ -289,6 +299,8 @@ def prune_candidates(
     conn: apsw.Connection, *, max_importance: int, max_access: int, stored_before: str, exclude: list[str], limit: int
 ) -> list[Insight]:
     """Active, non-immune insights stored before the grace cut-off, lowest stored EI first (§4.8)."""
+    if not scalar(conn, _SQL_ANY_PAST_GRACE, (stored_before, stored_before)):
+        return []
     rows = conn.execute(
         _SQL_PRUNE_CANDIDATES, (max_importance, max_access, stored_before, json.dumps(exclude), limit)
     )

@@ -15,7 +15,7 @@ from mnemon.store import counts
 from mnemon.store.tx import write_tx
 from mnemon.store.connection import scalar
 
-SCHEMA_VERSION = 7  # 6: exact counters (mnemon.store.counts); 7: insight_entities by insight_id
+SCHEMA_VERSION = 8  # 6: exact counters (mnemon.store.counts); 7: insight_entities by insight_id; 8: idx_insights_active_ei
 
 _SQL_CREATE_INSIGHTS = """
 CREATE TABLE IF NOT EXISTS insights (
@@ -117,6 +117,11 @@ _SQL_INDEXES = (
     "created_at DESC) WHERE deleted_at IS NULL",
     "CREATE INDEX IF NOT EXISTS idx_insights_prune_stored ON insights(deleted_at, importance, access_count, "
     "stored_at, effective_importance)",
+    # Auto-prune's candidates in their order (lowest stored EI, oldest, id): the walk stops at the
+    # few victims it takes instead of sorting every non-immune row on each write over the ceiling
+    # (50 ms at 100k, 1.9 s at 1M; schema 8).
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_ei ON insights(deleted_at, effective_importance, created_at, id) "
+    "WHERE deleted_at IS NULL",
     # The entity triggers delete an insight's rows by insight_id on every entities/deleted_at update
     # (remember, forget, prune): without this index each such write scanned every entity row.
     "CREATE INDEX IF NOT EXISTS idx_insight_entities_insight ON insight_entities(insight_id)",
@@ -139,6 +144,7 @@ BULK_DEFERRED_INDEXES = (
     "idx_insights_active_created",
     "idx_insights_active_importance",
     "idx_insights_prune_stored",
+    "idx_insights_active_ei",
 )
 
 

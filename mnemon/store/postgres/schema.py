@@ -115,6 +115,8 @@ _INDEXES = (
     "WHERE deleted_at IS NULL",
     "CREATE INDEX IF NOT EXISTS idx_insights_prune_stored ON insights(deleted_at, importance, access_count, "
     "stored_at, effective_importance)",
+    "CREATE INDEX IF NOT EXISTS idx_insights_active_ei ON insights(effective_importance, created_at, id) "
+    "WHERE deleted_at IS NULL",
     "CREATE INDEX IF NOT EXISTS idx_insights_deleted_at ON insights(deleted_at) WHERE deleted_at IS NOT NULL",
     # A B-tree entry is limited to about 2.7 kB; content may be longer: a hash index for equality.
     "CREATE INDEX IF NOT EXISTS idx_insights_active_content ON insights USING hash (content) WHERE deleted_at IS NULL",
