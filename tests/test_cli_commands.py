@@ -324,6 +324,11 @@ def test_version_and_help(capsys, data_dir) -> None:
     for command in ("remember", "show", "forget", "link", "related", "status", "log", "gc", "receipt", "store"):
         assert command in help_res.out
     assert plain(data_dir, capsys, "remember", "--help").code == 0
+    # a command with subcommands and nothing else (the root too) prints its help and succeeds, as the Go
+    # program's cobra does: no "Error:" line holding the help flattened
+    for group in ([], ["store"], ["server"], ["mcp", "token"]):
+        bare, asked = plain(data_dir, capsys, *group), plain(data_dir, capsys, *group, "--help")
+        assert (bare.code, bare.out, bare.err) == (0, asked.out, "") and bare.out.startswith("Usage: mnemon")
 
 
 @pytest.mark.sqlite_only

@@ -117,6 +117,11 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
                 return remote_status
         result = _command()(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
         return result if isinstance(result, int) else 0
+    except click_exceptions.NoArgsIsHelpError as exc:
+        # a bare `mnemon` (or `mnemon store`): the help, as --help prints it, and success, as the Go
+        # program's cobra does for a command with subcommands and no action of its own
+        print(exc.ctx.get_help())
+        return 0
     except click_exceptions.UsageError as exc:
         print(f"Error: {_one_line(_usage_message(exc))}", file=sys.stderr)
         return 1
