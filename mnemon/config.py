@@ -17,6 +17,7 @@ from pathlib import Path
 from mnemon.errors import InputError
 from mnemon.lifecycle import format_go_duration
 from mnemon.records import DEFAULT_MAX_INSIGHTS, DEFAULT_PRUNE_MIN_AGE_SECONDS
+from mnemon.validate import check_text
 
 STORE_NAME_RE = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9_-]*")
 STORE_NAME_MAX = 255
@@ -176,6 +177,9 @@ def resolve(
     env = dict(os.environ) if environ is None else environ
     warnings: list[str] = []
     base = Path(data_dir) if data_dir else default_data_dir(env)
+    # SQLite opens paths given as UTF-8: an undecodable byte (a bad argv or environment) is refused
+    # here, before any directory is created, not by a traceback once they are
+    check_text(str(base), "the data directory path")
 
     name = store if store else env.get("MNEMON_STORE", "")
     if not name:

@@ -149,6 +149,12 @@ def test_invalid_utf8_in_argv_and_stdin(data_dir: Path, seeded: dict) -> None:
     assert_one_line_error(res, "tag is not valid UTF-8")
     res = run_raw([b"show", b"\xff"], data_dir)
     assert_one_line_error(res, "id is not valid UTF-8")
+    # a data directory SQLite cannot be given (its path is handed over as UTF-8): refused before it is made
+    bad_dir = str(data_dir.parent).encode() + b"/\xff-data"
+    for argv in ([b"--data-dir", bad_dir, b"status"], [b"remember", b"ok", b"--data-dir=" + bad_dir]):
+        res = run_raw(argv, data_dir)
+        assert_one_line_error(res, "the data directory path is not valid UTF-8")
+    assert not os.path.exists(bad_dir)
     assert snapshot(data_dir) == seeded["before"]
 
 
