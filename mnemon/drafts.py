@@ -499,14 +499,14 @@ def _insight(index: int, item: object, default_source: str) -> DraftInsight:
     if not isinstance(category, str) or category not in CATEGORIES:
         raise bad(f'invalid category "{category}"; valid: {", ".join(CATEGORIES)}')
 
-    importance = item.get("importance", 0)
-    if importance is None:
-        importance = 0
-    if isinstance(importance, bool) or not isinstance(importance, (int, float)) or importance != int(importance):
-        raise bad(f"importance must be an integer, got {json.dumps(importance)}")
-    importance = int(importance) or DEFAULT_IMPORTANCE
+    written = item.get("importance", 0)
+    if written is None:
+        written = 0
+    if not _integral(written):
+        raise bad(f"importance must be an integer, got {json.dumps(written)}")
+    importance = int(written) or DEFAULT_IMPORTANCE
     if not 1 <= importance <= 5:
-        raise bad(f"importance must be 1-5, got {importance}")
+        raise bad(f"importance must be 1-5, got {json.dumps(written) if isinstance(written, float) else importance}")
 
     tags = _string_list(item.get("tags"), "tags", bad)
     if len(tags) > MAX_TAGS:
@@ -538,6 +538,13 @@ def _insight(index: int, item: object, default_source: str) -> DraftInsight:
         except InputError:
             raise bad(f'created_at "{created_raw}" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)') from None
     return DraftInsight(content, category, importance, tags, entities, source, created_at)
+
+
+def _integral(value: object) -> bool:
+    """A JSON number with an integer value (1 and 1.0; not true, 1.5, or 1e400, which JSON reads as infinity)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
 _CANONICAL_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z", re.ASCII)
@@ -641,7 +648,7 @@ def _edge(index: int, item: object, n: int) -> DraftEdge:
         value = item.get(key)
         if value is None:
             raise bad(f"{key} is required")
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        if not _integral(value):
             raise bad(f"{key} must be an integer")
         if not 0 <= value < n:
             raise bad(f"{key} {int(value)} out of range [0,{n})")

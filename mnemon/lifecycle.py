@@ -108,6 +108,18 @@ def days_since_access(last_access: str | None, created_at: str, now: datetime) -
     return (now - _GO_ZERO_TIME).total_seconds() / _SECONDS_PER_DAY
 
 
+# A stamp in the future makes the exponent negative and the decay above 1 (§4.8's formula, as Go
+# computes it); past about 84 years ahead 0.5 ** x overflows (Go: +Inf, which no JSON encodes). The
+# exponent stops at -1000 there (decay about 1e301): every value Go computes finitely stays bit for
+# bit, and a draft dated 2112 imports instead of failing with an OverflowError.
+_DECAY_EXPONENT_FLOOR = -1000.0
+
+
+def decay(days: float) -> float:
+    """0.5 ^ (days / DECAY_HALF_LIFE_DAYS), its exponent at least _DECAY_EXPONENT_FLOOR."""
+    return 0.5 ** max(days / DECAY_HALF_LIFE_DAYS, _DECAY_EXPONENT_FLOOR)
+
+
 def base_importance(importance: int) -> float:
     """Return the EI base for an importance: 5→1.0, 4→0.8, 3→0.5, 2→0.3, other→0.15."""
     return BASE_IMPORTANCE.get(importance, BASE_IMPORTANCE_OTHER)
@@ -128,9 +140,8 @@ def effective_importance(
     bidirectional link counts 2). An unreadable timestamp decays to 0, as Go's zero time does.
     """
     access = max(1.0, math.log1p(access_count))
-    decay = 0.5 ** (days_since_access(last_access, created_at, now) / DECAY_HALF_LIFE_DAYS)
     edges = 1.0 + EDGE_FACTOR_STEP * min(edge_rows, EDGE_FACTOR_CAP)
-    return base_importance(importance) * access * decay * edges
+    return base_importance(importance) * access * decay(days_since_access(last_access, created_at, now)) * edges
 
 
 def is_immune(importance: int, access_count: int) -> bool:

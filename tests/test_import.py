@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import sys
 from collections import Counter
 from pathlib import Path
@@ -179,6 +180,44 @@ def test_bad_drafts_fail_with_the_contract_message_and_change_nothing(cli, tmp_p
     assert result.err.strip() == f"Error: {message}"
     assert "Traceback" not in result.err
     assert stored_state(cli.data_dir) == before
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [  # numbers JSON reads as infinity, or past an int's range: as written in the draft
+        ('{"schema_version": "1", "insights": [{"content": "x", "importance": 1e400}]}',
+         "invalid draft: insights[0]: importance must be an integer, got Infinity"),
+        ('{"schema_version": "1", "insights": [{"content": "x", "importance": 1e308}]}',
+         "invalid draft: insights[0]: importance must be 1-5, got 1e+308"),
+        ('{"schema_version": "1", "insights": [{"content": "x"}, {"content": "y"}], '
+         '"edges": [{"source_index": 1e400, "target_index": 0, "edge_type": "causal"}]}',
+         "invalid draft: edges[0]: source_index must be an integer"),
+        ('{"schema_version": "1", "insights": [{"content": "x"}, {"content": "y"}], '
+         '"edges": [{"source_index": 0, "target_index": -1e400, "edge_type": "causal"}]}',
+         "invalid draft: edges[0]: target_index must be an integer"),
+    ],
+)
+def test_drafts_with_huge_numbers_fail_with_one_line(cli, tmp_path, text, message):
+    cli.ok("remember", "kept memory")
+    before = stored_state(cli.data_dir)
+    path = tmp_path / "huge.json"
+    path.write_text(text, encoding="utf-8")
+    for args in (["import", str(path), "--dry-run"], ["import", str(path)]):
+        result = cli(*args)
+        assert (result.code, result.err.strip()) == (1, f"Error: {message}")
+    assert stored_state(cli.data_dir) == before
+
+
+def test_a_draft_dated_a_century_ahead_imports(cli, tmp_path):
+    """0.5 ** (days / 30) overflows past about 84 years ahead (an OverflowError traceback, after --dry-run had
+    passed the draft): the decay's exponent stops at -1000, so the import succeeds and every EI is finite."""
+    draft = {"schema_version": "1", "insights": [{"content": "from the far future", "created_at": "2112-01-01T00:00:00Z"},
+                                                 {"content": "from next year", "created_at": "2027-06-01T00:00:00Z"}]}
+    assert cli("import", _write(tmp_path, draft), "--dry-run").code == 0
+    assert cli.ok("import", _write(tmp_path, draft))["imported"] == 2
+    eis = [row[0] for row in query(cli.data_dir, "SELECT effective_importance FROM insights ORDER BY created_at")]
+    assert all(math.isfinite(ei) and ei > 1 for ei in eis) and eis[1] > eis[0]
+    assert cli.ok("gc")["total_insights"] == 2
 
 
 def test_load_errors(cli, tmp_path):

@@ -14,7 +14,6 @@ from mnemon.engine.core import EngineBase, format_ts
 from mnemon.errors import NotFoundError
 from mnemon.lifecycle import _SECONDS_PER_DAY
 from mnemon.records import (
-    DECAY_HALF_LIFE_DAYS,
     EDGE_FACTOR_CAP,
     EDGE_FACTOR_STEP,
     GC_KEEP_ACCESS_BONUS,
@@ -62,9 +61,8 @@ def effective_importance(
         return lifecycle.effective_importance(importance, access_count, last_access, created_at, edge_rows, now)
     days = (now - parsed).total_seconds() / _SECONDS_PER_DAY
     access = max(1.0, math.log1p(access_count))
-    decay = 0.5 ** (days / DECAY_HALF_LIFE_DAYS)
     edges_factor = 1.0 + EDGE_FACTOR_STEP * min(edge_rows, EDGE_FACTOR_CAP)
-    return lifecycle.base_importance(importance) * access * decay * edges_factor
+    return lifecycle.base_importance(importance) * access * lifecycle.decay(days) * edges_factor
 
 
 def refresh_effective_importance(conn: apsw.Connection, ids: Iterable[str], now: datetime) -> dict[str, float]:
