@@ -140,6 +140,37 @@ def test_repair_deletes_derived_files(cli, data_dir, populated) -> None:
     assert "current" in detail["derived_index"] and junk.exists()
 
 
+@pytest.mark.parametrize("damage", ["folder is a file", "index file is a directory", "dangling link"])
+def test_what_stands_where_derived_files_belong_is_named_and_deleted(cli, data_dir, populated, damage) -> None:
+    """A file where the derived folder belongs makes every writable command fail ("not a directory"); a
+    directory or a dangling link where an index file belongs is no file to unlink. doctor names each and
+    --repair deletes it, after which the store answers and doctor is clean."""
+    assert cli("recall", "Python").code == 0  # the index files exist
+    folder = _db(data_dir).with_name("mnemon.db.index")
+    if damage == "folder is a file":
+        for path in folder.iterdir():
+            path.unlink()
+        folder.rmdir()
+        folder.write_bytes(b"junk")
+        assert cli("remember", "one more fact").err.startswith("Error: not a directory")
+    elif damage == "index file is a directory":
+        (folder / "hot").unlink()
+        (folder / "hot" / "nested").mkdir(parents=True)
+    else:
+        (folder / "hot.delta").unlink(missing_ok=True)
+        (folder / "hot.delta").symlink_to(folder / "nowhere")
+    before = cli("doctor")
+    assert before.code == 1 and _failed(before.json()) == {"derived_index"}
+    assert "; --repair deletes it" in {c["name"]: c["detail"] for c in before.json()["checks"]}["derived_index"]
+    fixed = cli("doctor", "--repair")
+    assert fixed.code == 0, fixed.err
+    assert any("stood where derived files belong" in r for r in fixed.json()["repaired"])
+    assert cli("remember", "a fact after the repair").code == 0
+    assert [r["content"] for r in cli.ok("recall", "fact after the repair")["results"]][0] == "a fact after the repair"
+    assert folder.is_dir() and all(p.is_file() for p in folder.iterdir())
+    assert cli("doctor").code == 0
+
+
 def test_vector_index_damage_is_named_and_rebuilt(cli, data_dir, monkeypatch) -> None:
     from embed_server import EmbedServer
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,16 @@ def derived_files(db_path: Path) -> list[Path]:
     if index_folder.is_dir():
         inside = [p for p in index_folder.iterdir() if p.is_file()]
     return sorted([*inside, *derived.legacy_files(db_path)])
+
+
+def misplaced_entries(db_path: Path) -> list[Path]:
+    """What stands where derived files belong and is none: the derived folder's path holding anything
+    but a directory, or an entry of the folder that is no regular file (a directory, a dangling link).
+    Every command then fails on it ("not a directory"), and only --repair's deletion helps."""
+    folder = derived.folder(db_path)
+    if folder.is_dir():
+        return sorted(p for p in folder.iterdir() if not p.is_file())
+    return [folder] if os.path.lexists(folder) else []
 
 
 def _entry(name: str, problems: list[str], ok_detail: str = "ok") -> dict[str, Any]:
@@ -104,9 +115,12 @@ class DoctorPipeline:
         problems = []
         for folder in (db_path.parent, derived.folder(db_path)):
             try:
-                mode = stat.S_IMODE(folder.stat().st_mode)
+                st = folder.stat()
             except FileNotFoundError:
                 continue  # no derived folder yet
+            if not stat.S_ISDIR(st.st_mode):
+                continue  # a file where the folder belongs: the derived-index check names it
+            mode = stat.S_IMODE(st.st_mode)
             if mode & ~DIR_MODE:
                 problems.append(f"{folder}: mode {mode:o}, expected {DIR_MODE:o}")
         files = [db_path, *(Path(str(db_path) + s) for s in _SQLITE_SUFFIXES), *derived_files(db_path)]
@@ -121,6 +135,13 @@ class DoctorPipeline:
 
     def _index_check(self, db_path: Path) -> dict[str, Any]:
         """Ask the hot-index module whether its file is readable and current; stale is fine (caught up)."""
+        misplaced = misplaced_entries(db_path)
+        if misplaced:
+            folder = derived.folder(db_path)
+            return _entry("derived_index", [
+                f"{p.name} is not a {'directory' if p == folder else 'regular file'}; --repair deletes it"
+                for p in misplaced
+            ])  # fmt: skip
         files = derived_files(db_path)
         try:
             from mnemon.store import hotindex
@@ -181,6 +202,15 @@ class DoctorPipeline:
                 with self.ctx.store.transaction("doctor --repair") as tx:
                     self.ctx.store.reinstall_triggers(tx)  # recreates a dropped trigger, recounts every counter
                 done.append("recounted the status counters")
+        for path in misplaced_entries(db_path):
+            try:
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
+            except OSError as exc:
+                raise StoreError(f"cannot delete {path}: {exc.strerror}") from exc
+            done.append(f"deleted {path.name}, which stood where derived files belong (rebuilt on the next call)")
         for path in derived_files(db_path):
             if path.name.endswith(".lock"):
                 continue  # a flock target another process may hold: deleting it would split the lock
