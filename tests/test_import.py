@@ -314,6 +314,41 @@ def test_export_then_import_reproduces_insights_and_edges(cli, tmp_path):
     assert json.loads(cli("export").out) == exported
 
 
+def test_an_export_imported_again_into_its_store_changes_no_edge(cli, tmp_path):
+    """Every item is an exact duplicate, so every explicit edge joins two insights that were there
+    before: an edge that exists stays as stored (the export carries weights and reasons, not the
+    backbone's or an entity's metadata, which recall reads), a missing one is inserted and counted."""
+    for text in ("Redis caches the sessions", "Redis eviction policy is allkeys-lru",
+                 "Sessions expire after two hours", "The cache cluster runs on three nodes"):
+        cli.ok("remember", text)
+    ids = [r["id"] for r in cli.ok("search", "Redis sessions cache")]
+    cli.ok("link", ids[0], ids[1], "--type", "causal", "--weight", "0.7", "--meta", '{"why": "eviction"}')
+    out = tmp_path / "export.json"
+    assert cli("export", "--output", str(out)).code == 0
+    full = "SELECT source_id, target_id, edge_type, weight, metadata, created_at FROM edges ORDER BY 1, 2, 3"
+    before_edges = query(cli.data_dir, full)
+    before_recall = cli.ok("recall", "why are sessions cached", "--limit", "4")["results"]
+    again = cli.ok("import", str(out))
+    assert (again["imported"], again["skipped"], again["edges_inserted"]) == (0, 4, 0)
+    assert query(cli.data_dir, full) == before_edges
+    assert cli.ok("recall", "why are sessions cached", "--limit", "4")["results"] == before_recall
+    # a draft's edge that no row has between two stored insights is written; one that exists is not rewritten
+    draft = json.loads(out.read_text(encoding="utf-8"))
+    first, second = draft["insights"][0]["content"], draft["insights"][1]["content"]
+    draft["edges"] = [
+        {"source_index": 0, "target_index": 1, "edge_type": "semantic", "weight": 0.3, "reason": "new"},
+        {"source_index": 0, "target_index": 1, "edge_type": "semantic", "weight": 0.4, "reason": "newer"},
+        *({"source_index": e["source_index"], "target_index": e["target_index"], "edge_type": e["edge_type"],
+           "weight": 0.05} for e in json.loads(out.read_text(encoding="utf-8"))["edges"]),
+    ]
+    third = cli.ok("import", _write(tmp_path, draft, "more.json"))
+    assert third["edges_inserted"] == 1
+    assert (first, second, "semantic", 0.4, {"reason": "newer"}) in _edges(cli.data_dir)
+    assert [row for row in query(cli.data_dir, full) if row[2] != "semantic"] == [
+        row for row in before_edges if row[2] != "semantic"
+    ]
+
+
 def test_generator_is_deterministic_and_hits_the_edge_target(cli, tmp_path):
     a = generate_draft(300, seed=5, edges_per_insight=12)
     assert a == generate_draft(300, seed=5, edges_per_insight=12)

@@ -432,8 +432,8 @@ def _write_drafts(tmp_path: Path, drafts: list[dict]) -> list[str]:
 @pytest.mark.in_process
 def test_fresh_edge_keys_by_copy_give_the_rows_of_the_upsert_of_every_row(tmp_path, capsys, pg_db, monkeypatch) -> None:
     """The explicit edges of a second import: to its new insights (keys that cannot exist: COPY,
-    with its chunks' rows), between insights of the first import (keys that exist: upserted),
-    repeated keys, and keys its chunks already wrote. The rows, their rowid order and every other table equal the
+    with its chunks' rows), between insights of the first import (keys that exist: kept as stored,
+    edges.insert_missing_rows), repeated keys, and keys its chunks already wrote. The rows, their rowid order and every other table equal the
     import that upserts every row, and the SQLite import of the same drafts."""
     sys.path.insert(0, str(REPO))
     from bench.generate import generate_draft
@@ -450,7 +450,7 @@ def test_fresh_edge_keys_by_copy_give_the_rows_of_the_upsert_of_every_row(tmp_pa
     second["insights"] += [dict(item) for item in first["insights"][:120]]  # repeats: map to the first's ids
     old = [e for e in first["edges"] if e["source_index"] < 120 and e["target_index"] < 120]
     assert len(old) > 100
-    for e in old:  # existing keys, new weights
+    for e in old:  # existing keys, new weights: the stored rows stay
         second["edges"].append({**e, "source_index": e["source_index"] + offset, "target_index": e["target_index"] + offset,
                                 "weight": 0.25})  # fmt: skip
     for k in range(100):  # old ↔ new, one key twice (the last wins)
@@ -470,8 +470,8 @@ def test_fresh_edge_keys_by_copy_give_the_rows_of_the_upsert_of_every_row(tmp_pa
     assert split == reference
     # The explicit edges to its new insights went with its chunks (COPY); the finalize upserts
     # those with an end the first import wrote: old <-> new keys (fresh: COPY, but the one written
-    # twice) and the first import's keys with new weights (they exist: upserted).
-    assert split[explicit] == (99, len(old) + 2), split
+    # twice); the first import's keys with new weights join two stored insights: not upserted.
+    assert split[explicit] == (99, 2), split
     assert all(fresh for fresh, _ in split[explicit + 1 :]), split  # the backbone pairs with a new side
     rows = {store: _imported(cli.data_dir, store) for store in ("default", "split", "upsert")}
     for name in _IMPORTED:

@@ -714,18 +714,26 @@ class ImportPipeline:
                 rows = _sorted_by_key(late, touched)  # key order keeps the edge b-trees' pages hot
                 fresh, hashes = _fresh(rows, added_set, written.sorted(), own)
                 written.parts.append(hashes)
-                replaced += [row[:3] for row, new in zip(rows, fresh) if not new]
+                # an edge between two insights that were there before: only a missing one is written
+                # (a re-imported export leaves the stored edges as they are; edges.insert_missing_rows)
+                stored = [row[0] not in added_set and row[1] not in added_set for row in rows]
+                replaced += [row[:3] for row, new, old in zip(rows, fresh, stored) if not new and not old]
                 try:
                     with conn:  # (stable sort: a repeated key's last row wins)
-                        edges.upsert_rows_split(conn, rows, fresh)
-                    inserted += len(late)
+                        upserted = [(row, new) for row, new, old in zip(rows, fresh, stored) if not old]
+                        edges.upsert_rows_split(conn, [row for row, _ in upserted], [new for _, new in upserted])
+                        missing = edges.insert_missing_rows(conn, [row for row, old in zip(rows, stored) if old])
+                    inserted += len(upserted) + missing
                 except StatementError:
-                    replaced += [row[:3] for row in late]
+                    replaced += [row[:3] for row in late if row[0] in added_set or row[1] in added_set]
                     for k, row in zip(positions, late):  # find the failing ones, keep the rest
                         try:
                             with conn:
-                                edges.upsert_row(conn, row)
-                            inserted += 1
+                                if row[0] in added_set or row[1] in added_set:
+                                    edges.upsert_row(conn, row)
+                                    inserted += 1
+                                else:
+                                    inserted += edges.insert_missing_rows(conn, [row])
                         except StatementError as exc:
                             self.ctx.notice(f"warning: explicit edge {k}: {exc}")
             known = written.sorted()  # the chunks' and the explicit edges' keys

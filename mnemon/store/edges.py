@@ -182,6 +182,32 @@ def _new_keys(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str,
     return len(rows) - fresh.count(False) + len(probed) - present
 
 
+_SQL_INSERT_MISSING = (
+    "INSERT OR IGNORE INTO edges (source_id, target_id, edge_type, weight, metadata, created_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+
+
+def insert_missing_rows(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> int:
+    """Insert the rows (as ``edge_row`` builds them) whose keys no edge has yet, a repeated key's
+    last row; every edge that exists stays as stored. Returns how many rows were inserted.
+
+    An import's explicit edge between two insights that were there before it: re-importing an
+    export (every engine edge in it, weights and reasons only) must not rewrite the stored edges'
+    metadata (the backbone, an entity's name), which recall reads."""
+    last = list({(r[0], r[1], r[2]): r for r in rows}.values())  # key order kept, the last row per key
+    if not last:
+        return 0
+    with counts.edge_inserts_counted(conn) as counting:
+        if counting:
+            new = _new_keys(conn, last, [False] * len(last))
+            conn.executemany(_SQL_INSERT_MISSING, last)
+            counts.add_edges(conn, new)
+            return new
+        conn.executemany(_SQL_INSERT_MISSING, last)
+        return conn.changes()
+
+
 def insert_new_rows_sorted(conn: apsw.Connection, rows: list[tuple[str, str, str, float, str, str]]) -> None:
     """upsert_many, sorted, for rows whose keys no row has yet (each names an insight written in
     this transaction): plain INSERTs, which a PostgreSQL store streams with one COPY. On SQLite
