@@ -425,8 +425,10 @@ def parse_draft(text: str) -> Draft:
         raise InputError(f"parse JSON: expected a JSON object, got {_kind(data)}")
     version = data.get("schema_version")
     if version != DRAFT_SCHEMA_VERSION:
-        shown = version if isinstance(version, str) else ("" if version is None else json.dumps(version))
-        raise _invalid(f'unsupported schema_version "{shown}" (expected "{DRAFT_SCHEMA_VERSION}")')
+        # the contract's quoted form for a string (or none); another JSON value as written, so the number 1
+        # does not read as the string it should have been
+        shown = f'"{version}"' if isinstance(version, str) else ('""' if version is None else json.dumps(version))
+        raise _invalid(f'unsupported schema_version {shown} (expected "{DRAFT_SCHEMA_VERSION}")')
     draft_source = data.get("source")
     if draft_source is not None and not isinstance(draft_source, str):
         raise _invalid("source must be a string")

@@ -138,6 +138,8 @@ def test_import_between_two_old_neighbours_replaces_their_backbone_pair(cli, tmp
     [
         ({"schema_version": "2", "insights": []}, 'invalid draft: unsupported schema_version "2" (expected "1")'),
         ({"insights": [{"content": "x"}]}, 'invalid draft: unsupported schema_version "" (expected "1")'),
+        ({"schema_version": 1, "insights": [{"content": "x"}]},
+         'invalid draft: unsupported schema_version 1 (expected "1")'),
         ({"schema_version": "1", "insights": []}, "invalid draft: insights must not be empty"),
         ({"schema_version": "1", "insights": [{"content": "ok"}, {"content": "  "}]},
          "invalid draft: insights[1]: content is required"),
