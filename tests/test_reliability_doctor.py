@@ -171,6 +171,40 @@ def test_what_stands_where_derived_files_belong_is_named_and_deleted(cli, data_d
     assert cli("doctor").code == 0
 
 
+def _flip_inside_largest_array(path: Path) -> str:
+    """Flip one bit in the middle of the index file's largest array; return the array's name."""
+    import json
+
+    import numpy as np
+
+    raw = bytearray(path.read_bytes())
+    base = int.from_bytes(raw[8:16], "little")
+    layout = json.loads(bytes(raw[16:base]).rstrip(b"\0"))["arrays"]
+    nbytes = {name: int(np.prod(spec["shape"])) * np.dtype(spec["dtype"]).itemsize for name, spec in layout.items()}
+    name = max(nbytes, key=lambda n: (nbytes[n], n))
+    raw[base + layout[name]["offset"] + nbytes[name] // 2] ^= 0x10
+    path.write_bytes(bytes(raw))
+    return name
+
+
+@pytest.mark.parametrize("file", ["hot", "hot.delta"])
+def test_a_flipped_byte_in_the_recall_index_is_named_and_repaired(cli, data_dir, populated, file) -> None:
+    """The index is mapped and trusted by its fingerprint: a flipped byte in an array was a wrong ranking
+    or a crash while doctor called it current. Each array carries the CRC-32 it was written with."""
+    assert cli("recall", "Python").code == 0
+    if file == "hot.delta":
+        assert cli("remember", "a memory written after the base, into the delta segment").code == 0
+    path = _db(data_dir).with_name("mnemon.db.index") / file
+    assert path.exists() and cli("doctor").code == 0
+    name = _flip_inside_largest_array(path)
+    report = cli("doctor")
+    assert report.code == 1 and _failed(report.json()) == {"derived_index"}
+    detail = {c["name"]: c["detail"] for c in report.json()["checks"]}["derived_index"]
+    assert f"{file}: {name} differ from their checksums; --repair deletes it" in detail
+    assert cli("doctor", "--repair").code == 0 and not path.exists()
+    assert cli.ok("recall", "Python")["results"] and cli("doctor").code == 0
+
+
 def test_vector_index_damage_is_named_and_rebuilt(cli, data_dir, monkeypatch) -> None:
     from embed_server import EmbedServer
 
@@ -190,6 +224,40 @@ def test_vector_index_damage_is_named_and_rebuilt(cli, data_dir, monkeypatch) ->
         assert not header.exists()
         assert [h["id"] for h in cli.ok("recall", "vector memory kernels")["results"]] == first
         assert cli("doctor").code == 0
+
+
+@pytest.mark.parametrize(("suffix", "kind"), [
+    ("", "differs from its insight's vector"), (".norms", "has a wrong norm"), (".ids", "holds no active insight"),
+    (".q8", "has wrong int8 codes"), (".active", "active rows for"),
+])
+def test_a_flipped_byte_in_the_vector_index_is_named_and_repaired(cli, data_dir, monkeypatch, suffix, kind) -> None:
+    """The vector files are mapped and trusted by vec.json's fingerprint: a flipped byte was a NaN crash or a
+    silently wrong cosine while doctor called the index current. doctor compares every active row with the
+    database."""
+    import json
+
+    import numpy as np
+    from embed_server import EmbedServer
+
+    with EmbedServer(dim=8) as server:
+        monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+        for i in range(5):
+            cli.ok("remember", f"vector memory {i} about kernels")
+        first = [h["id"] for h in cli.ok("recall", "vector memory kernels")["results"]]
+        assert cli("doctor").code == 0
+        path = _db(data_dir).with_name("mnemon.db.index") / f"vec{suffix}"
+        raw = bytearray(path.read_bytes())
+        width = json.loads(path.with_name("vec.json").read_text())["id_width"]
+        at = {"": 2 * 8 * 8 + 3, ".norms": 2 * 8 + 5, ".ids": 2 * width + 1, ".q8": 2 * 8 + 1, ".active": 4}
+        raw[at[suffix]] = raw[at[suffix]] ^ (0x01 if suffix == ".active" else 0x20)
+        path.write_bytes(bytes(raw))
+        report = cli("doctor")
+        assert report.code == 1 and _failed(report.json()) == {"vector_index"}
+        assert kind in {c["name"]: c["detail"] for c in report.json()["checks"]}["vector_index"]
+        assert cli("doctor", "--repair").code == 0
+        assert [h["id"] for h in cli.ok("recall", "vector memory kernels")["results"]] == first
+        assert cli("doctor").code == 0
+        assert np.isfinite(np.fromfile(_db(data_dir).with_name("mnemon.db.index") / "vec")).all()
 
 
 def test_corrupt_database_fails_integrity_and_exits_1(cli, data_dir, populated) -> None:

@@ -154,6 +154,15 @@ class DoctorPipeline:
         loaded = hotindex.read_index(db_path)
         if loaded is None:
             return _entry("derived_index", [f"{path.name} is unreadable or foreign; --repair deletes it"])
+        # every byte read against the checksums written with it: a damaged array is a wrong answer or
+        # a crash in recall, whatever the fingerprint says
+        damaged = [
+            f"{file.name}: {', '.join(bad)} differ from their checksums; --repair deletes it"
+            for file in (path, hotindex.delta_path(db_path))
+            if (bad := hotindex.damaged_arrays(file))
+        ]  # fmt: skip
+        if damaged:
+            return _entry("derived_index", damaged)
         header = loaded[0]
         current = hotindex.fingerprint(self.ctx.store.conn)
         recorded = header.get("fingerprint") if isinstance(header, dict) else None
@@ -182,8 +191,17 @@ class DoctorPipeline:
             built = vectors.Header(**raw).fingerprint()
         except (OSError, ValueError, TypeError):
             return _entry("vector_index", [f"{header_path.name} is unreadable or foreign; --repair deletes it"])
-        live = vectors.fingerprint(self.ctx.store.conn)
+        conn = self.ctx.store.conn
+        live = vectors.fingerprint(conn)
         if built == live or built.same_vectors(live):
+            # current by its header: every row's bytes against the database (the header vouches for none)
+            index = vectors.VectorIndex.open(conn, db_path, readonly=True, dim=int(raw["dim"]),
+                                             model=str(raw.get("model", "")), fmt=str(raw.get("fmt", "float64")))
+            if not index.mapped:
+                return _entry("vector_index", ["its files do not match vec.json; --repair deletes them"])
+            problems = index.mismatches(conn)
+            if problems:
+                return _entry("vector_index", [*problems, "--repair deletes the vector index (rebuilt from the database)"])
             return _entry("vector_index", [], f"current ({raw.get('rows')} rows, dim {raw.get('dim')})")
         return _entry("vector_index", [], "stale (caught up or rebuilt on the next vector search)")
 

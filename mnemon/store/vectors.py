@@ -114,6 +114,17 @@ _SQL_MAX_ROWID = "SELECT rowid, id FROM insights ORDER BY rowid DESC LIMIT 1"
 _SQL_ID_AT = "SELECT id FROM insights WHERE rowid = ?"
 _SQL_ACTIVE_ROWIDS = "SELECT rowid FROM insights WHERE deleted_at IS NULL"
 _SQL_ACTIVE_COUNT_AFTER = "SELECT COUNT(*) FROM insights WHERE rowid > ? AND +deleted_at IS NULL"  # rowid range
+_SQL_ACTIVE_BLOBS_OF = (
+    "SELECT i.id, i.embedding FROM json_each(?) j CROSS JOIN insights i WHERE i.id = j.value AND i.deleted_at IS NULL"
+)
+_SQL_ACTIVE_WITH_WIDTH = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL AND length(embedding) = ?"
+def _same_vector(stored: NDArray[np.float64] | None, row: NDArray[np.float64]) -> bool:
+    import numpy as np
+
+    return stored is not None and bool(np.array_equal(stored, row))
+
+
+_CHECK_BLOCK = 4096  # rows compared at a time by VectorIndex.mismatches (doctor): 25 MB of 768-d rows
 _SQL_ACTIVE_VECTORS_AFTER = (
     # "+deleted_at": without it the planner walks a partial index on deleted_at (every active row)
     # instead of the rowid range, which made each catch-up O(store).
@@ -296,6 +307,62 @@ class VectorIndex:
                     pos[self.id_at(row)] = row
             self._id_pos = pos
         return self._id_pos.get(insight_id)
+
+    @property
+    def mapped(self) -> bool:
+        """The arrays are the files' (mapped), not rows built in memory."""
+        return self.persisted or self._mapped_readonly
+
+    def mismatches(self, conn: apsw.Connection, *, shown: int = 3) -> list[str]:
+        """Every active row against the database, exactly (doctor only: O(rows x dim) reads of the
+        blobs): its id an active insight's, once; its vector that insight's; its norm and int8 codes
+        those the vector gives; and as many active rows as active insights with a vector of this
+        dimension. The header's fingerprint vouches for none of the bytes behind it: a flipped one is a
+        wrong cosine or a crash in recall. At most ``shown`` rows are named per kind, then counted."""
+        import numpy as np
+
+        found: dict[str, list[int]] = {}
+        rows = np.flatnonzero(self.active)
+        seen: set[str] = set()
+        width = self.dim * (4 if self.header.fmt == "float32" else 8)
+        for start in range(0, rows.shape[0], _CHECK_BLOCK):
+            block = rows[start : start + _CHECK_BLOCK]
+            ids = []
+            for row in block.tolist():
+                try:
+                    ids.append(self.id_at(row))
+                except UnicodeDecodeError:
+                    ids.append("")
+            stored = {str(i): raw for i, raw in conn.execute(_SQL_ACTIVE_BLOBS_OF, (json.dumps(ids),))}
+            vectors = np.asarray(self.vectors[block])
+            for k, (row, insight_id) in enumerate(zip(block.tolist(), ids, strict=True)):
+                raw = stored.get(insight_id)
+                if insight_id in seen or raw is None or len(raw) != width:
+                    found.setdefault("holds no active insight of its own", []).append(row)
+                elif not _same_vector(blob.decode(raw, self.header.fmt), vectors[k]):
+                    found.setdefault("differs from its insight's vector", []).append(row)
+                seen.add(insight_id)
+            # the derived sums within a relative 1e-9: a summation order may differ with the block a row
+            # was written in; a damaged byte that moves a value less than that changes no ranking
+            norms = np.sqrt(np.einsum("ij,ij->i", vectors, vectors))
+            wrong = ~np.isclose(self.norms[block], norms, rtol=1e-9, atol=0.0)
+            found.setdefault("has a wrong norm", []).extend(block[wrong].tolist())
+            if self.coded:
+                codes, qmult, qresid = quantize(vectors)
+                wrong = (self.codes[block] != codes).any(axis=1)
+                wrong |= ~np.isclose(self.qmult[block], qmult, rtol=1e-9, atol=0.0)
+                wrong |= ~np.isclose(self.qresid[block], qresid, rtol=1e-9, atol=1e-12)
+                found.setdefault("has wrong int8 codes", []).extend(block[wrong].tolist())
+        problems = []
+        for kind, bad in found.items():
+            if bad:
+                named = ", ".join(str(r) for r in sorted(set(bad))[:shown])
+                more = len(set(bad)) - shown
+                problems.append(f"row {named}{f' and {more} more' if more > 0 else ''} {kind}")
+        embedded = int(scalar(conn, _SQL_ACTIVE_WITH_WIDTH, (width,)))
+        if embedded != len(seen):
+            problems.append(f"{len(seen)} active rows for {embedded} active insights with a {self.dim}-d vector")
+        return problems
 
     # -- opening --
 
