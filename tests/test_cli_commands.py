@@ -315,6 +315,27 @@ def test_global_flags_before_or_after_the_command(data_dir, capsys, tmp_path, mo
     assert plain(data_dir, capsys, "status", "--store", "w").json()["total_insights"] == 1
 
 
+def test_boolean_flags_take_an_explicit_value_as_the_go_program_does(data_dir, capsys) -> None:
+    """pflag reads --verbose=true / --readonly=false (strconv.ParseBool's spellings): scripts written for
+    the Go program may say so. A value it does not read is its error, one line."""
+    added = plain(data_dir, capsys, "remember", "Redis caches the sessions", "--no-diff=true").json()
+    assert added["action"] == "added"
+    verbose = plain(data_dir, capsys, "recall", "Redis sessions", "--verbose=true").json()
+    assert "signals" in verbose["results"][0]
+    for spelling in ("false", "0", "F"):
+        quiet = plain(data_dir, capsys, "recall", "Redis sessions", f"--verbose={spelling}").json()
+        assert "signals" not in quiet["results"][0]
+    assert plain(data_dir, capsys, "--readonly=false", "remember", "a second memory").code == 0
+    refused = plain(data_dir, capsys, "--readonly=TRUE", "remember", "a third memory")
+    assert (refused.code, refused.err) == (1, "Error: remember is unavailable with --readonly: database writes are disabled\n")
+    bad = plain(data_dir, capsys, "recall", "Redis", "--verbose=maybe")
+    assert (bad.code, bad.err) == (
+        1, 'Error: invalid argument "maybe" for "--verbose" flag: strconv.ParseBool: parsing "maybe": invalid syntax\n'
+    )
+    # after "--" it is a word of the query, as any other
+    assert plain(data_dir, capsys, "recall", "--", "--verbose=true").code == 0
+
+
 def test_version_and_help(capsys, data_dir) -> None:
     res = plain(data_dir, capsys, "--version")
     assert (res.code, res.out) == (0, f"mnemon version {__version__}\n")

@@ -23,7 +23,7 @@ from typer._click import exceptions as click_exceptions
 
 from mnemon import __version__, config
 from mnemon.cli import agent, bulk, doctor, embed, graph, maint, memory, retrieve, server, stores
-from mnemon.cli.state import GlobalOptions, split_global
+from mnemon.cli.state import GlobalOptions, bool_values, split_global
 from mnemon.errors import MnemonError
 from mnemon.gateway import access
 
@@ -84,6 +84,20 @@ def _command() -> click_core.Command:
     return typer.main.get_command(app)
 
 
+def _bool_flags(root: click_core.Command, rest: list[str]) -> set[str]:
+    """The boolean flags (``--verbose``, ``--no-diff``, ...) of the command ``rest`` names."""
+    command = root
+    for token in rest:
+        sub = getattr(command, "commands", {}).get(token)
+        if sub is None:
+            break
+        command = sub
+    return {
+        opt for param in command.params if getattr(param, "is_bool_flag", False)
+        for opt in (*param.opts, *param.secondary_opts) if opt.startswith("--")
+    }  # fmt: skip
+
+
 def _one_line(message: str) -> str:
     """Keep an error on one line even when it quotes user input that holds line breaks."""
     flat = message.replace("\r", "\\r").replace("\n", "\\n").translate(_OTHER_BREAKS)
@@ -115,7 +129,9 @@ def main(argv: list[str] | None = None, *, options: GlobalOptions | None = None)
             remote_status = remote.dispatch(rest, opts)  # a store behind a gateway: the command runs there
             if remote_status is not None:
                 return remote_status
-        result = _command()(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
+        command = _command()
+        rest = bool_values(rest, _bool_flags(command, rest))
+        result = command(args=rest, prog_name="mnemon", standalone_mode=False, obj=opts)
         return result if isinstance(result, int) else 0
     except click_exceptions.NoArgsIsHelpError as exc:
         # a bare `mnemon` (or `mnemon store`): the help, as --help prints it, and success, as the Go

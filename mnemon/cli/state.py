@@ -66,14 +66,43 @@ def split_global(argv: list[str], options: GlobalOptions) -> list[str]:
             else:
                 raise InputError(f"flag needs an argument: {name}")
             setattr(options, _VALUE_FLAGS[name], value)
-        elif arg == "--readonly":
-            options.readonly = True
-        elif arg == "--version":
-            options.version = True
+        elif name == "--readonly":
+            options.readonly = parse_bool(inline, name) if eq else True
+        elif name == "--version":
+            options.version = parse_bool(inline, name) if eq else True
         else:
             rest.append(arg)
         i += 1
     return rest
+
+
+_TRUE = frozenset(("1", "t", "T", "TRUE", "true", "True"))
+_FALSE = frozenset(("0", "f", "F", "FALSE", "false", "False"))
+
+
+def parse_bool(value: str, flag: str) -> bool:
+    """A boolean flag's ``--flag=value``, as the Go program's flag parser (pflag, strconv.ParseBool) reads it."""
+    if value in _TRUE:
+        return True
+    if value in _FALSE:
+        return False
+    raise InputError(f'invalid argument "{value}" for "{flag}" flag: strconv.ParseBool: parsing "{value}": invalid syntax')
+
+
+def bool_values(rest: list[str], flags: set[str]) -> list[str]:
+    """``rest`` with each ``--flag=value`` of a boolean flag in ``flags`` as the bare flag (true) or
+    nothing (false): Go scripts may write ``--verbose=true``, which click's flags do not take."""
+    out: list[str] = []
+    for k, arg in enumerate(rest):
+        if arg == "--":
+            return out + rest[k:]
+        name, eq, value = arg.partition("=")
+        if eq and name in flags:
+            if parse_bool(value, name):
+                out.append(name)
+        else:
+            out.append(arg)
+    return out
 
 
 @contextmanager
