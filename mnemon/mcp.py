@@ -172,6 +172,20 @@ def _argv(tool: str, args: dict[str, Any]) -> list[str]:
     return argv  # status, export
 
 
+def _forward(remote: Any, tool: str, args: dict[str, Any], options: GlobalOptions) -> tuple[str, bool]:
+    """One tool call run by the gateway of a remote store, with its arguments as they came (the
+    structured content and lists, not a command line); its text and error flag as the gateway gave them."""
+    from mnemon.errors import MnemonError
+    from mnemon.gateway import remote as gateway
+
+    try:
+        result = gateway.call(remote, tool, args, options)
+    except MnemonError as exc:
+        return f"Error: {exc}", True
+    text = "".join(str(c.get("text", "")) for c in result.get("content", []) if isinstance(c, dict))
+    return text, bool(result.get("isError", False))
+
+
 def _remember(options: GlobalOptions, args: dict[str, Any]) -> str:
     from mnemon.cli import render
     from mnemon.cli.state import open_engine
@@ -270,7 +284,7 @@ class Server:
                 continue
             try:
                 message = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # RecursionError: a line nested past the parser's depth
                 self.send(_error(None, PARSE_ERROR, "parse error"))
                 continue
             if isinstance(message, list):  # JSON-RPC batch (protocol 2025-03-26)
@@ -299,10 +313,19 @@ def run_tool(run: Runner, options: GlobalOptions, tool: str, args: dict[str, Any
         if unknown:
             raise ToolInputError(f"unknown argument(s): {', '.join(unknown)}")
         if tool == "remember":
+            from mnemon.errors import ReadonlyModeError
+            from mnemon.gateway import remote
+
             try:
-                return _remember(dataclasses.replace(options), args), False
+                far = remote.remote_store(["remember"], options)
+                if far is None:
+                    return _remember(dataclasses.replace(options), args), False
+                if options.readonly:  # this side's refusal, as for a local store
+                    raise ReadonlyModeError("remember")
             except MnemonError as exc:
                 return f"Error: {exc}", True
+            # a store behind a gateway (Decision 21): its own remember tool, the arguments as they came
+            return _forward(far, tool, args, options)
         argv = _argv(tool, args)
         code, out, err = run_argv(run, options, argv, _draft_text(args) if tool == "import" else "")
     except ToolInputError as exc:

@@ -196,6 +196,40 @@ def test_an_unreachable_gateway_is_an_error_within_two_seconds(tmp_path: Path) -
     assert proc.stderr.decode().count("\n") == 1
 
 
+def test_the_stdio_mcp_server_remembers_on_a_remote_store(pair: Pair) -> None:
+    """``mnemon mcp serve`` on a client whose store lives behind a gateway: remember (the one tool the stdio
+    server ran on its own engine) goes to the gateway's remember tool with its arguments as they came, like
+    every other tool; under --readonly it is refused on this side. A line nested past the JSON parser's
+    depth is a parse error, and the session goes on."""
+    def rpc(k: int, method: str, params: dict) -> str:
+        return json.dumps({"jsonrpc": "2.0", "id": k, "method": method, "params": params})
+
+    remember = {"name": "remember", "arguments": {"content": "Billing retries back off for ninety seconds",
+                                                  "category": "decision", "tags": ["billing"],
+                                                  "entities": ["Billing, Inc."]}}
+    lines = [
+        rpc(1, "initialize", {"protocolVersion": "2025-03-26", "capabilities": {}, "clientInfo": {"name": "t"}}),
+        "[" * 5000 + "]" * 5000,
+        rpc(2, "tools/call", remember),
+        rpc(3, "tools/call", {"name": "recall", "arguments": {"query": "billing retries"}}),
+    ]
+    served = pair.remote("mcp", "serve", stdin=("\n".join(lines) + "\n").encode())
+    assert served.returncode == 0 and b"Traceback" not in served.stderr, served.stderr
+    replies = [json.loads(line) for line in served.stdout.decode().splitlines()]
+    assert [r.get("id") for r in replies] == [1, None, 2, 3]
+    assert replies[1]["error"]["code"] == -32700
+    assert replies[2]["result"]["isError"] is False, replies[2]
+    stored = json.loads(replies[2]["result"]["content"][0]["text"])
+    shown = json.loads(pair.local("--readonly", "show", stored["id"]).stdout)
+    assert (shown["content"], shown["tags"], shown["entities"]) == (
+        "Billing retries back off for ninety seconds", ["billing"], ["Billing, Inc."])
+    assert stored["id"] in replies[3]["result"]["content"][0]["text"]
+    refused = pair.remote("--readonly", "mcp", "serve", stdin=(rpc(4, "tools/call", remember) + "\n").encode())
+    reply = json.loads(refused.stdout.decode().splitlines()[0])["result"]
+    assert reply["isError"] is True
+    assert reply["content"][0]["text"] == "Error: remember is unavailable with --readonly: database writes are disabled"
+
+
 def test_a_silent_gateway_is_cut_off_at_two_seconds(tmp_path: Path) -> None:
     """A port that accepts nothing (a full backlog stands in for a black-holed address): connect times out."""
     from mnemon.errors import StoreError
