@@ -95,6 +95,24 @@ def test_setup_registers_hooks_and_eject_restores_settings(cli, host, data_dir, 
     assert (data_dir / "prompt/guide.md").is_file()  # the data dir belongs to the user's memory, kept
 
 
+def test_a_symlinked_settings_file_stays_a_link_through_setup_and_eject(cli, host, tmp_path):
+    """A dotfiles checkout links ~/.claude/settings.json to its own file: setup writes through the link (the
+    checkout's file gets the hooks) and eject restores that file's bytes, the link in place both times."""
+    _, project = host
+    dotfiles = tmp_path / "dotfiles" / "claude-settings.json"
+    dotfiles.parent.mkdir()
+    dotfiles.write_text(json.dumps(USER_SETTINGS["claude-code"], indent=4))
+    before = dotfiles.read_bytes()
+    link = project / SETTINGS_FILE["claude-code"]
+    link.parent.mkdir(parents=True)
+    link.symlink_to(dotfiles)
+    assert cli("setup", "--target", "claude-code").code == 0
+    assert link.is_symlink() and link.resolve() == dotfiles.resolve()
+    assert "UserPromptSubmit" in json.loads(dotfiles.read_text())["hooks"]
+    assert cli("setup", "--target", "claude-code", "--eject").code == 0
+    assert link.is_symlink() and dotfiles.read_bytes() == before
+
+
 def test_compact_hook_is_opt_in_and_user_groups_mixing_our_hook_keep_theirs(cli, host):
     _, project = host
     assert cli("setup", "--target", "claude-code", "--compact", "--no-nudge").code == 0

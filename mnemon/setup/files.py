@@ -28,7 +28,12 @@ SCRIPT_MODE = 0o755  # hook scripts the host executes directly
 
 
 def write_bytes(path: Path, data: bytes, *, mode: int = CONFIG_MODE, keep_mode: bool = True) -> None:
-    """Replace ``path`` atomically with ``data``; an existing file keeps its mode unless ``keep_mode`` is off."""
+    """Replace ``path`` atomically with ``data``; an existing file keeps its mode unless ``keep_mode`` is off.
+
+    A symbolic link (a dotfiles checkout's config) is written through: the file it names is replaced and
+    the link stays, as an editor's save keeps it (replacing the link itself lost it for good, eject too)."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     try:
         current = path.stat().st_mode & 0o7777 if keep_mode else None
