@@ -221,6 +221,59 @@ def test_sigkill_of_whole_processes_including_startup(data_dir: Path, tmp_path: 
     doctor_clean(data_dir)
 
 
+def _children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (Linux /proc)."""
+    try:
+        listed = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+    return [int(c) for c in listed]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG and /proc are Linux's")
+def test_a_killed_import_leaves_no_preparing_worker_behind(data_dir: Path, tmp_path: Path) -> None:
+    """A large draft is prepared by a pool of forked workers; a parent killed with SIGKILL left them waiting on
+    the pool's queues for ever, holding the store's files open. They now end with their parent."""
+    from mnemon.engine import prepare
+
+    draft = tmp_path / "large.json"  # under 1 MiB: no index-building child, every child is a pool worker
+    count = prepare.PARALLEL_THRESHOLD + 3_000
+    draft.write_text(json.dumps({"schema_version": "1", "insights": [
+        {"content": f"memory {i} about billing and cache node {i % 97}"} for i in range(count)]}))
+    assert draft.stat().st_size < 1 << 20
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "mnemon", "--data-dir", str(data_dir), "import", str(draft), "--no-diff"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
+    expected = max(1, min(prepare.PARALLEL_WORKERS, os.cpu_count() or 1))
+    workers: list[int] = []
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and len(workers) < expected and proc.poll() is None:
+        workers = _children(proc.pid)
+        time.sleep(0.01)
+    try:
+        assert proc.poll() is None and len(workers) == expected, "the import ended before its pool started"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(_alive(c) for c in workers):
+            time.sleep(0.05)
+        assert not [c for c in workers if _alive(c)]
+    finally:
+        for c in workers:
+            if _alive(c):
+                os.kill(c, signal.SIGKILL)
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for a reaper (init reaps an orphan's child at once)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
+
+
 def test_sigkill_during_embed_all(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from embed_server import EmbedServerProcess
 
