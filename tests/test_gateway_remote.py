@@ -257,6 +257,47 @@ def test_a_silent_gateway_is_cut_off_at_two_seconds(tmp_path: Path) -> None:
         "did not answer" in str(raised.value)
 
 
+def test_a_gateway_that_accepts_and_never_answers_is_cut_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """A wedged gateway (the connection accepted, no answer) held every command, a hook's recall included,
+    for ANSWER_TIMEOUT (600 s); a memory command now waits COMMAND_ANSWER_TIMEOUT (30 s; 1 s here), the long
+    ones (import, export, gc) keep the long budget."""
+    import threading
+
+    from mnemon.cli import main
+    from mnemon.gateway import remote
+
+    assert remote.answer_timeout("recall") == remote.answer_timeout("remember") == remote.COMMAND_ANSWER_TIMEOUT
+    assert remote.answer_timeout("import") == remote.answer_timeout("gc") == remote.ANSWER_TIMEOUT
+    monkeypatch.setattr(remote, "COMMAND_ANSWER_TIMEOUT", 1.0)
+    held: list[socket.socket] = []
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        port = server.getsockname()[1]
+
+        def accept_and_hold() -> None:
+            try:
+                while True:
+                    held.append(server.accept()[0])  # read nothing, answer nothing
+            except OSError:
+                return
+
+        threading.Thread(target=accept_and_hold, daemon=True).start()
+        data = tmp_path / "client"
+        assert main(["--data-dir", str(data), "store", "create", "far", "--remote", f"http://127.0.0.1:{port}/mcp"]) == 0
+        monkeypatch.setenv("MNEMON_TOKEN", "mnemon_not_checked")
+        capsys.readouterr()
+        started = time.monotonic()
+        assert main(["--data-dir", str(data), "--store", "far", "recall", "anything"]) == 1
+        elapsed = time.monotonic() - started
+    for conn in held:
+        conn.close()
+    assert 0.9 < elapsed < 5, elapsed
+    assert capsys.readouterr().err == ('Error: the mnemon gateway for store "far" did not answer: timed out '
+                                       "(the command may or may not have run)\n")
+
+
 def test_setup_on_a_remote_store_installs_the_hooks_and_creates_no_database(pair: Pair, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()

@@ -9,7 +9,8 @@ contents, ``export --output FILE`` writes the returned draft here. Commands with
 say so. Plain ``http.client`` rather than the SDK's client: a hook pays this on every prompt, and
 the SDK (pydantic, anyio, httpx) costs hundreds of milliseconds to import; the exchange is one
 JSON POST of the protocol the SDK's server answers (the tests drive the same gateway with the SDK).
-An unreachable gateway is an error within :data:`CONNECT_TIMEOUT` seconds.
+An unreachable gateway is an error within :data:`CONNECT_TIMEOUT` seconds; one that accepted the
+connection and does not answer, after :func:`answer_timeout` (30 s; 600 s for import, export and gc).
 """
 
 from __future__ import annotations
@@ -28,6 +29,15 @@ if TYPE_CHECKING:
 
 CONNECT_TIMEOUT = 2.0
 ANSWER_TIMEOUT = 600.0  # an import of a large draft runs this long on the gateway at most
+# Every other command answers in about a second even on a loaded 1M store; a gateway that accepted
+# the connection and then hangs (wedged, stopped) must not hold an agent's hook for ten minutes.
+COMMAND_ANSWER_TIMEOUT = 30.0
+_LONG_COMMANDS = frozenset(("import", "export", "gc"))
+
+
+def answer_timeout(command: str) -> float:
+    """How long a command's call waits for the gateway's answer once connected."""
+    return ANSWER_TIMEOUT if command in _LONG_COMMANDS else COMMAND_ANSWER_TIMEOUT
 PROTOCOL_VERSION = "2025-06-18"
 # Flags that take a value, per command: the words after them are not positional arguments.
 _VALUE_FLAGS = {
@@ -83,7 +93,7 @@ def dispatch(argv: list[str], options: GlobalOptions) -> int | None:
         # A test's injected clock (engine_kwargs: never set by the CLI) travels with the call; only a gateway
         # started with --test-clock accepts it, any other refuses the call.
         arguments["clock"] = clock().isoformat()
-    result = call(remote, "cli", arguments, options)
+    result = call(remote, "cli", arguments, options, answer=answer_timeout(command))
     structured = result.get("structuredContent")
     if not isinstance(structured, dict) or not isinstance(structured.get("exit_code"), int):
         texts = [c.get("text", "") for c in result.get("content", []) if isinstance(c, dict)]
@@ -199,14 +209,16 @@ def _write_local(output: str, text: str) -> None:
 
 
 def call(remote: registration.RemoteRegistration, tool: str, arguments: dict[str, Any],
-         options: GlobalOptions) -> dict[str, Any]:
-    """One ``tools/call`` on the gateway; the JSON-RPC result, or a one-line error."""
+         options: GlobalOptions, *, answer: float | None = None) -> dict[str, Any]:
+    """One ``tools/call`` on the gateway; the JSON-RPC result, or a one-line error. ``answer``: how long to
+    wait for it once connected (``answer_timeout`` of the tool's command by default)."""
     token = config.gateway_token(remote.token_env, options.environ)
     if not token:
         raise InputError(f'store "{remote.name}" lives behind a mnemon gateway: set {remote.token_env} to its token')
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
                        "params": {"name": tool, "arguments": arguments}}, ensure_ascii=False)
-    status, reply = post(remote, body.encode("utf-8", "surrogatepass"), token)
+    status, reply = post(remote, body.encode("utf-8", "surrogatepass"), token,
+                         answer=answer_timeout(tool) if answer is None else answer)
     if status != 200:
         raise StoreError(f'the mnemon gateway for store "{remote.name}" refused the request ({status}): '
                          f"{_reason(reply)}")
@@ -236,8 +248,10 @@ def _reason(reply: bytes) -> str:
     return reply[:200].decode("utf-8", "replace").strip() or "no reason given"
 
 
-def post(remote: registration.RemoteRegistration, body: bytes, token: str) -> tuple[int, bytes]:
-    """POST one JSON-RPC message; (status, body). Connecting is bounded by CONNECT_TIMEOUT."""
+def post(remote: registration.RemoteRegistration, body: bytes, token: str,
+         answer: float = ANSWER_TIMEOUT) -> tuple[int, bytes]:
+    """POST one JSON-RPC message; (status, body). Connecting is bounded by CONNECT_TIMEOUT, the answer by
+    ``answer`` seconds."""
     # Imported here: every store command asks dispatch() first, and http.client (with the email package it
     # loads) would cost each local command several milliseconds.
     import http.client
@@ -261,7 +275,7 @@ def post(remote: registration.RemoteRegistration, body: bytes, token: str) -> tu
             raise GatewayUnreachable(f'cannot reach the mnemon gateway for store "{remote.name}": '
                                      f"{_why(exc)} ({remote.url})") from None
         if conn.sock is not None:
-            conn.sock.settimeout(ANSWER_TIMEOUT)
+            conn.sock.settimeout(answer)
         try:
             conn.request("POST", target, body=body, headers={
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
