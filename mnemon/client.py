@@ -62,9 +62,19 @@ def _read_line(sock: object) -> bytes:
 
 
 def _in_process(argv: list[str]) -> int:
+    _closed_streams_to_devnull()
     from mnemon.cli import main
 
     return main(argv)
+
+
+def _closed_streams_to_devnull() -> None:
+    """A standard stream its caller closed (``mnemon status >&-``, ``remember - <&-``) is None in Python:
+    every read or write of it was an AttributeError traceback. It reads as empty and writes into
+    /dev/null instead, as the Go program's ignored write errors leave it."""
+    for name, mode in (("stdin", "r"), ("stdout", "w"), ("stderr", "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, mode, encoding="utf-8"))  # noqa: SIM115 -- the process's stream
 
 
 def _start_server(environ: dict[bytes, bytes]) -> None:

@@ -158,6 +158,28 @@ def test_invalid_utf8_in_argv_and_stdin(data_dir: Path, seeded: dict) -> None:
     assert snapshot(data_dir) == seeded["before"]
 
 
+@pytest.mark.sqlite_only  # a shell around the entry point, with a data dir of its own: one backend is enough
+def test_a_closed_standard_stream_is_no_traceback(data_dir: Path, tmp_path: Path) -> None:
+    """A caller that closed stdin or stdout (``<&-``, ``>&-``): Python leaves the stream None, and every read
+    or write was an AttributeError traceback. A closed input reads as empty, a closed output takes nothing,
+    as the Go program ignores its failed writes."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env.update(PYTHONPATH=str(REPO), MNEMON_SERVER="off", MNEMON_EMBED_ENDPOINT="http://127.0.0.1:9")
+    mnemon = f"{sys.executable} -m mnemon --data-dir {tmp_path / 'own'}"
+
+    def shell(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["sh", "-c", line], capture_output=True, text=True, env=env, timeout=60, cwd=tmp_path)
+
+    res = shell(f"{mnemon} remember - <&-")
+    assert (res.returncode, res.stderr) == (1, "Error: content must not be empty\n")
+    res = shell(f"{mnemon} remember 'written with stdout closed' >&-")
+    assert (res.returncode, res.stderr) == (0, "")
+    res = shell(f"{mnemon} status >&- 2>&-; echo rc=$?")
+    assert res.stdout == "rc=0\n"
+    res = shell(f"{mnemon} status")
+    assert res.returncode == 0 and '"total_insights": 1' in res.stdout
+
+
 def test_readonly_refusals_and_missing_database(cli, data_dir: Path, seeded: dict) -> None:
     a, b = seeded["ids"]
     for args, action in [
