@@ -199,9 +199,17 @@ def test_token_commands_refuse_bad_input_with_one_error_line(tmp_path: Path) -> 
         assert proc.stderr.decode().startswith("Error: ") and message in proc.stderr.decode()
         assert "Traceback" not in proc.stderr.decode()
     assert not (data / "gateway" / "tokens.json").exists()
-    create_token(data, "dup", "team")
+    first = create_token(data, "dup", "team")
     proc = mnemon(data, "mcp", "token", "create", "dup", "--store", "team", check=False)
     assert proc.returncode == 1 and b"already exists" in proc.stderr
+    # as the message says: once revoked, the name can be given to a new token (the old one stays refused)
+    mnemon(data, "mcp", "token", "revoke", "dup")
+    second = create_token(data, "dup", "team")
+    from mnemon.gateway import tokens
+
+    table = tokens.TokenTable(data)
+    assert table.authenticate(second)[0] is not None and table.authenticate(first)[0] is None
+    assert [t.name for t in tokens.load(data)] == ["dup"]
 
 
 def test_non_loopback_bind_needs_tls_or_a_proxy_flag(tmp_path: Path) -> None:

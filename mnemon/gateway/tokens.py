@@ -139,9 +139,10 @@ def create(data_dir: Path, name: str, store: str, *, read_only: bool, expires_da
                    _stamp(moment + timedelta(days=expires_days)) if expires_days else None, None, digest(secret))
     with _locked(data_dir):
         tokens = load(data_dir)
-        if any(t.name == name for t in tokens):
+        if any(t.name == name and t.revoked_at is None for t in tokens):
             raise InputError(f'token "{name}" already exists (revoke it first, or choose another name)')
-        _save(data_dir, [*tokens, record])
+        # a revoked token's name is free again: its record goes (that token authenticates nothing either way)
+        _save(data_dir, [*(t for t in tokens if t.name != name), record])
     return record, secret
 
 
