@@ -58,13 +58,15 @@ def test_registration_is_0600_holds_no_token_and_store_list_shows_the_kind(pair:
 @pytest.mark.parametrize("args, message", [
     (["--remote", "ftp://x/mcp"], "invalid gateway URL"),
     (["--remote", "http://user:pw@host/mcp"], "credentials"),
+    (["--remote", "http://host/mcp?token=mnemon_secret"], "query or fragment"),
+    (["--remote", "http://host/mcp#mnemon_secret"], "query or fragment"),
     (["--remote", "http://h/mcp", "--token-env", "1BAD"], "invalid environment variable name"),
     (["--remote", "http://h/mcp", "--postgres", "service=x"], "cannot be used together"),
 ])
 def test_store_create_remote_refuses_bad_input(tmp_path: Path, args: list[str], message: str) -> None:
     proc = mnemon(tmp_path / "d", "store", "create", "r", *args, check=False)
     assert proc.returncode == 1 and proc.stderr.decode().startswith("Error: ") and message in proc.stderr.decode()
-    assert not (tmp_path / "d" / "data" / "r").exists()
+    assert not (tmp_path / "d" / "data" / "r").exists() and b"secret" not in proc.stderr
 
 
 def test_memory_commands_print_what_the_store_prints_locally(pair: Pair, tmp_path: Path) -> None:

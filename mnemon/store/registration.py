@@ -120,6 +120,11 @@ def check_remote(url: str, token_env: str) -> None:
         raise InputError(f'invalid gateway URL "{url}": use http(s)://HOST[:PORT]/mcp')
     if parts.username or parts.password:
         raise InputError("refusing a gateway URL with credentials in it: give the token through --token-env")
+    if parts.query or parts.fragment:
+        # a gateway takes no parameters, and one there (?token=...) would be written here in clear; the URL is
+        # not quoted back, for the same reason
+        raise InputError("refusing a gateway URL with a query or fragment: the URL is stored in plain text; "
+                         "give the token through --token-env")
     if port == 0:
         raise InputError(f'invalid gateway URL "{url}": port 0')
     if not token_env or not (token_env[0].isalpha() or token_env[0] == "_") or not all(
