@@ -158,6 +158,17 @@ def test_invalid_utf8_in_argv_and_stdin(data_dir: Path, seeded: dict) -> None:
     assert snapshot(data_dir) == seeded["before"]
 
 
+@pytest.mark.sqlite_only  # the entry point's own setting, with a data dir of its own: one backend is enough
+def test_an_invalid_server_setting_is_said_and_read_as_auto(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MNEMON_")}
+    env.update(PYTHONPATH=str(REPO), MNEMON_SERVER="bogus", XDG_RUNTIME_DIR=str(tmp_path / "run"))
+    (tmp_path / "run").mkdir()
+    proc = subprocess.run([sys.executable, "-m", "mnemon", "--version"], capture_output=True, text=True, env=env,
+                          timeout=60, cwd=tmp_path)
+    assert proc.returncode == 0 and proc.stdout.startswith("mnemon version ")
+    assert proc.stderr == 'mnemon: ignoring invalid MNEMON_SERVER "bogus"; using auto\n'
+
+
 @pytest.mark.sqlite_only  # a shell around the entry point, with a data dir of its own: one backend is enough
 def test_a_closed_standard_stream_is_no_traceback(data_dir: Path, tmp_path: Path) -> None:
     """A caller that closed stdin or stdout (``<&-``, ``>&-``): Python leaves the stream None, and every read

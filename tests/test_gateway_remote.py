@@ -62,6 +62,8 @@ def test_registration_is_0600_holds_no_token_and_store_list_shows_the_kind(pair:
     (["--remote", "http://host/mcp#mnemon_secret"], "query or fragment"),
     (["--remote", "http://h/mcp", "--token-env", "1BAD"], "invalid environment variable name"),
     (["--remote", "http://h/mcp", "--postgres", "service=x"], "cannot be used together"),
+    (["--remote", "http://memory.example/mcp/team"], "refusing a plain http:// gateway URL for another machine"),
+    (["--remote", "http://10.0.0.7:7411/mcp"], "the token would cross the network in clear; use https://"),
 ])
 def test_store_create_remote_refuses_bad_input(tmp_path: Path, args: list[str], message: str) -> None:
     proc = mnemon(tmp_path / "d", "store", "create", "r", *args, check=False)

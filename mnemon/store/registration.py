@@ -131,6 +131,13 @@ def check_remote(url: str, token_env: str) -> None:
         c.isalnum() or c == "_" for c in token_env
     ):
         raise InputError(f'invalid environment variable name "{token_env}"')
+    host = parts.hostname.lower()
+    if parts.scheme == "http" and host not in ("localhost", "::1") and not host.startswith("127."):
+        # every call carries the token in its Authorization header: over plain HTTP to another machine it
+        # would cross the network in clear (the gateway itself serves another address only with TLS or
+        # behind a TLS proxy)
+        raise InputError("refusing a plain http:// gateway URL for another machine: the token would cross the "
+                         "network in clear; use https://")
 
 
 def read_remote(store_dir: Path) -> RemoteRegistration:
