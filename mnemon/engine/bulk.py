@@ -716,7 +716,7 @@ class ImportPipeline:
                 written.parts.append(hashes)
                 # an edge between two insights that were there before: only a missing one is written
                 # (a re-imported export leaves the stored edges as they are; edges.insert_missing_rows)
-                stored = [row[0] not in added_set and row[1] not in added_set for row in rows]
+                stored = [_between_stored(row, added_set) for row in rows]
                 replaced += [row[:3] for row, new, old in zip(rows, fresh, stored) if not new and not old]
                 try:
                     with conn:  # (stable sort: a repeated key's last row wins)
@@ -725,15 +725,15 @@ class ImportPipeline:
                         missing = edges.insert_missing_rows(conn, [row for row, old in zip(rows, stored) if old])
                     inserted += len(upserted) + missing
                 except StatementError:
-                    replaced += [row[:3] for row in late if row[0] in added_set or row[1] in added_set]
+                    replaced += [row[:3] for row in late if not _between_stored(row, added_set)]
                     for k, row in zip(positions, late):  # find the failing ones, keep the rest
                         try:
                             with conn:
-                                if row[0] in added_set or row[1] in added_set:
+                                if _between_stored(row, added_set):
+                                    inserted += edges.insert_missing_rows(conn, [row])
+                                else:
                                     edges.upsert_row(conn, row)
                                     inserted += 1
-                                else:
-                                    inserted += edges.insert_missing_rows(conn, [row])
                         except StatementError as exc:
                             self.ctx.notice(f"warning: explicit edge {k}: {exc}")
             known = written.sorted()  # the chunks' and the explicit edges' keys
@@ -800,6 +800,11 @@ def _entity_edges(
             out[(new_id, other, "entity")] = (new_id, other, "entity", 1.0, meta, stamp)
             out[(other, new_id, "entity")] = (other, new_id, "entity", 1.0, meta, stamp)
             written += 2
+
+
+def _between_stored(row: _EdgeRow, added: set[str]) -> bool:
+    """An explicit edge row between two insights stored before this import (neither end added by it)."""
+    return row[0] not in added and row[1] not in added
 
 
 def _checked(

@@ -24,6 +24,7 @@ from mnemon.config import Settings, check_store_name
 from mnemon.errors import EmbedderError, EmbedderUnavailable, ReadonlyModeError
 from mnemon.store import Store
 from mnemon.store.layout import migrate_legacy
+from mnemon.store.registration import is_loopback_host
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +45,6 @@ def format_ts(moment: datetime) -> str:
     return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-_LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 _LOOPBACK_CONNECT_S = 0.2
 
 
@@ -64,7 +64,7 @@ def _loopback_refused(endpoint: str) -> bool:
         host, port = parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return False
-    if host not in _LOOPBACK_HOSTS and not (host or "").startswith("127."):
+    if not is_loopback_host(host):
         return False
     try:
         with socket.create_connection((host, port), timeout=_LOOPBACK_CONNECT_S):

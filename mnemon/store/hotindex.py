@@ -254,8 +254,7 @@ def write_index(db_path: Path, header: dict[str, Any], arrays: dict[str, np.ndar
         offset = -(-offset // _ALIGN) * _ALIGN
         # each array's CRC-32, which only doctor reads (the whole file): a flipped byte in a mapped array
         # is otherwise a wrong answer or a crash, never noticed (zlib: about 0.3 ms per MB written)
-        crc = zlib.crc32(memoryview(arr).cast("B")) if arr.nbytes else 0  # type: ignore[arg-type]  # as below
-        layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset, "crc32": crc}
+        layout[name] = {"dtype": arr.dtype.str, "shape": list(arr.shape), "offset": offset, "crc32": _crc(arr)}
         blobs.append((offset, arr))
         offset += arr.nbytes
     head = json.dumps({"header": header, "arrays": layout}, ensure_ascii=False).encode("utf-8")
@@ -299,6 +298,13 @@ def read_index(db_path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | 
 
 
 def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    parsed = _parse_file(path)
+    return None if parsed is None else (parsed[0]["header"], parsed[1])
+
+
+def _parse_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | None:
+    """The file's JSON head (header and array layout) and its arrays mapped read-only; None if missing,
+    truncated or foreign."""
     import numpy as np
 
     try:
@@ -322,47 +328,28 @@ def _read_file(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]] | Non
             if start + count * dtype.itemsize > len(mm):
                 return None
             arrays[name] = np.frombuffer(mm, dtype=dtype, count=count, offset=start).reshape(shape)
-        return raw["header"], arrays
+        return raw, arrays
     except (ValueError, KeyError, TypeError, AttributeError):
         return None
+
+
+def _crc(arr: np.ndarray) -> int:
+    """The CRC-32 of a C-contiguous array's bytes (0 for an empty one), as written and as checked."""
+    return zlib.crc32(memoryview(arr).cast("B")) if arr.nbytes else 0  # type: ignore[arg-type]  # as in write_index
 
 
 def damaged_arrays(path: Path) -> list[str] | None:
     """The arrays of one index file (``index_path`` or ``delta_path``) whose bytes no longer match the
     CRC-32 written with them, read whole (doctor only); None when the file is missing or unreadable.
     A file written before the checksums has none to compare: it reads as undamaged."""
-    import numpy as np
-
-    try:
-        with open(path, "rb") as fh:
-            if os.fstat(fh.fileno()).st_size < 16:
-                return None
-            mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+    parsed = _parse_file(path)
+    if parsed is None:
         return None
-    view = memoryview(mm)
-    try:
-        if mm[:8] != MAGIC:
-            return None
-        base = int.from_bytes(mm[8:16], "little")
-        raw = json.loads(bytes(mm[16:base]).rstrip(b"\0").decode("utf-8"))
-        damaged = []
-        for name, spec in raw["arrays"].items():
-            if "crc32" not in spec:
-                continue
-            count = 1
-            for extent in spec["shape"]:
-                count *= int(extent)
-            start = base + int(spec["offset"])
-            end = start + count * np.dtype(spec["dtype"]).itemsize
-            if end > len(mm) or (zlib.crc32(view[start:end]) if end > start else 0) != spec["crc32"]:
-                damaged.append(str(name))
-        return damaged
-    except (ValueError, KeyError, TypeError, AttributeError):
-        return None
-    finally:
-        view.release()
-        mm.close()
+    layout, arrays = parsed[0]["arrays"], parsed[1]
+    return [
+        str(name) for name, arr in arrays.items()
+        if "crc32" in layout[name] and _crc(arr) != layout[name]["crc32"]
+    ]  # fmt: skip
 
 
 def write_stamp(db_path: Path, build_id: str, fp: Fingerprint) -> None:

@@ -107,6 +107,11 @@ def kind(store_dir: Path) -> str:
     return "remote" if is_remote(store_dir) else "postgres" if is_postgres(store_dir) else "sqlite"
 
 
+def is_loopback_host(host: str | None) -> bool:
+    """A host name or address of this machine (localhost, 127.x, ::1): a URL's hostname, lower-cased."""
+    return host is not None and (host in ("localhost", "::1") or host.startswith("127."))
+
+
 def check_remote(url: str, token_env: str) -> None:
     """Refuse a URL that is not http(s)://host[:port]/path, carries credentials, or a bad variable name."""
     from urllib.parse import urlsplit
@@ -131,8 +136,7 @@ def check_remote(url: str, token_env: str) -> None:
         c.isalnum() or c == "_" for c in token_env
     ):
         raise InputError(f'invalid environment variable name "{token_env}"')
-    host = parts.hostname.lower()
-    if parts.scheme == "http" and host not in ("localhost", "::1") and not host.startswith("127."):
+    if parts.scheme == "http" and not is_loopback_host(parts.hostname):
         # every call carries the token in its Authorization header: over plain HTTP to another machine it
         # would cross the network in clear (the gateway itself serves another address only with TLS or
         # behind a TLS proxy)
