@@ -48,6 +48,7 @@ __all__ = [
     "token_sequence",
     "tokenize",
     "truncate_bytes",
+    "vocabulary_words",
 ]
 
 # §4.1: the 80 English stopwords, dropped from words (Han bigrams can never match them).
@@ -270,6 +271,22 @@ def recall_query_terms(text: str) -> list[str]:
     changed no R@10 in any view (bench/quality-ablations.md)."""
     terms = recall_terms(_CHINESE_QUESTION_WORDS.sub(" ", text))
     return terms + [term for term in identifier_terms(text) if term not in terms]
+
+
+# A word whose vector a model gives for a neighbour term (records.TERM_NEIGHBOURS): ASCII letters, an apostrophe or
+# hyphen inside ("caroline's", "dairy-free": a surface form whose stem no BM25 term has, so it never becomes one).
+_VOCABULARY_WORD = regex.compile(r"[A-Za-z][A-Za-z'-]*[A-Za-z]")
+
+
+def vocabulary_words(text: str) -> list[str]:
+    """The distinct words of ``text`` a neighbour term is sought for or among (records.TERM_NEIGHBOURS), in
+    the order they first occur, lower-cased: ASCII words of at least three letters that are no stopword."""
+    out: dict[str, None] = {}
+    for match in _VOCABULARY_WORD.finditer(text):
+        word = match.group(0).lower()
+        if len(word) >= 3 and word not in STOPWORDS:
+            out[word] = None
+    return list(out)
 
 
 def written_in_han(text: str) -> bool:

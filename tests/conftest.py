@@ -163,6 +163,24 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         metafunc.parametrize("backend", ["sqlite", "postgres"] if both else ["sqlite"], indirect=True)
 
 
+@pytest.fixture
+def pg_db(pg_url: str) -> Iterator[str]:
+    """A fresh, empty database on the session's server; its libpq conninfo."""
+    import uuid
+
+    import psycopg
+    from psycopg import sql
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_url, autocommit=True) as admin:
+        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield psycopg.conninfo.make_conninfo(pg_url, dbname=name)
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 @pytest.fixture(scope="session")
 def pg_url() -> Iterator[str]:
     """A PostgreSQL server for the session: ``MNEMON_TEST_POSTGRES_URL`` or a private cluster."""

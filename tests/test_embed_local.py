@@ -424,3 +424,25 @@ def test_an_english_only_model_leaves_chinese_text_to_its_words(model_dir: Path,
     assert any(h["signals"]["similarity"] > 0 for h in hits) is reads_han
     hits = ok(run(data, model_dir, "recall", "a new dog", "--verbose", extra=named))["results"]
     assert hits[0]["insight"]["content"] == "we adopted a puppy" and hits[0]["signals"]["similarity"] > 0.3
+
+
+def test_a_question_meets_the_memory_that_says_its_word_otherwise(model_dir: Path, tmp_path: Path) -> None:
+    """Neighbour terms with the real model (records.TERM_NEIGHBOURS): "children" finds "kids" (MiniLM cosine
+    0.89 for the two words alone), a keyword match where no word is shared; the import wrote the word table."""
+    named = tmp_path / "all-MiniLM-L6-v2"  # the model's own name, whose word cosines were measured
+    named.mkdir()
+    for part in ("model.onnx", "tokenizer.json"):
+        (named / part).symlink_to(model_dir / part)
+    model_dir = named
+    data = tmp_path / "d"
+    kids = "The kids built a treehouse at the bottom of the garden."
+    others = [f"Invoice {k} for the accounting office was paid by bank transfer on day {k}." for k in range(30)]
+    draft = {"schema_version": "1", "insights": [{"content": t} for t in [*others, kids]]}
+    ok(run(data, model_dir, "import", "-", "--no-diff", stdin=json.dumps(draft)))
+    from mnemon.store import wordvectors as word_store
+
+    table = word_store.read(data / "data" / "default" / "mnemon.db", model_dir.name, 384)
+    assert table is not None and {"kids", "treehouse", "invoice"} <= set(table.words)
+    found = ok(run(data, model_dir, "recall", "Where do the children play?", "--verbose"))["results"]
+    assert found[0]["insight"]["content"] == kids
+    assert found[0]["signals"]["keyword"] == 1.0  # the only BM25 match: "kids", the neighbour of "children"

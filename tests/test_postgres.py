@@ -18,7 +18,6 @@ import sys
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -32,19 +31,6 @@ WRITES_PER_MACHINE = int(os.environ.get("MNEMON_TEST_PG_WRITES", "40"))
 
 psycopg = pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'mnemon[postgres]')")
 from psycopg import sql  # noqa: E402
-
-
-@pytest.fixture
-def pg_db(pg_url: str) -> Iterator[str]:
-    """A fresh, empty database on the session's server; its libpq conninfo."""
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(pg_url, autocommit=True) as admin:
-        admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield psycopg.conninfo.make_conninfo(pg_url, dbname=name)
-    finally:
-        with psycopg.connect(pg_url, autocommit=True) as admin:
-            admin.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
 
 
 def rows(conninfo: str, query: str, params: tuple = ()) -> list[tuple]:

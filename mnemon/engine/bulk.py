@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from mnemon import linking
 from mnemon.drafts import Draft, DraftInsight
-from mnemon.engine import graph, prepare
+from mnemon.engine import graph, prepare, wordvectors
 from mnemon.engine import vectors as vector_engine
 from mnemon.engine.bulkedges import ExplicitEdges
 from mnemon.engine.core import EngineBase, format_ts
@@ -456,6 +456,8 @@ class ImportPipeline:
             explicit, ids, added, list(touched_sources), now, _Written(written, state.mark, state.foreign), deferred,
             state.replaced,
         )
+        if added:  # the words of what was written, for neighbour terms (engine.wordvectors)
+            wordvectors.keep_current(self.ctx, embedder)
         return {
             "imported": counts["imported"], "updated": 0, "skipped": counts["skipped"], "errors": counts["errors"],
             "edges_inserted": inserted, "auto_pruned": len(pruned), "auto_pruned_ids": pruned, "results": results,

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mnemon.engine import wordvectors
 from mnemon.engine.core import EngineBase
 from mnemon.errors import EmbedderError, EmbedderUnavailable, InputError, NotFoundError
 from mnemon.store import insights, oplog
@@ -118,6 +119,7 @@ class EmbedPipeline:
             if stale:
                 with self.ctx.store.transaction("embed") as tx:
                     vector_store.set_passages_version(tx, composes)
+            wordvectors.keep_current(self.ctx, embedder)  # a store written before the word table
             return {"status": "complete", "message": "all insights already have embeddings"}
 
         self.ctx.vectors.vector_index()  # opened before the first batch, so each batch is applied as a delta
@@ -142,6 +144,7 @@ class EmbedPipeline:
             if stale and not failed:  # a rerun after a failure re-embeds the labelled memories again
                 vector_store.set_passages_version(tx, composes)
         self.ctx.after_write()
+        wordvectors.keep_current(self.ctx, embedder)
         return {"status": "backfill_complete", "succeeded": succeeded, "failed": failed, "model": embedder.model}
 
     def _track(self, stored: list[tuple[str, NDArray[np.float64]]], *, fresh: bool = False) -> None:

@@ -33,6 +33,9 @@ from mnemon.records import (
     QUERY_IRREGULAR_WEIGHT,
     QUERY_MONTH_BOOST,
     SUBJECT_NAME_MIN_SHARE,
+    TERM_NEIGHBOUR_MAX_SHARE,
+    TERM_NEIGHBOUR_WEIGHT,
+    TERM_NEIGHBOURS,
     Insight,
     Intent,
 )
@@ -45,7 +48,9 @@ from mnemon.text import (
     query_length,
     query_name_terms,
     recall_query_terms,
+    stem,
     tokenize,
+    vocabulary_words,
     written_in_han,
 )
 from mnemon.validate import check_limit
@@ -197,6 +202,10 @@ class RetrievePipeline:
         switch = similarity is not None and scale.long_below_best > 0.0
         bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len, switch,
                                          with_feedback=similarity is None)
+        if similarity is not None and scale.term_floor > 0.0 and long_query == 0.0:
+            neighbours = self._neighbour_terms(index, query, scope, use_numba, mean_len, scale.term_floor)
+            if neighbours is not None:
+                bm25 = bm25 + neighbours
         arrays = pipeline.RecallArrays(
             scope=scope, bm25=bm25, similarity=similarity, long_query=long_query,
             entity_overlap=np.where(scope, overlap, 0), query_entity_count=n_query_entities,
@@ -425,6 +434,59 @@ class RetrievePipeline:
             post.ptr, post.rows, post.tf, doc_len, np.array(local, dtype=np.int32),
             n_docs, avgdl, BM25_K1, BM25_B, scope, power, None, plain,
         )  # fmt: skip
+
+    def _neighbour_terms(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool, mean_len: float,
+                         floor: float) -> np.ndarray | None:
+        """The BM25 of the store's words the query's words name otherwise (records.TERM_NEIGHBOURS), each at
+        its weight, over every row; None when there is none (or no whole word table, or the model fails)."""
+        import kernels
+        import numpy as np
+
+        from mnemon import neighbours
+        from mnemon.engine import wordvectors
+        from mnemon.errors import EmbedderError
+
+        embedder = self.ctx.embedder()
+        names = set(query_name_terms(query))
+        words = [w for w in vocabulary_words(query) if stem(w) not in names]
+        if embedder is None or not words:
+            return None
+        table = wordvectors.catch_up(self.ctx, embedder)
+        if table is None or not table.words:
+            return None
+        try:
+            asked = wordvectors.embed_words(embedder, words)
+        except EmbedderError:
+            return None
+        cosines = asked @ np.asarray(table.vectors).T
+        n_docs = int(scope.sum())
+        share = TERM_NEIGHBOUR_MAX_SHARE * n_docs
+
+        def usable(term: str) -> bool:  # carried by some memory in scope, and by few
+            ids = index.term_ids([term])
+            if not ids:
+                return False
+            post, _ = index.query_postings(ids, plain=False)
+            df = int(df_in_scope(post.ptr, post.rows, scope, n_docs)[0])
+            return 0 < df <= share
+
+        chosen = neighbours.choose(
+            [stem(w) for w in words], cosines, table.stems, floor=floor, per_word=TERM_NEIGHBOURS,
+            weight=TERM_NEIGHBOUR_WEIGHT, skip=set(recall_query_terms(query)) | names, usable=usable,
+        )  # fmt: skip
+        if not chosen:
+            return None
+        terms = sorted(chosen)
+        qids = [index.term_ids([t])[0] for t in terms]
+        post, local = index.query_postings(qids, plain=False)
+        assert post.tf is not None  # plain=False: the postings carry their term frequencies
+        score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
+        result: np.ndarray = score(
+            post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64),
+            np.array(local, dtype=np.int32), n_docs, mean_len, BM25_K1, BM25_B, scope,
+            1.0, np.array([chosen[t] for t in terms]),
+        )  # fmt: skip
+        return result
 
     def _entity_overlap(self, index: HotIndex, query: str) -> tuple[np.ndarray, int]:
         """Distinct query entities (index-aware, case-insensitive) each row carries."""

@@ -2,7 +2,8 @@
 
 Owns the names of every rebuildable file (the hot index ``hot``, ``hot.delta``, ``hot.stamp``;
 the vector matrix ``vec`` with ``vec.norms``, ``vec.ids``, ``vec.rowids``, ``vec.active``,
-its int8 codes ``vec.q8``, ``vec.qmult``, ``vec.qresid``, the hint ``vec.hotrows``, ``vec.json``, ``vec.lock``) and the silent move from the old layout, where they sat beside the
+its int8 codes ``vec.q8``, ``vec.qmult``, ``vec.qresid``, the hint ``vec.hotrows``, ``vec.json``, ``vec.lock``; the
+word vectors ``words``) and the silent move from the old layout, where they sat beside the
 database as ``mnemon.db.hot``, ``mnemon.db.vec.json``, ... SQLite stays the truth: deleting the
 folder loses nothing, and it is the one documented way to force a rebuild.
 
@@ -29,7 +30,7 @@ FOLDER_SUFFIX = ".index"
 NAMES = (
     "hot", "hot.delta", "hot.stamp",
     "vec", "vec.norms", "vec.ids", "vec.rowids", "vec.active", "vec.json", "vec.lock",
-    "vec.q8", "vec.qmult", "vec.qresid", "vec.hotrows",  # later than the old layout: never found there
+    "vec.q8", "vec.qmult", "vec.qresid", "vec.hotrows", "words",  # later than the old layout: never found there
 )  # fmt: skip
 
 
