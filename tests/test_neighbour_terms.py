@@ -218,6 +218,21 @@ def test_a_recall_embeds_at_most_its_budget_and_reads_no_partial_table(tmp_path:
     assert seen[-1] == pytest.approx(1.0)
 
 
+def test_a_recall_reads_at_most_its_rows_while_catching_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _fill(tmp_path)
+    _words_file(tmp_path).unlink()
+    monkeypatch.setattr(wordvectors, "WORD_ROWS", 5)
+    monkeypatch.setattr(wordvectors, "WORD_CATCH_UP_ROWS", 10)  # two statements of 5 rows a recall
+    db = tmp_path / "data" / "default" / "mnemon.db"
+    marks = []
+    for _ in range(5):
+        _keyword_of(tmp_path, "Which pets do we keep?", TURTLES)
+        table = word_store.read(db, "all-MiniLM-L6-v2", 1024)
+        assert table is not None
+        marks.append(table.watermark)
+    assert marks[:3] == [10, 20, 30] and marks[3] == marks[4] == 31  # 31 rows: whole after the fourth
+
+
 def test_the_neighbour_weight_is_the_constant_at_cosine_one(tmp_path: Path) -> None:
     # "pets" and "turtles" share one vector (cosine 1): the neighbour's BM25 weight is TERM_NEIGHBOUR_WEIGHT
     _fill(tmp_path)

@@ -32,6 +32,9 @@ WORD_ROWS = 2000
 # one-shot recall inside the prompt hook's 1.5 s (setup.hooks.RECALL_BUDGET_SECONDS; a recall the hook kills
 # keeps nothing); the rest on the next recall. An import or `embed --all` completes the table itself.
 WORD_CATCH_UP_BUDGET = 1000
+# the rows a recall reads at most while catching up (tokenised at a few microseconds each): late in a large
+# store's catch-up new words are rare, and finding a thousand could mean reading most of a million rows
+WORD_CATCH_UP_ROWS = 50_000
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -74,11 +77,13 @@ def catch_up(ctx: EngineBase, embedder: Embedder, *, complete: bool = False) -> 
     known = set(table.words)
     words: list[str] = []
     watermark = table.watermark
-    while watermark < top and (complete or len(words) < WORD_CATCH_UP_BUDGET):
+    read = 0
+    while watermark < top and (complete or (len(words) < WORD_CATCH_UP_BUDGET and read < WORD_CATCH_UP_ROWS)):
         rows = list(word_store.contents_since(conn, watermark, WORD_ROWS))
         if not rows:
             watermark = top
             break
+        read += len(rows)
         for rowid, content in rows:
             for word in vocabulary_words(str(content)):
                 if word not in known:
