@@ -28,10 +28,11 @@ if TYPE_CHECKING:
 WORD_BATCH = 256
 # insight rows read per statement while catching up
 WORD_ROWS = 2000
-# the new words a recall embeds at most: about 0.7 ms each with the local MiniLM, so ~0.7 s, which leaves a
-# one-shot recall inside the prompt hook's 1.5 s (setup.hooks.RECALL_BUDGET_SECONDS; a recall the hook kills
-# keeps nothing); the rest on the next recall. An import or `embed --all` completes the table itself.
-WORD_CATCH_UP_BUDGET = 1000
+# the new words a recall embeds at most: 0.7-1.1 ms each with the local MiniLM (a loaded machine the latter), so
+# about half a second, which leaves a one-shot recall (0.5 s) inside the prompt hook's 1.5 s
+# (setup.hooks.RECALL_BUDGET_SECONDS; a recall the hook kills keeps nothing); the rest on the next recall. An
+# import or `embed --all` completes the table itself.
+WORD_CATCH_UP_BUDGET = 500
 # the rows a recall reads at most while catching up (tokenised at a few microseconds each): late in a large
 # store's catch-up new words are rare, and finding a thousand could mean reading most of a million rows
 WORD_CATCH_UP_ROWS = 50_000
