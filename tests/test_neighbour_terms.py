@@ -156,6 +156,19 @@ def test_import_writes_the_whole_table_and_a_recall_embeds_only_its_query(tmp_pa
     assert embedder.batches == [["pets", "keep"]]  # the query's words, one request: nothing of the store's again
 
 
+def test_embed_all_writes_the_whole_table_of_a_store_stored_without_a_model(tmp_path: Path) -> None:
+    items = [{"content": t, "created_at": "2026-11-01T00:00:00Z"} for t in [*OTHERS, TURTLES]]
+    settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
+    with Engine(settings, clock=lambda: NOW) as engine:  # no embedder answers: no vectors, no table
+        engine.import_draft(parse_draft(json.dumps({"schema_version": "1", "insights": items})), no_diff=True)
+    assert not _words_file(tmp_path).exists()
+    with _engine(tmp_path) as engine:
+        assert engine.embed_all()["succeeded"] == len(items)
+        top = word_store.max_rowid(engine.store.conn)
+    table = word_store.read(tmp_path / "data" / "default" / "mnemon.db", "all-MiniLM-L6-v2", 1024)
+    assert table is not None and table.watermark == top and "turtles" in table.words
+
+
 def test_a_recall_catches_up_with_new_words_and_rebuilds_a_deleted_or_damaged_table(tmp_path: Path) -> None:
     _fill(tmp_path)
     with _engine(tmp_path) as engine:
