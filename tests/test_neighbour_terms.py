@@ -246,6 +246,16 @@ def test_a_recall_reads_at_most_its_rows_while_catching_up(tmp_path: Path, monke
     assert marks[:3] == [10, 20, 30] and marks[3] == marks[4] == 31  # 31 rows: whole after the fourth
 
 
+def test_the_table_holds_at_most_its_words(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wordvectors, "WORD_TABLE_MAX", 12)
+    _fill(tmp_path)  # an import completes the table: whole, with the first 12 words written
+    with _engine(tmp_path) as engine:
+        top = word_store.max_rowid(engine.store.conn)
+    table = word_store.read(tmp_path / "data" / "default" / "mnemon.db", "all-MiniLM-L6-v2", 1024)
+    assert table is not None and len(table.words) == 12 and table.watermark == top
+    assert table.words[:4] == ["joanna", "wrote", "chapter", "screenplay"]  # ("her" is a stopword)
+
+
 def test_the_neighbour_weight_is_the_constant_at_cosine_one(tmp_path: Path) -> None:
     # "pets" and "turtles" share one vector (cosine 1): the neighbour's BM25 weight is TERM_NEIGHBOUR_WEIGHT
     _fill(tmp_path)

@@ -36,6 +36,9 @@ WORD_CATCH_UP_BUDGET = 500
 # the rows a recall reads at most while catching up (tokenised at a few microseconds each): late in a large
 # store's catch-up new words are rare, and finding a thousand could mean reading most of a million rows
 WORD_CATCH_UP_ROWS = 50_000
+# the words a table holds at most (1.5 KB each with MiniLM: 300 MB); past it the rest of the store's words are
+# no neighbours. A store's vocabulary grows slower than its rows, but names, typos and identifiers do not stop.
+WORD_TABLE_MAX = 200_000
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -87,7 +90,7 @@ def catch_up(ctx: EngineBase, embedder: Embedder, *, complete: bool = False) -> 
         read += len(rows)
         for rowid, content in rows:
             for word in vocabulary_words(str(content)):
-                if word not in known:
+                if word not in known and len(known) < WORD_TABLE_MAX:
                     known.add(word)
                     words.append(word)
             watermark = int(rowid)
