@@ -448,7 +448,8 @@ class RetrievePipeline:
 
         embedder = self.ctx.embedder()
         names = set(query_name_terms(query))
-        words = [w for w in vocabulary_words(query) if stem(w) not in names]
+        stemmed = [(w, stem(w)) for w in vocabulary_words(query)]
+        words = [w for w, s in stemmed if s not in names]
         if embedder is None or not words:
             return None
         table = wordvectors.catch_up(self.ctx, embedder)
@@ -462,22 +463,25 @@ class RetrievePipeline:
         n_docs = int(scope.sum())
         share = TERM_NEIGHBOUR_MAX_SHARE * n_docs
 
+        term_id: dict[str, int] = {}
+
         def usable(term: str) -> bool:  # carried by some memory in scope, and by few
             ids = index.term_ids([term])
             if not ids:
                 return False
             post, _ = index.query_postings(ids, plain=False)
             df = int(df_in_scope(post.ptr, post.rows, scope, n_docs)[0])
+            term_id[term] = ids[0]
             return 0 < df <= share
 
         chosen = neighbours.choose(
-            [stem(w) for w in words], cosines, table.stems, floor=floor, per_word=TERM_NEIGHBOURS,
+            [s for _, s in stemmed if s not in names], cosines, table.stems, floor=floor, per_word=TERM_NEIGHBOURS,
             weight=TERM_NEIGHBOUR_WEIGHT, skip=set(recall_query_terms(query)) | names, usable=usable,
         )  # fmt: skip
         if not chosen:
             return None
         terms = sorted(chosen)
-        qids = [index.term_ids([t])[0] for t in terms]
+        qids = [term_id[t] for t in terms]  # every chosen term passed usable()
         post, local = index.query_postings(qids, plain=False)
         assert post.tf is not None  # plain=False: the postings carry their term frequencies
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy

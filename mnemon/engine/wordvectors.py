@@ -69,7 +69,7 @@ def catch_up(ctx: EngineBase, embedder: Embedder, *, complete: bool = False) -> 
     dim = vector_store.vector_meta(conn).dim
     if dim is None:
         return None
-    model = str(getattr(embedder, "model", ""))
+    model = embedder.model
     table = word_store.read(store.path, model, dim)
     top = word_store.max_rowid(conn)
     if table is None or table.watermark > top:  # none yet, or rowids renumbered under it (a vacuum): anew
@@ -119,6 +119,6 @@ def keep_current(ctx: EngineBase, embedder: Embedder | None) -> None:
     neighbour terms (SimilarityScale.term_floor), so the next recall embeds nothing of what was written."""
     from mnemon.records import similarity_scale
 
-    if embedder is None or ctx.store.readonly or similarity_scale(str(getattr(embedder, "model", ""))).term_floor <= 0.0:
+    if embedder is None or ctx.store.readonly or similarity_scale(embedder.model).term_floor <= 0.0:
         return
     catch_up(ctx, embedder, complete=True)

@@ -128,12 +128,17 @@ def fingerprint(conn: apsw.Connection) -> Fingerprint:
     deleted, last = one_row(conn, _SQL_DELETED)
     return Fingerprint(
         gen,
-        int(scalar(conn, _SQL_MAX_ROWID)),
+        max_rowid(conn),
         int(scalar(conn, _SQL_MAX_EDGE_ROWID)),
         int(deleted),
         str(last),
         int(scalar(conn, _SQL_EDGE_SEQ)) if has_edge_log(conn) else 0,
     )
+
+
+def max_rowid(conn: apsw.Connection) -> int:
+    """The highest insight rowid (0 for none): what a reader that follows the insights by rowid has seen."""
+    return int(scalar(conn, _SQL_MAX_ROWID))
 
 
 def has_edge_log(conn: apsw.Connection) -> bool:

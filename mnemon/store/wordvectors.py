@@ -16,15 +16,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnemon.store import derived
-from mnemon.store.connection import scalar
-from mnemon.store.hotindex import _write_atomic
+from mnemon.store.hotindex import _write_atomic, max_rowid
+
+__all__ = ["WordTable", "contents_since", "max_rowid", "read", "words_path", "write"]
 
 if TYPE_CHECKING:
     import apsw
     import numpy as np
 
 MAGIC = b"MNEMWRD1"
-_SQL_MAX_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM insights"
 # every row, forgotten ones too: a word of a forgotten memory has no posting in scope, so it is never chosen
 _SQL_CONTENTS_SINCE = "SELECT rowid, content FROM insights WHERE rowid > ? ORDER BY rowid LIMIT ?"
 
@@ -40,10 +40,6 @@ class WordTable:
 
 def words_path(db_path: Path) -> Path:
     return derived.path(db_path, "words")
-
-
-def max_rowid(conn: apsw.Connection) -> int:
-    return int(scalar(conn, _SQL_MAX_ROWID))
 
 
 def contents_since(conn: apsw.Connection, rowid: int, limit: int) -> list[tuple[Any, ...]]:
