@@ -1,5 +1,6 @@
 """Derived files in one folder per store (mnemon.db.index/): old layouts move silently, also with
-two processes opening at once; --readonly creates and moves nothing; deleting the folder rebuilds."""
+two processes opening at once; --readonly creates and moves nothing; deleting the folder rebuilds;
+a commit landing while the vector index catches up is indexed once."""
 
 from __future__ import annotations
 
@@ -119,3 +120,68 @@ def test_deleting_the_folder_is_a_rebuild(cli, data_dir: Path, embedded) -> None
     cli.ok("remember", "Written after the folder was deleted, about Rust", "--no-diff")  # writers recreate it
     assert cli.ok("recall", "Rust SQLite")["results"]
     assert cli("doctor").code == 0
+
+
+@pytest.mark.parametrize("index_state", ["stale", "missing"])
+def test_a_commit_while_the_vector_index_catches_up_is_indexed_once(tmp_path: Path, monkeypatch, index_state) -> None:
+    """The interleaving behind the test above's rare failure, forced in one process: another
+    connection commits a new vector right after the catch-up (``stale``: the header behind the
+    files, as a lost header write leaves it) or the rebuild (``missing``) read the fingerprint and
+    before it reads the rows. Read apart, those rows were held under the older fingerprint, and the
+    next catch-up appended the new one a second time (doctor: "row N holds no active insight of its
+    own"). Read in one snapshot, the late commit is left to the next catch-up."""
+    import uuid
+
+    from mnemon.config import Settings
+    from mnemon.embed.fake import HashEmbedder
+    from mnemon.engine import Engine
+    from mnemon.records import Insight
+    from mnemon.store import Store, insights
+    from mnemon.store import vectors as vector_store
+
+    embedder = HashEmbedder(16)
+    settings = Settings(data_dir=tmp_path / "race", store="default")
+    db = settings.db_path
+    with Engine(settings, embedder=embedder) as engine:
+        for k in range(3):
+            engine.remember(f"Race memory {k} about Rust", no_diff=True)
+        engine.vector_scores(embedder.embed("Rust"))
+        header = derived.path(db, "vec.json")
+        saved = header.read_bytes()
+        engine.remember("Race memory 3 about Rust", no_diff=True)  # the index catches it up
+    if index_state == "stale":
+        header.write_bytes(saved)  # the data rows written, the header never replaced
+    else:
+        vector_store.remove_files(db)
+
+    late: list[str] = []
+
+    def commit_between(conn):  # type: ignore[no-untyped-def]
+        fp = read_fingerprint(conn)
+        if not late:  # once: a writer that never opens the vector index commits a new vector now
+            late.append(str(uuid.uuid4()))
+            other = Store.open(db, readonly=False, now="2026-01-01T00:00:00Z")
+            try:
+                with other.transaction() as tx:
+                    stamp = "2026-01-01T00:00:00Z"
+                    insights.insert(tx, Insight(id=late[0], content="Late memory about Rust", created_at=stamp,
+                                                updated_at=stamp), stamp)  # fmt: skip
+                    vector_store.set_embedding(tx, late[0], embedder.embed("late"), other.embedding_format)
+            finally:
+                other.conn.close()
+        return fp
+
+    read_fingerprint = vector_store.fingerprint
+    monkeypatch.setattr(vector_store, "fingerprint", commit_between)
+    with Engine(settings, embedder=embedder) as engine:
+        engine.vector_scores(embedder.embed("Rust"))  # the catch-up or rebuild the commit lands in
+    monkeypatch.setattr(vector_store, "fingerprint", read_fingerprint)
+    assert late
+
+    with Engine(settings, embedder=embedder) as engine:
+        ids, _ = engine.vector_scores(embedder.embed("Rust"))  # the next catch-up: the late row, once
+        assert ids.tolist().count(late[0]) == 1 and len(ids) == 5
+        index = engine.vectors.vector_index()
+        assert index is not None and index.active_count() == 5
+        assert index.mismatches(engine.store.conn) == []
+        assert engine.doctor()["ok"] is True

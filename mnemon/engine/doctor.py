@@ -180,7 +180,7 @@ class DoctorPipeline:
     def _vector_index_check(self, db_path: Path) -> dict[str, Any]:
         """Ask the vector-index module whether ``<db>.index/vec.json`` describes the database."""
         try:
-            from mnemon.store import vectors
+            from mnemon.store import hotindex, vectors
         except ImportError:
             return _entry("vector_index", [], "not present")
         header_path = derived.path(db_path, "vec.json")
@@ -192,18 +192,19 @@ class DoctorPipeline:
         except (OSError, ValueError, TypeError):
             return _entry("vector_index", [f"{header_path.name} is unreadable or foreign; --repair deletes it"])
         conn = self.ctx.store.conn
-        live = vectors.fingerprint(conn)
-        if built == live or built.same_vectors(live):
+        with hotindex.read_snapshot(conn):  # the fingerprint, the index's catch-up and the rows compared: one state
+            live = vectors.fingerprint(conn)
+            if not (built == live or built.same_vectors(live)):
+                return _entry("vector_index", [], "stale (caught up or rebuilt on the next vector search)")
             # current by its header: every row's bytes against the database (the header vouches for none)
             index = vectors.VectorIndex.open(conn, db_path, readonly=True, dim=int(raw["dim"]),
                                              model=str(raw.get("model", "")), fmt=str(raw.get("fmt", "float64")))
-            if not index.mapped:
-                return _entry("vector_index", ["its files do not match vec.json; --repair deletes them"])
-            problems = index.mismatches(conn)
-            if problems:
-                return _entry("vector_index", [*problems, "--repair deletes the vector index (rebuilt from the database)"])
-            return _entry("vector_index", [], f"current ({raw.get('rows')} rows, dim {raw.get('dim')})")
-        return _entry("vector_index", [], "stale (caught up or rebuilt on the next vector search)")
+            problems = index.mismatches(conn) if index.mapped else []
+        if not index.mapped:
+            return _entry("vector_index", ["its files do not match vec.json; --repair deletes them"])
+        if problems:
+            return _entry("vector_index", [*problems, "--repair deletes the vector index (rebuilt from the database)"])
+        return _entry("vector_index", [], f"current ({raw.get('rows')} rows, dim {raw.get('dim')})")
 
     # --- repair -----------------------------------------------------------------------------
 

@@ -79,6 +79,7 @@ from mnemon.errors import StoreError
 from mnemon.store import blob, derived
 from mnemon.store.connection import FILE_MODE, ensure_private_dir, scalar
 from mnemon.store.schema import generation
+from mnemon.store.hotindex import read_snapshot
 from mnemon.store.embeddings import (
     VectorMeta, active_ids, bump_epoch, clear_embeddings, embedded_content, embedded_count, has_embedding,
     lacking_embedding, passages_version, rowid_of, set_embedding, set_passages_version, set_vector_meta, vector_meta,
@@ -378,15 +379,23 @@ class VectorIndex:
     def sync(
         self, conn: apsw.Connection, added: Iterable[tuple[str, NDArray[np.float64]]] = (), *, fresh: bool = False
     ) -> None:
-        """Make the index current for ``conn``'s committed state.
+        """Make the index current for ``conn``'s committed state (inside a caller's transaction:
+        for what that transaction sees).
 
         ``added`` optionally names (id, vector) pairs the caller just committed for *existing*
         rows (``embed``): when the index was current right before that write, they are applied as
         a delta instead of a rebuild. ``fresh``: none of them had a vector before that write, so
         no indexed row is replaced (saves an O(rows) id comparison per batch of ``embed --all``).
+
+        The fingerprint and every row the catch-up or rebuild reads come from one read snapshot,
+        taken once the lock is held. Read apart, a commit landing between them put rows in the
+        matrix that the header's fingerprint (``max_rowid``) said were not there yet, and the next
+        catch-up appended them a second time. Snapshot after the lock: it is at least as new as the
+        committed state any earlier holder read (a header a writer stamped inside its own transaction
+        names a tail row this snapshot may not see yet: the tail check rebuilds, from this snapshot).
         """
-        fp = fingerprint(conn)
-        with self._locked():
+        with self._locked(), read_snapshot(conn):
+            fp = fingerprint(conn)
             # Re-map when writable and the header changed: another process may have replaced the
             # files since (each such change replaces the header, the commit point, last).
             reload = not self._opened or (not self.readonly and not self._header_unchanged())
