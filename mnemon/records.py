@@ -420,6 +420,17 @@ DEFAULT_RECALL_LIMIT = 10
 TERM_NEIGHBOURS = 8
 TERM_NEIGHBOUR_WEIGHT = 0.8
 TERM_NEIGHBOUR_MAX_SHARE = 0.05
+# Without a model (no similarity), an ordinary query's words find their neighbours in the bundled English
+# thesaurus instead (mnemon.thesaurus, built from all-MiniLM-L6-v2's single-word cosines over its own vocabulary by
+# scripts/build-thesaurus: for each stem, the THESAURUS_PER_STEM closest at a cosine >= THESAURUS_FLOOR): the same
+# choice as above (TERM_NEIGHBOURS a word, the share cap, names and the query's terms never one), each at
+# THESAURUS_WEIGHT x (cosine - floor) / (1 - floor). Lower than the model's weight: with no similarity signal
+# the keyword list carries the neighbours alone. Nineteenth session (bench/quality-ablations.md), R@10 1-4 with no
+# model, English development facts 64.0 -> 64.6 and turns 75.4 -> 76.7 (no conversation lower by more than 0.4);
+# weights 0.6 / 0.8 give facts 64.3 / 64.9 and turns 76.9 / 76.4 (0.8: conv-42 turns -1.4).
+THESAURUS_FLOOR = 0.5
+THESAURUS_PER_STEM = 64
+THESAURUS_WEIGHT = 0.7
 DEFAULT_EXCERPT_CHARS = 240
 CONFIDENCE_LOW_BELOW = 0.25
 CONFIDENCE_MEDIUM_BELOW = 0.6

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mnemon import neighbours
+from mnemon import neighbours, thesaurus
 from mnemon.config import Settings
 from mnemon.drafts import parse_draft
 from mnemon.embed.fake import HashEmbedder, tokens
@@ -117,11 +117,18 @@ def test_a_question_finds_the_memory_that_names_its_word_otherwise(tmp_path: Pat
     assert _keyword_of(tmp_path, "Which pets do we keep?", TURTLES, model="nomic-embed-text") == 0.0
 
 
-def test_a_long_query_and_a_query_without_similarity_read_no_neighbour(tmp_path: Path) -> None:
+def test_a_long_query_and_a_query_without_similarity_read_no_neighbour(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     _fill(tmp_path)
     # long by the words the store knows (engine.retrieve.long_query_share): 15 of them
     long = "Joanna wrote chapter 1, 2, 3, 4, 5 of her screenplay about a road trip through town number 6: our pets?"
     assert _keyword_of(tmp_path, long, TURTLES) == 0.0
+    # without similarity the store's word table is not read (the bundled thesaurus is, test_thesaurus: set aside
+    # here, so that only the word table could give "turtles")
+    monkeypatch.setattr(thesaurus, "FILE", tmp_path / "no-thesaurus.txt")
+    monkeypatch.setattr(thesaurus, "_mapped", None)
+    monkeypatch.setattr(thesaurus, "_opened", False)
     settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
     with Engine(settings, clock=lambda: NOW) as engine:  # no embedder answers: no similarity, no neighbours
         hits = engine.recall("Which pets do we keep?", limit=40).hits

@@ -36,6 +36,8 @@ from mnemon.records import (
     TERM_NEIGHBOUR_MAX_SHARE,
     TERM_NEIGHBOUR_WEIGHT,
     TERM_NEIGHBOURS,
+    THESAURUS_FLOOR,
+    THESAURUS_WEIGHT,
     Insight,
     Intent,
 )
@@ -56,6 +58,8 @@ from mnemon.text import (
 from mnemon.validate import check_limit
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     import numpy as np
 
     from mnemon.engine.hot import HotIndex
@@ -202,8 +206,10 @@ class RetrievePipeline:
         switch = similarity is not None and scale.long_below_best > 0.0
         bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len, switch,
                                          with_feedback=similarity is None)
-        if similarity is not None and scale.term_floor > 0.0 and long_query == 0.0:
-            neighbours = self._neighbour_terms(index, query, scope, use_numba, mean_len, scale.term_floor)
+        if long_query == 0.0 and (similarity is None or scale.term_floor > 0.0):
+            # the model's word vectors where it has measured ones, else the bundled thesaurus (no similarity)
+            neighbours = (self._neighbour_terms(index, query, scope, use_numba, mean_len, scale.term_floor)
+                          if similarity is not None else self._thesaurus_terms(index, query, scope, use_numba, mean_len))
             if neighbours is not None:
                 bm25 = bm25 + neighbours
         arrays = pipeline.RecallArrays(
@@ -439,10 +445,8 @@ class RetrievePipeline:
                          floor: float) -> np.ndarray | None:
         """The BM25 of the store's words the query's words name otherwise (records.TERM_NEIGHBOURS), each at
         its weight, over every row; None when there is none (or no whole word table, or the model fails)."""
-        import kernels
         import numpy as np
 
-        from mnemon import neighbours
         from mnemon.engine import wordvectors
         from mnemon.errors import EmbedderError
 
@@ -462,9 +466,10 @@ class RetrievePipeline:
         cosines = asked @ np.asarray(table.vectors).T
         n_docs = int(scope.sum())
         share = TERM_NEIGHBOUR_MAX_SHARE * n_docs
-
         term_id: dict[str, int] = {}
 
+        # asked term by term, only as far as the choice reads down each word's neighbours: a store's words above
+        # the floor can number thousands
         def usable(term: str) -> bool:  # carried by some memory in scope, and by few
             ids = index.term_ids([term])
             if not ids:
@@ -474,9 +479,60 @@ class RetrievePipeline:
             term_id[term] = ids[0]
             return 0 < df <= share
 
+        query_stems = [s for _, s in stemmed if s not in names]
+        return self._neighbour_bm25(index, query, query_stems, cosines, table.stems, usable, term_id, scope,
+                                    use_numba, mean_len, floor, TERM_NEIGHBOUR_WEIGHT)
+
+    def _thesaurus_terms(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
+                         mean_len: float) -> np.ndarray | None:
+        """As _neighbour_terms without a model: the query's words' neighbours from the bundled thesaurus
+        (records.THESAURUS_WEIGHT); None when there is none."""
+        import numpy as np
+
+        from mnemon import thesaurus
+
+        names = set(query_name_terms(query))
+        stems = [s for s in dict.fromkeys(stem(w) for w in vocabulary_words(query)) if s not in names]
+        found = [thesaurus.neighbours(s) for s in stems]
+        columns = sorted({other for near in found for other, _ in near})
+        if not columns:
+            return None
+        column = {other: j for j, other in enumerate(columns)}
+        cosines = np.zeros((len(stems), len(columns)), dtype=np.float64)
+        for i, near in enumerate(found):
+            for other, cos in near:
+                cosines[i, column[other]] = cos
+        # a few hundred candidates at most (THESAURUS_PER_STEM a word): their document frequencies in one read
+        term_id: dict[str, int] = {}
+        for other in columns:
+            ids = index.term_ids([other])
+            if ids:
+                term_id[other] = ids[0]
+        known = list(term_id)
+        usable_terms: set[str] = set()
+        if known:
+            n_docs = int(scope.sum())
+            post, _ = index.query_postings([term_id[t] for t in known], plain=False)
+            df = df_in_scope(post.ptr, post.rows, scope, n_docs)
+            usable_terms = {t for t, d in zip(known, df.tolist()) if 0 < d <= TERM_NEIGHBOUR_MAX_SHARE * n_docs}
+        return self._neighbour_bm25(index, query, stems, cosines, columns, usable_terms.__contains__, term_id, scope,
+                                    use_numba, mean_len, THESAURUS_FLOOR, THESAURUS_WEIGHT)
+
+    def _neighbour_bm25(self, index: HotIndex, query: str, query_stems: list[str], cosines: np.ndarray,
+                        columns: list[str], usable: Callable[[str], bool], term_id: dict[str, int],
+                        scope: np.ndarray, use_numba: bool, mean_len: float, floor: float,
+                        weight: float) -> np.ndarray | None:
+        """The BM25 of the neighbour terms neighbours.choose takes from ``cosines`` (a row a query stem, a
+        column a stem of ``columns``; ``usable`` says which the store can use, ``term_id`` has the id of every
+        term it accepted), each at its weight, over every row; None when it takes none."""
+        import kernels
+        import numpy as np
+
+        from mnemon import neighbours
+
         chosen = neighbours.choose(
-            [s for _, s in stemmed if s not in names], cosines, table.stems, floor=floor, per_word=TERM_NEIGHBOURS,
-            weight=TERM_NEIGHBOUR_WEIGHT, skip=set(recall_query_terms(query)) | names, usable=usable,
+            query_stems, cosines, columns, floor=floor, per_word=TERM_NEIGHBOURS, weight=weight,
+            skip=set(recall_query_terms(query)) | set(query_name_terms(query)), usable=usable,
         )  # fmt: skip
         if not chosen:
             return None
@@ -487,7 +543,7 @@ class RetrievePipeline:
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         result: np.ndarray = score(
             post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64),
-            np.array(local, dtype=np.int32), n_docs, mean_len, BM25_K1, BM25_B, scope,
+            np.array(local, dtype=np.int32), int(scope.sum()), mean_len, BM25_K1, BM25_B, scope,
             1.0, np.array([chosen[t] for t in terms]),
         )  # fmt: skip
         return result

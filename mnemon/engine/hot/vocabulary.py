@@ -30,26 +30,32 @@ class _SortedTerms:
         breaks = np.flatnonzero(raw == 10)
         self.starts = np.concatenate([[0], breaks + 1]) if raw.size else np.zeros(0, dtype=np.int64)
         self.ends = np.concatenate([breaks, [raw.size]]) if raw.size else np.zeros(0, dtype=np.int64)
+        # memoryviews, no copy: indexing one gives a Python int and slicing one skips numpy's scalar and view
+        # objects (a lookup 10.6 -> 6.2 us on a 1k-turn store; the thesaurus's neighbour terms ask for a few hundred)
+        self._raw = np.ascontiguousarray(raw, dtype=np.uint8).data
+        self._starts = np.ascontiguousarray(self.starts, dtype=np.int64).data
+        self._ends = np.ascontiguousarray(self.ends, dtype=np.int64).data
 
     def __len__(self) -> int:
         return int(self.starts.shape[0])
 
     def _bytes(self, i: int) -> bytes:
-        return self.raw[int(self.starts[i]) : int(self.ends[i])].tobytes()
+        return self._raw[self._starts[i] : self._ends[i]].tobytes()
 
     def find(self, term: str) -> int | None:
         try:
             want = term.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate from a JSON escape: no stored term has one
             return None
-        lo, hi = 0, len(self)
+        raw, starts, ends = self._raw, self._starts, self._ends  # inlined _bytes: the loop is the cost
+        lo, hi = 0, len(starts)
         while lo < hi:
             mid = (lo + hi) // 2
-            if self._bytes(mid) < want:
+            if raw[starts[mid] : ends[mid]].tobytes() < want:
                 lo = mid + 1
             else:
                 hi = mid
-        return lo if lo < len(self) and self._bytes(lo) == want else None
+        return lo if lo < len(starts) and self._bytes(lo) == want else None
 
     def tolist(self) -> list[str]:
         text = self.raw.tobytes().decode("utf-8")
