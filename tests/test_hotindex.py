@@ -277,6 +277,19 @@ def test_terms_are_found_in_the_mapped_vocabulary_bytes_as_in_a_list() -> None:
     assert len(_SortedTerms(np.zeros(0, dtype=np.uint8))) == 0
 
 
+def test_the_mapped_vocabulary_remembers_its_answers_up_to_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mnemon.engine.hot import _SortedTerms, vocabulary
+
+    monkeypatch.setattr(vocabulary, "FOUND_MAX", 3)
+    terms = [f"t{k:03d}" for k in range(50)]
+    mapped = _SortedTerms(np.frombuffer("\n".join(terms).encode("utf-8"), dtype=np.uint8))
+    for _ in range(3):  # asked again, from the memory or after it was forgotten: the same answers
+        for i, term in enumerate(terms):
+            assert mapped.find(term) == i
+            assert mapped.find(term + "x") is None
+            assert len(mapped._found) <= 3
+
+
 @pytest.mark.parametrize("collide", [False, True])
 def test_rows_of_many_ids_by_hash_equals_the_id_lookup(cli, data_dir: Path, monkeypatch, collide: bool) -> None:
     # rows_of hashes every row's id once for large batches (a vector index in another row order);

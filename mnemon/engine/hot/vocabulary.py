@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     import numpy as np
 
 
+# terms a base vocabulary remembers having looked up (about 100 bytes each), forgotten all at once past it
+FOUND_MAX = 100_000
+
+
 class _SortedTerms:
     """The base's sorted vocabulary straight from the mapped file (``\n``-joined UTF-8): looked up
     by bisection over the bytes (UTF-8 byte order is code point order), so a process that only
@@ -35,6 +39,9 @@ class _SortedTerms:
         self._raw = np.ascontiguousarray(raw, dtype=np.uint8).data
         self._starts = np.ascontiguousarray(self.starts, dtype=np.int64).data
         self._ends = np.ascontiguousarray(self.ends, dtype=np.int64).data
+        # the answers so far: the bytes never change, and a warm process asks for the same terms again (the
+        # thesaurus's neighbour terms look up about 160 a question, most of them absent from a small store)
+        self._found: dict[str, int | None] = {}
 
     def __len__(self) -> int:
         return int(self.starts.shape[0])
@@ -43,6 +50,15 @@ class _SortedTerms:
         return self._raw[self._starts[i] : self._ends[i]].tobytes()
 
     def find(self, term: str) -> int | None:
+        found = self._found
+        if term in found:
+            return found[term]
+        if len(found) >= FOUND_MAX:
+            found.clear()
+        found[term] = got = self._search(term)
+        return got
+
+    def _search(self, term: str) -> int | None:
         try:
             want = term.encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate from a JSON escape: no stored term has one
