@@ -480,8 +480,8 @@ class RetrievePipeline:
             return 0 < df <= share
 
         query_stems = [s for _, s in stemmed if s not in names]
-        return self._neighbour_bm25(index, query, query_stems, cosines, table.stems, usable, term_id, scope,
-                                    use_numba, mean_len, floor, TERM_NEIGHBOUR_WEIGHT)
+        return self._neighbour_bm25(index, query, names, query_stems, cosines, table.stems, usable, term_id, scope,
+                                    n_docs, use_numba, mean_len, floor, TERM_NEIGHBOUR_WEIGHT)
 
     def _thesaurus_terms(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
                          mean_len: float) -> np.ndarray | None:
@@ -510,21 +510,22 @@ class RetrievePipeline:
                 term_id[other] = ids[0]
         known = list(term_id)
         usable_terms: set[str] = set()
+        n_docs = int(scope.sum())
         if known:
-            n_docs = int(scope.sum())
             post, _ = index.query_postings([term_id[t] for t in known], plain=False)
             df = df_in_scope(post.ptr, post.rows, scope, n_docs)
             usable_terms = {t for t, d in zip(known, df.tolist()) if 0 < d <= TERM_NEIGHBOUR_MAX_SHARE * n_docs}
-        return self._neighbour_bm25(index, query, stems, cosines, columns, usable_terms.__contains__, term_id, scope,
-                                    use_numba, mean_len, THESAURUS_FLOOR, THESAURUS_WEIGHT)
+        return self._neighbour_bm25(index, query, names, stems, cosines, columns, usable_terms.__contains__, term_id,
+                                    scope, n_docs, use_numba, mean_len, THESAURUS_FLOOR, THESAURUS_WEIGHT)
 
-    def _neighbour_bm25(self, index: HotIndex, query: str, query_stems: list[str], cosines: np.ndarray,
-                        columns: list[str], usable: Callable[[str], bool], term_id: dict[str, int],
-                        scope: np.ndarray, use_numba: bool, mean_len: float, floor: float,
-                        weight: float) -> np.ndarray | None:
+    def _neighbour_bm25(self, index: HotIndex, query: str, names: set[str], query_stems: list[str],
+                        cosines: np.ndarray, columns: list[str], usable: Callable[[str], bool],
+                        term_id: dict[str, int], scope: np.ndarray, n_docs: int, use_numba: bool, mean_len: float,
+                        floor: float, weight: float) -> np.ndarray | None:
         """The BM25 of the neighbour terms neighbours.choose takes from ``cosines`` (a row a query stem, a
         column a stem of ``columns``; ``usable`` says which the store can use, ``term_id`` has the id of every
-        term it accepted), each at its weight, over every row; None when it takes none."""
+        term it accepted; ``names``, the query's, and its own terms are never one), each at its weight, over
+        every row of ``scope`` (``n_docs`` of them); None when it takes none."""
         import kernels
         import numpy as np
 
@@ -532,7 +533,7 @@ class RetrievePipeline:
 
         chosen = neighbours.choose(
             query_stems, cosines, columns, floor=floor, per_word=TERM_NEIGHBOURS, weight=weight,
-            skip=set(recall_query_terms(query)) | set(query_name_terms(query)), usable=usable,
+            skip=set(recall_query_terms(query)) | names, usable=usable,
         )  # fmt: skip
         if not chosen:
             return None
@@ -543,7 +544,7 @@ class RetrievePipeline:
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         result: np.ndarray = score(
             post.ptr, post.rows, post.tf, np.asarray(index.doc_len, dtype=np.float64),
-            np.array(local, dtype=np.int32), int(scope.sum()), mean_len, BM25_K1, BM25_B, scope,
+            np.array(local, dtype=np.int32), n_docs, mean_len, BM25_K1, BM25_B, scope,
             1.0, np.array([chosen[t] for t in terms]),
         )  # fmt: skip
         return result
