@@ -6,6 +6,8 @@ contract's, word for word; lengths are UTF-8 byte counts as in the Go program. s
 
 from __future__ import annotations
 
+import math
+
 from mnemon.errors import InputError
 from mnemon.records import (
     CATEGORIES,
@@ -112,7 +114,15 @@ def check_limit(limit: int, flag: str = "--limit") -> int:
     return limit
 
 
+def check_finite(value: float, flag: str) -> float:
+    """Refuse inf and NaN: float() reads "inf", "nan" and "1e400" (which overflows to inf), and a
+    non-finite value would reach the output as JSON null or turn a comparison or deadline into "never"."""
+    if not math.isfinite(value):
+        raise InputError(f"{flag} must be a finite number, got {value:g}")
+    return value
+
+
 def check_threshold(threshold: float) -> float:
-    if not threshold >= 0:
+    if threshold < 0:  # -inf too: it is negative, and this is the contract's message for that
         raise InputError(f"--threshold must be non-negative, got {threshold:g}")
-    return threshold
+    return check_finite(threshold, "--threshold")

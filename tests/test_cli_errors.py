@@ -89,6 +89,13 @@ CASES = [
     (["log", "--limit", "-1"], "--limit must be at least 1, got -1"),
     (["receipt", "--limit", "0"], "--limit must be at least 1, got 0"),
     (["gc", "--limit", "-3"], "--limit must be at least 1, got -3"),
+    # float() reads inf, nan and an overflowing 1e400 (inf): refused, never printed as JSON null
+    (["gc", "--threshold", "inf"], "--threshold must be a finite number, got inf"),
+    (["gc", "--threshold", "1e400"], "--threshold must be a finite number, got inf"),
+    (["gc", "--threshold", "nan"], "--threshold must be a finite number, got nan"),
+    (["gc", "--threshold", "-inf"], "--threshold must be non-negative, got -inf"),
+    (["link", "a", "b", "--weight", "inf"], "weight must be between 0.0 and 1.0, got inf"),
+    (["link", "a", "b", "--weight", "nan"], "weight must be between 0.0 and 1.0, got nan"),
     (["show", "00000000-0000-4000-8000-000000000000"], "insight 00000000-0000-4000-8000-000000000000 not found"),
     (["show"], "accepts 1 arg(s), received 0"),
     (["forget", "ghost"], "forget: insight ghost not found or already deleted"),

@@ -262,5 +262,15 @@ def test_timeout_flags_are_checked(tmp_path: Path) -> None:
         proc = mnemon(tmp_path, "mcp", "serve", "--http", flag, "0", check=False)
         assert proc.returncode == 1
         assert proc.stderr.decode().splitlines() == [f"Error: {flag} must be between 0 and 86400 seconds, got 0"]
+        for value in ("inf", "nan"):
+            proc = mnemon(tmp_path, "mcp", "serve", "--http", flag, value, check=False)
+            assert (proc.returncode, proc.stderr.decode()) == (
+                1, f"Error: {flag} must be between 0 and 86400 seconds, got {value}\n")
+    # NaN and inf passed the rate's bound and read as "no limit"
+    for value in ("inf", "nan", "1e400"):
+        proc = mnemon(tmp_path, "mcp", "serve", "--http", "--rate-limit", value, check=False)
+        shown = "nan" if value == "nan" else "inf"
+        assert (proc.returncode, proc.stdout, proc.stderr.decode()) == (
+            1, b"", f"Error: --rate-limit must be a finite number, got {shown}\n")
     proc = mnemon(tmp_path, "mcp", "serve", "--http", "--workers", "-1", check=False)
     assert (proc.returncode, proc.stderr.decode()) == (1, "Error: --workers must be between 0 and 64, got -1\n")

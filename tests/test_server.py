@@ -515,6 +515,11 @@ def test_server_start_stop_status(tmp_path: Path) -> None:
     first = _start(runtime)
     again = _start(runtime)
     assert again["pid"] == first["pid"]  # one server per installation
+    for value in ("nan", "inf"):  # a deadline of "never": refused, and the server is left running
+        refused = _mnemon(runtime, "off", ["server", "stop", "--wait", value])
+        assert (refused.returncode, refused.stdout, refused.stderr.decode()) == (
+            1, b"", f"Error: --wait must be a finite number, got {value}\n")
+    assert json.loads(_mnemon(runtime, "off", ["server", "status"]).stdout)["pid"] == first["pid"]
     stopped = json.loads(_mnemon(runtime, "off", ["server", "stop"]).stdout)
     assert stopped == {"stopped": True, "pid": first["pid"]}
     assert not _alive(int(first["pid"]))  # type: ignore[call-overload]

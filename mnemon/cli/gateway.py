@@ -16,6 +16,7 @@ from mnemon import config
 from mnemon.cli import render
 from mnemon.cli.state import GlobalOptions, exactly
 from mnemon.errors import InputError
+from mnemon.validate import check_finite
 
 token_app = typer.Typer(help="Bearer tokens of the HTTP gateway.", no_args_is_help=True, rich_markup_mode=None)
 Words = Optional[list[str]]
@@ -45,6 +46,7 @@ def serve_http(options: GlobalOptions, run: object, *, host: str, port: int, tls
         raise InputError(f"--max-body must be at least 1024 bytes, got {max_body}")
     if rate < 0 or burst < 1:
         raise InputError("--rate-limit must be >= 0 and --burst >= 1")
+    check_finite(rate, "--rate-limit")  # NaN and inf passed the bound above and read as "no limit"
     for flag, seconds in zip(("--header-timeout", "--body-timeout", "--call-timeout"), timeouts, strict=True):
         if not 0 < seconds <= 86_400:
             raise InputError(f"{flag} must be between 0 and 86400 seconds, got {seconds:g}")

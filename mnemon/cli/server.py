@@ -18,6 +18,7 @@ import typer
 from mnemon import config
 from mnemon.cli import render
 from mnemon.errors import InputError
+from mnemon.validate import check_finite
 
 server_app = typer.Typer(
     help="Start, stop or inspect the warm command server (MNEMON_SERVER, MNEMON_SERVER_IDLE).", add_completion=False,
@@ -66,6 +67,7 @@ def stop(
     """Stop this installation's server (running commands finish first)."""
     from mnemon.server import control
 
+    check_finite(wait, "--wait")  # NaN or inf made the deadline "never": a stop that could wait forever
     result = control.stop(config.process_environment(), timeout=wait)
     if result is None:
         render.emit_json({"stopped": False})
