@@ -106,9 +106,17 @@ def check_weight(weight: float) -> float:
     return weight
 
 
+def check_int64(value: int, flag: str) -> int:
+    """Refuse an int flag's value outside int64, as Go's flag parse does (Python's int has no bound; SQLite
+    cannot bind it)."""
+    if not -(2**63) <= value <= 2**63 - 1:
+        raise InputError(f'invalid argument "{value}" for "{flag}" flag: value out of range')
+    return value
+
+
 def check_limit(limit: int, flag: str = "--limit") -> int:
-    if limit > 2**63 - 1:  # Go's int flag parse refuses it; SQLite cannot bind it
-        raise InputError(f'invalid argument "{limit}" for "{flag}" flag: value out of range')
+    if limit > 0:  # a hugely negative limit gets the contract's "at least 1" message below
+        check_int64(limit, flag)
     if limit < 1:
         raise InputError(f"{flag} must be at least 1, got {limit}")
     return limit

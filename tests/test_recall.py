@@ -227,6 +227,12 @@ def test_brief_output_and_errors(tcli: TimedCli) -> None:
     assert tcli.error("recall", "x", "--limit", "0") == "Error: --limit must be at least 1, got 0\n"
     assert tcli.error("recall") == "Error: requires at least 1 arg(s), only received 0\n"
     tcli.ok("recall", "x", "--excerpt-chars", "0")  # only an error together with --brief
+    # int64's bounds, as Go's flag parse and --limit have them: the largest is a whole excerpt, one more is refused
+    whole = tcli("recall", "Kubernetes", "readiness", "--brief", "--excerpt-chars", str(2**63 - 1)).json()
+    assert whole["results"][0]["excerpt"] == " ".join(long.split())
+    for value in (str(2**63), str(-(2**63) - 1)):
+        assert tcli.error("recall", "x", "--brief", "--excerpt-chars", value) == (
+            f'Error: invalid argument "{value}" for "--excerpt-chars" flag: value out of range\n')
 
 
 def test_smart_flag_is_a_hidden_no_op_and_words_join(tcli: TimedCli) -> None:
