@@ -138,6 +138,16 @@ def test_bad_link_changes_nothing(cli, data_dir: Path, seeded: dict, extra, mess
     assert snapshot(data_dir) == seeded["before"]
 
 
+@pytest.mark.local_only  # a remote store refuses any gc --compact first: it has no remote form
+def test_gc_keep_and_compact_together_are_refused(cli, data_dir: Path, seeded: dict) -> None:
+    """--compact was silently dropped and the --keep ran (the access bump changed the store): both are now
+    refused before the store is opened, whichever flag comes first."""
+    kept = seeded["ids"][0]
+    for args in (["gc", "--compact", "--keep", kept], ["gc", "--keep", kept, "--compact"]):
+        assert_one_line_error(cli(*args), "--keep and --compact cannot be used together")
+    assert snapshot(data_dir) == seeded["before"]
+
+
 def test_imp_abc_and_missing_value_use_cobra_wording(cli, seeded) -> None:
     assert cli("remember", "x", "--imp", "abc").err.startswith('Error: invalid argument for "--imp" flag: ')
     assert cli("remember", "x", "--cat").err == "Error: flag needs an argument: --cat\n"

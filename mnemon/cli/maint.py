@@ -6,6 +6,7 @@ import typer
 
 from mnemon.cli import render
 from mnemon.cli.state import open_engine, open_read_engine
+from mnemon.errors import InputError
 from mnemon.validate import byte_prefix, check_limit, check_threshold
 
 LOG_DETAIL_MAX = 60  # bytes; longer details are cut to 57 + "..." (§3.12)
@@ -19,6 +20,8 @@ def gc(
     compact: bool = typer.Option(False, "--compact", help="checkpoint and VACUUM the database"),
 ) -> None:
     """Suggest low-value insights to prune, retain one, or compact the database."""
+    if keep and compact:  # two actions asked for: running one and dropping the other silently misleads
+        raise InputError("--keep and --compact cannot be used together")
     if not keep and not compact:
         check_threshold(threshold)
         check_limit(limit)
