@@ -287,6 +287,16 @@ def test_store_subcommands_and_messages(cli, data_dir) -> None:
     assert cli("store", "remove", "nope").err == 'Error: store "nope" does not exist\n'
     assert cli("store", "remove", "default").out == 'Removed store "default"\n'
     assert not (data_dir / "data" / "default").exists()
+    # data/ still there but holding no store (the last one removed; a file, a hidden or invalid name): the
+    # no-stores line, not a blank line
+    (data_dir / "active").unlink()  # "default" is the active store again, so "work" may go
+    assert cli("store", "remove", "work").out == 'Removed store "work"\n'
+    (data_dir / "data" / ".hidden").mkdir()
+    (data_dir / "data" / "notes.txt").write_text("not a store")
+    assert (data_dir / "data").is_dir()
+    empty = cli("store", "list")
+    assert (empty.code, empty.err) == (0, "")
+    assert empty.out == "  (no stores yet — run 'mnemon store create <name>' or any command to create default)\n"
     assert cli("store", "create", "../x").err == (
         'Error: invalid store name "../x": must match [a-zA-Z0-9][a-zA-Z0-9_-]*\n'
     )

@@ -32,7 +32,9 @@ def store_list(ctx: typer.Context) -> None:
     options: GlobalOptions = ctx.obj
     settings = options.settings()
     names = list_stores(settings.data_dir)
-    if names is None:
+    # An empty data/ (every store removed, or only entries that are not stores) has no stores either: the same
+    # line as no data/ at all, where an empty list printed a blank line.
+    if not names:
         render.emit_text("  (no stores yet — run 'mnemon store create <name>' or any command to create default)")
         return
     from mnemon.store import registration
@@ -44,7 +46,7 @@ def store_list(ctx: typer.Context) -> None:
         ("* " if n == settings.store else "  ") + n + (f"  ({kinds[n]})" if kinds[n] != "sqlite" else "")
         for n in names
     ]
-    render.emit_text("\n".join(lines) if lines else "")
+    render.emit_text("\n".join(lines))
 
 
 @store_app.command("create")
