@@ -237,6 +237,26 @@ def test_readonly_refusals_and_missing_database(cli, data_dir: Path, seeded: dic
     assert not missing.parent.exists()
 
 
+@pytest.mark.sqlite_only  # the active file is the data dir's own, whatever the store's backend
+def test_readonly_store_set_leaves_the_active_file_alone(cli, data_dir: Path) -> None:
+    """store create, remove and copy were refused under --readonly while store set wrote the active file,
+    which decides the store every later command writes to."""
+    for name in ("main", "other"):
+        assert cli("store", "create", name).code == 0
+    assert cli("store", "set", "main").code == 0
+    active = data_dir / "active"
+    before, files = active.read_bytes(), snapshot(data_dir)
+    res = cli("--readonly", "store", "set", "other")
+    assert_one_line_error(res, "store set is unavailable with --readonly: database writes are disabled")
+    assert active.read_bytes() == before == b"main\n"
+    assert snapshot(data_dir) == files
+    assert not (data_dir / ".active.tmp").exists()
+    assert cli("store", "list").out == "* main\n  other\n"
+    # an unknown store is still said to be unknown first, as store remove does
+    assert_one_line_error(cli("--readonly", "store", "set", "nope"),
+                          "store \"nope\" does not exist (use 'mnemon store create nope' first)")
+
+
 @pytest.mark.in_process
 def test_missing_stemmer_library_is_one_error_line(cli, data_dir: Path, seeded: dict,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:

@@ -131,6 +131,10 @@ def store_set(ctx: typer.Context, words: Words = typer.Argument(None, help="stor
     settings = ctx.obj.settings()
     if not store_exists(settings.data_dir, name):
         raise NotFoundError(f"store \"{name}\" does not exist (use 'mnemon store create {name}' first)")
+    if settings.readonly:  # the active file changes which store every later command writes to
+        from mnemon.errors import ReadonlyModeError
+
+        raise ReadonlyModeError("store set")
     write_active(settings.data_dir, name)
     render.emit_text(f'Active store set to "{name}"')
 
