@@ -257,7 +257,10 @@ class Server:
         ):
             if isinstance(message, dict) and "method" not in message and ("result" in message or "error" in message):
                 return None  # a response to a request we never send; ignore
-            return _error(message.get("id") if isinstance(message, dict) else None, INVALID_REQUEST, "invalid request")
+            echoed = message.get("id") if isinstance(message, dict) and valid_id(message.get("id")) else None
+            return _error(echoed, INVALID_REQUEST, "invalid request")
+        if "id" in message and not valid_id(message["id"]):  # answered with id null: an id that is no id
+            return _error(None, INVALID_REQUEST, BAD_ID)
         is_notification = "id" not in message
         method = message["method"]
         handler = self.methods.get(method)
@@ -283,11 +286,14 @@ class Server:
             if not line.strip():
                 continue
             try:
-                message = json.loads(line)
+                message = json.loads(line, parse_constant=_not_json)
             except (ValueError, RecursionError):  # RecursionError: a line nested past the parser's depth
                 self.send(_error(None, PARSE_ERROR, "parse error"))
                 continue
             if isinstance(message, list):  # JSON-RPC batch (protocol 2025-03-26)
+                if not message:  # JSON-RPC 2.0: an empty batch is answered with one Invalid Request, not silence
+                    self.send(_error(None, INVALID_REQUEST, "invalid request: empty batch"))
+                    continue
                 replies = [r for r in (self.handle(m) for m in message) if r is not None]
                 if replies:
                     self.send(replies)
@@ -356,6 +362,21 @@ class RpcError(Exception):
     def __init__(self, code: int, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+BAD_ID = "invalid request: id must be a string, a number or null"
+
+
+def valid_id(value: Any) -> bool:
+    """JSON-RPC 2.0's request id: a string, a number or null. A JSON true is no number (Python's bool is an
+    int), and an object or array id cannot be echoed back for the client to match. (Shared with the gateway.)"""
+    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+
+
+def _not_json(constant: str) -> Any:
+    """Python's json reads NaN, Infinity and -Infinity, which JSON has not; an id of NaN was echoed back as
+    NaN, so the reply was no JSON either. Such a line is a parse error."""
+    raise ValueError(f"{constant} is not JSON")
 
 
 def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:

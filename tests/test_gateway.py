@@ -335,6 +335,32 @@ def test_malformed_json_rpc_gets_a_json_rpc_error(world: World, body: bytes, cod
     assert insight_count(world.data) == before
 
 
+@pytest.mark.parametrize("body, message", [
+    # a batch: once a ~1.5 KB pydantic report quoting the request back, now one line (and its calls never run)
+    (json.dumps([{"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                  "params": {"name": "remember", "arguments": {"content": "sent in a batch"}}}]).encode(),
+     "invalid request: batch requests are not supported"),
+    (b"[]", "invalid request: batch requests are not supported"),
+    # an object id: the SDK took it for a notification (202, no answer)
+    (b'{"jsonrpc": "2.0", "id": {}, "method": "tools/call", "params": {"name": "remember", '
+     b'"arguments": {"content": "sent with an object id"}}}', "invalid request: id must be a string, a number or null"),
+    (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', "invalid request: id must be a string, a number or null"),
+    (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"}', "invalid request: not a JSON-RPC 2.0 message"),
+    (b'"text"', "invalid request: not a JSON-RPC 2.0 message"),
+])
+def test_a_body_that_is_no_single_json_rpc_message_is_one_invalid_request(world: World, body: bytes,
+                                                                           message: str) -> None:
+    before = insight_count(world.data)
+    status, reply = world.gateway.post(body, world.rw)
+    assert status == 400
+    assert json.loads(reply) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}}
+    assert b"pydantic" not in reply and b"sent " not in reply  # no validation report, no input quoted back
+    assert insight_count(world.data) == before
+    # a single request still reaches the SDK
+    assert json.loads(world.gateway.post({"jsonrpc": "2.0", "id": 7, "method": "ping"}, world.rw)[1]) == {
+        "jsonrpc": "2.0", "id": 7, "result": {}}
+
+
 def test_rate_limit_is_429_with_retry_after(tmp_path: Path) -> None:
     gateway, token = serve_store(tmp_path, "--rate-limit", "0.5", "--burst", "3")
     with gateway:

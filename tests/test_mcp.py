@@ -105,6 +105,24 @@ def test_mcp_session_over_stdio(data_dir):
     assert s.request("resources/list")["error"]["code"] == -32601
     s.send("{not json")
     assert s.receive()["error"]["code"] == -32700
+    # JSON-RPC 2.0: an empty batch is one Invalid Request answer (it was none), an id must be a string, a number
+    # or null (an object, an array or true was echoed back and the call run), NaN is no JSON (echoed as NaN)
+    bad_id = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600,
+                                                      "message": "invalid request: id must be a string, a number or null"}}
+    s.send("[]")
+    s.send({"jsonrpc": "2.0", "id": "after", "method": "ping"})  # so that a missing answer fails, not hangs
+    assert s.receive() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600,
+                                                                  "message": "invalid request: empty batch"}}
+    assert s.receive() == {"jsonrpc": "2.0", "id": "after", "result": {}}
+    for bad in ({}, [1], True):
+        s.send({"jsonrpc": "2.0", "id": bad, "method": "tools/call",
+                "params": {"name": "remember", "arguments": {"content": "sent with a bad id"}}})
+        assert s.receive() == bad_id
+    s.send([{"jsonrpc": "2.0", "id": "a", "method": "ping"}, {"jsonrpc": "2.0", "id": {}, "method": "ping"}])
+    assert s.receive() == [{"jsonrpc": "2.0", "id": "a", "result": {}}, bad_id]
+    s.send('{"jsonrpc": "2.0", "id": NaN, "method": "ping"}')
+    assert s.receive() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}
+    assert s.request("ping")["result"] == {}  # the session goes on
     s.close()
     assert run_process(["status"], data_dir=data_dir).json()["total_insights"] == 1
 

@@ -15,11 +15,15 @@ the SDK, one guard per request, in this order:
    before anything runs. (The request head has its own deadline: ``deadlines.HeaderDeadline``.)
 6. A ``tools/call`` that writes (``access.call_writes``) with a read-only token is 403.
 
-Only then does the SDK parse the JSON-RPC (malformed input: its JSON-RPC error, 400) and call a
-tool. A tool runs the very command the shell runs (``commands.execute``: ``mnemon.mcp.run_tool``, or
-the ``cli`` tool of the remote CLI) against the token's store, with ``--readonly`` for a read-only
-token, in one of ``--workers`` command worker processes (``workers.Pool``: several calls at once, as
-several CLI processes would run them; ``--workers 0`` runs them one at a time in this process).
+Only then is the JSON-RPC looked at: a body that is JSON but no single JSON-RPC message (a batch,
+which this MCP revision and the SDK do not take; an id that is neither a string, a number nor null;
+any other shape the SDK would refuse) is answered here with one Invalid Request error, 400, instead of
+the SDK's pydantic report that quoted the input (``invalid_message``); anything else goes to the SDK,
+which parses it (a parse error is its JSON-RPC error, 400) and calls a tool. A tool runs the very
+command the shell runs (``commands.execute``: ``mnemon.mcp.run_tool``, or the ``cli`` tool of the
+remote CLI) against the token's store, with ``--readonly`` for a read-only token, in one of
+``--workers`` command worker processes (``workers.Pool``: several calls at once, as several CLI
+processes would run them; ``--workers 0`` runs them one at a time in this process).
 Refused requests run nothing, so they store nothing. The log names the token's name, never the token.
 """
 
@@ -40,6 +44,7 @@ import mcp.types as types
 from mcp.server.lowlevel.server import Server
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import ValidationError
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -291,6 +296,11 @@ class _Endpoint:
             _log(f"refused {exc.status} {scope.get('method', '?')} {scope.get('path', '?')}: {exc}")
             await _refuse(send, exc)
             return
+        reason = invalid_message(body) if scope.get("method") == "POST" else None
+        if reason is not None:
+            _log(f"refused 400 POST {scope.get('path', '?')}: token={token.name} {reason}")
+            await _invalid_request(send, reason)
+            return
         scope[TOKEN_SCOPE_KEY] = token
         replayed = False
 
@@ -316,6 +326,33 @@ async def _refuse(send: Send, exc: access.Refused) -> None:
     headers.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": exc.status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
+
+
+def invalid_message(body: bytes) -> str | None:
+    """Why a POST body that is JSON is no single JSON-RPC message; None when it is one, or is no JSON at all
+    (the SDK's parse error says that in a line). The SDK answers the rest with pydantic's whole validation
+    report (about 1.5 KB for a batch, quoting the request back): this is the one line said instead."""
+    try:
+        payload = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(payload, list):
+        return "invalid request: batch requests are not supported"
+    if isinstance(payload, dict) and "id" in payload and not tools.valid_id(payload["id"]):
+        # the SDK took {"id": {}, "method": ...} for a notification (202, no answer)
+        return tools.BAD_ID
+    try:
+        types.jsonrpc_message_adapter.validate_python(payload, by_name=False)  # the SDK's own check, word for word
+    except ValidationError:
+        return "invalid request: not a JSON-RPC 2.0 message"
+    return None
+
+
+async def _invalid_request(send: Send, reason: str) -> None:
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": tools.INVALID_REQUEST, "message": reason}})
+    await send({"type": "http.response.start", "status": 400, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body.encode()})
 
 
 def _writes(body: bytes) -> bool:
