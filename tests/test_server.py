@@ -528,6 +528,38 @@ def test_server_start_stop_status(tmp_path: Path) -> None:
     assert off.returncode == 0 and list(runtime.glob("mnemon-*/server-*.pid")) == []  # off starts none
 
 
+def test_server_start_says_why_its_socket_directory_is_unsafe(tmp_path: Path) -> None:
+    """It refused without a reason, and only after waiting out its two-minute start timeout."""
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    directory = runtime / f"mnemon-{os.getuid()}"
+
+    def refusal() -> str:
+        proc = subprocess.run([sys.executable, "-m", "mnemon", "server", "start"], capture_output=True,
+                              env=_env(runtime, "off"), cwd=REPO, timeout=60)  # at once, not after START_TIMEOUT
+        assert (proc.returncode, proc.stdout) == (1, b"")
+        prefix = f"Error: mnemon server cannot use its socket directory {directory}: it "
+        err = proc.stderr.decode()
+        assert err.startswith(prefix) and err.endswith("\n") and err.count("\n") == 1, err
+        return err[len(prefix):-1]
+
+    directory.mkdir()
+    directory.chmod(0o755)
+    assert refusal() == "is open to other users (mode 0755; it must be 0700)"
+    assert list(directory.iterdir()) == [] and directory.stat().st_mode & 0o777 == 0o755  # nothing made or changed
+    directory.rmdir()
+    directory.symlink_to(tmp_path)
+    assert refusal() == "is a symbolic link, not a directory"
+    directory.unlink()
+    if os.getuid() == 0:  # only root can give the directory to another user
+        directory.mkdir(mode=0o700)
+        os.chown(directory, 65534, -1)
+        assert refusal() == "is owned by uid 65534, not by this user (uid 0)"
+        directory.rmdir()
+    assert list(runtime.glob("mnemon-*/server-*")) == []
+    assert json.loads(_mnemon(runtime, "off", ["server", "status"]).stdout)["running"] is False
+
+
 def test_sigterm_the_moment_the_pid_file_appears_still_unlinks_the_socket(tmp_path: Path) -> None:
     # `server stop` sends SIGTERM as soon as it reads the pid file, so the server's handlers must
     # be in place before that file is written; under the default action it would die at once and

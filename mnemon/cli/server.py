@@ -44,6 +44,17 @@ def _report(info: object | None) -> dict[str, object]:
     return report
 
 
+def _check_socket_directory() -> None:
+    """Refuse at once, saying why, when the socket directory is unsafe: the server would refuse it too, and
+    start only waited out its timeout (two minutes) to say "did not start"."""
+    from mnemon.server import paths
+
+    directory = paths.runtime_dir(config.process_environment())
+    problem = paths.prepare_private_dir(directory)
+    if problem is not None:
+        raise InputError(f"mnemon server cannot use its socket directory {os.fsdecode(directory)}: it {problem}")
+
+
 @server_app.command("start")
 def start() -> None:
     """Start the server for this installation unless one runs (waits until it listens)."""
@@ -53,6 +64,7 @@ def start() -> None:
         control.idle_seconds(config.server_idle_text())
     except ValueError:
         raise InputError("invalid MNEMON_SERVER_IDLE (use a duration such as 30m, or seconds)") from None
+    _check_socket_directory()
     control.spawn(config.process_environment())
     info = control.wait_ready(config.process_environment(), START_TIMEOUT)
     if info is None:

@@ -406,8 +406,9 @@ def _listen(path: bytes) -> socket.socket:
 def main() -> int:
     environ = config.process_environment()
     directory = paths.runtime_dir(environ)
-    if not paths.ensure_private_dir(directory):
-        print(f"mnemon server: {os.fsdecode(directory)} is not a private directory", file=sys.stderr)
+    problem = paths.prepare_private_dir(directory)
+    if problem is not None:
+        print(f"mnemon server: {os.fsdecode(directory)} is not a private directory: it {problem}", file=sys.stderr)
         return 1
     try:
         idle = control.idle_seconds(config.server_idle_text())

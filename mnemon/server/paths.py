@@ -68,22 +68,38 @@ def scratch_path(environ: dict[bytes, bytes]) -> bytes:
     return server_path(environ, "scratch")
 
 
-def private_dir_ok(path: bytes) -> bool:
-    """True when ``path`` is a real directory owned by us that no one else may enter: a socket in
-    any other directory could be someone else's, who would then receive our stdio and env."""
+def private_dir_problem(path: bytes) -> str | None:
+    """None when ``path`` is a real directory owned by us that no one else may enter, else what it is
+    instead (said after "it"): a socket in any other directory could be someone else's, who would then
+    receive our stdio and env."""
     try:
         st = os.lstat(path)
-    except OSError:
-        return False
-    return (st.st_mode & 0o170000) == 0o040000 and st.st_uid == os.getuid() and (st.st_mode & 0o077) == 0
+    except OSError as exc:
+        return "cannot be examined: %s" % exc.strerror
+    kind = st.st_mode & 0o170000
+    if kind != 0o040000:
+        return "is a symbolic link, not a directory" if kind == 0o120000 else "is not a directory"
+    if st.st_uid != os.getuid():
+        return "is owned by uid %d, not by this user (uid %d)" % (st.st_uid, os.getuid())
+    if st.st_mode & 0o077:
+        return "is open to other users (mode %04o; it must be 0700)" % (st.st_mode & 0o7777)
+    return None
 
 
-def ensure_private_dir(path: bytes) -> bool:
-    """Create the runtime directory 0700 if missing; True when it is safe to use."""
+def private_dir_ok(path: bytes) -> bool:
+    return private_dir_problem(path) is None
+
+
+def prepare_private_dir(path: bytes) -> str | None:
+    """Create the runtime directory 0700 if missing; None when it is safe to use, else why not (after "it")."""
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
         pass
-    except OSError:
-        return False
-    return private_dir_ok(path)
+    except OSError as exc:
+        return "cannot be created: %s" % exc.strerror
+    return private_dir_problem(path)
+
+
+def ensure_private_dir(path: bytes) -> bool:
+    return prepare_private_dir(path) is None
