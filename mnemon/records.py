@@ -236,6 +236,9 @@ class SimilarityScale:
     reads in its comparisons with other memories (auto-link, candidates, diff advice; ``for_vector``): such a
     vector shares its label's direction with every memory of that label, so its cosines sit higher than its
     text alone makes them (COMPOSED_AUTO_LINK); None: this one.
+    ``term_floor`` (when > 0): an ordinary query's words find neighbour terms among the store's words by this
+    model's own single-word cosines at or above it (TERM_NEIGHBOURS). Else ``thesaurus``: they find them in the
+    bundled English thesaurus, as a query without similarity does (THESAURUS_WEIGHT); neither: none.
     """
 
     auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
@@ -257,6 +260,7 @@ class SimilarityScale:
     han: SimilarityScale | None = None
     composed: SimilarityScale | None = None
     term_floor: float = 0.0
+    thesaurus: bool = False
 
     def for_vector(self, composed: bool) -> SimilarityScale:
         """The scale a new memory's comparisons with stored ones read (§4.7, §4.9): ``composed`` for one whose
@@ -375,6 +379,7 @@ _E5_WHOLE = SimilarityScale(
 # 0.95 is where recall put it too.
 _E5_SCALE = replace(
     _E5_WHOLE,
+    thesaurus=True,  # THESAURUS_WEIGHT
     composed=replace(
         _E5_WHOLE, auto_link=COMPOSED_AUTO_LINK, candidate=0.90, diff_override=0.97, diff_extra=0.94,
         diff_add_below=0.93, diff_conflict_at=0.95, diff_duplicate_above=0.98,
@@ -428,6 +433,12 @@ TERM_NEIGHBOUR_MAX_SHARE = 0.05
 # the keyword list carries the neighbours alone. Nineteenth session (bench/quality-ablations.md), R@10 1-4 with no
 # model, English development facts 64.0 -> 64.6 and turns 75.4 -> 76.7 (no conversation lower by more than 0.4);
 # weights 0.6 / 0.8 give facts 64.3 / 64.9 and turns 76.9 / 76.4 (0.8: conv-42 turns -1.4).
+# With multilingual-e5-small too (SimilarityScale.thesaurus), whose single-word cosines bunch too high to choose
+# neighbours by (term_floor 0): twentieth session, R@10 1-4 with e5, English development facts 66.3 -> 67.2 (every
+# conversation up) and turns 79.2 -> 79.7 (conv-30 -0.6, conv-42 -0.5); three check conversations written for the
+# purpose and never tuned on, facts 73.7 -> 74.4 (one -0.4) and turns 69.6 -> 72.1 (every one up). The same weight:
+# not re-tuned. A query in Han characters has no English words to look up; other models (the contract's scale)
+# were not measured and have none.
 THESAURUS_FLOOR = 0.5
 THESAURUS_PER_STEM = 64
 THESAURUS_WEIGHT = 0.7

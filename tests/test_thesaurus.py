@@ -18,7 +18,7 @@ from mnemon.config import Settings
 from mnemon.drafts import parse_draft
 from mnemon.embed.fake import HashEmbedder
 from mnemon.engine import Engine
-from mnemon.records import THESAURUS_FLOOR, THESAURUS_PER_STEM, THESAURUS_WEIGHT
+from mnemon.records import THESAURUS_FLOOR, THESAURUS_PER_STEM, THESAURUS_WEIGHT, similarity_scale
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 12, 7, 12, 0, 0, tzinfo=timezone.utc)
@@ -151,12 +151,31 @@ def test_no_thesaurus_for_a_word_in_too_many_memories_or_a_long_query(tmp_path: 
 
 def test_a_model_with_similarity_reads_no_thesaurus(tmp_path: Path) -> None:
     """A model gives the similarity signal; neighbour terms then come from its own word vectors where they were
-    measured (test_neighbour_terms), and from nowhere else: the thesaurus is for stores without one."""
+    measured (test_neighbour_terms), from the thesaurus where its scale asks for it (e5, the next test), and from
+    nowhere else: a model that was not measured either way has none."""
     items = [{"content": t, "created_at": "2026-11-02T00:00:00Z"} for t in OTHERS + [DOG]]
     with _engine(tmp_path, HashEmbedder(dim=64, model="some-other-model")) as engine:
         engine.import_draft(parse_draft(json.dumps({"schema_version": "1", "insights": items})), no_diff=True)
     assert _keyword_of(tmp_path, "What pets do they keep?", DOG, HashEmbedder(dim=64, model="some-other-model")) == 0.0
     assert _keyword_of(tmp_path, "What pets do they keep?", DOG) == 1.0  # the same store read without the model
+
+
+def test_multilingual_e5_reads_the_thesaurus_beside_its_similarity(tmp_path: Path) -> None:
+    """e5's single-word cosines bunch too high to choose neighbours by (no term floor): its scale reads the
+    thesaurus instead (records.SimilarityScale.thesaurus), at the same weight as a store without a model."""
+    assert similarity_scale("multilingual-e5-small").thesaurus
+    assert similarity_scale("multilingual-e5-small").for_query("她养了什么宠物").thesaurus
+    assert not similarity_scale("all-MiniLM-L6-v2").thesaurus and not similarity_scale("nomic-embed-text").thesaurus
+    e5 = HashEmbedder(dim=64, model="multilingual-e5-small")
+    items = [{"content": t, "created_at": "2026-11-02T00:00:00Z"} for t in OTHERS + [DOG]]
+    with _engine(tmp_path, e5) as engine:
+        engine.import_draft(parse_draft(json.dumps({"schema_version": "1", "insights": items})), no_diff=True)
+    with _engine(tmp_path, e5) as engine:
+        hits = engine.recall("What pets do they keep?", limit=40).hits
+        again = engine.recall("What pets do they keep?", limit=40).hits
+    found = [h for h in hits if h.insight.content == DOG]
+    assert found and found[0].signals["keyword"] == 1.0  # only "dog", the thesaurus's neighbour of "pet", matches
+    assert [(h.insight.id, h.score) for h in again] == [(h.insight.id, h.score) for h in hits]  # deterministic
 
 
 def test_recall_through_the_cli_without_a_model(tmp_path: Path) -> None:

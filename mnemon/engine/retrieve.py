@@ -206,10 +206,14 @@ class RetrievePipeline:
         switch = similarity is not None and scale.long_below_best > 0.0
         bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len, switch,
                                          with_feedback=similarity is None)
-        if long_query == 0.0 and (similarity is None or scale.term_floor > 0.0):
-            # the model's word vectors where it has measured ones, else the bundled thesaurus (no similarity)
-            neighbours = (self._neighbour_terms(index, query, scope, use_numba, mean_len, scale.term_floor)
-                          if similarity is not None else self._thesaurus_terms(index, query, scope, use_numba, mean_len))
+        if long_query == 0.0:
+            # the model's word vectors where it has measured ones, else the bundled thesaurus (no similarity, or
+            # a model whose scale asks for it: SimilarityScale.thesaurus)
+            neighbours = None
+            if similarity is not None and scale.term_floor > 0.0:
+                neighbours = self._neighbour_terms(index, query, scope, use_numba, mean_len, scale.term_floor)
+            elif similarity is None or scale.thesaurus:
+                neighbours = self._thesaurus_terms(index, query, scope, use_numba, mean_len)
             if neighbours is not None:
                 bm25 = bm25 + neighbours
         arrays = pipeline.RecallArrays(
