@@ -157,8 +157,16 @@ def test_crash_while_growing_the_files(tmp_path: Path, monkeypatch: pytest.Monke
             engine.vector_scores(HashEmbedder(DIM).embed("x"))
         monkeypatch.setattr(vector_store.VectorIndex, "_grow", crash_after_replacing)
         with Engine(settings) as engine, pytest.raises(KeyboardInterrupt):
+            # the index is opened before the write's transaction and grows in the catch-up after its commit:
+            # the kill lands there, the memory stored
             engine.remember("python memory agent", no_diff=True)
         monkeypatch.setattr(vector_store.VectorIndex, "_grow", original)
         with Engine(settings) as engine:
+            second = [row[0] for row in engine.store.conn.execute(
+                "SELECT id FROM insights WHERE content = 'python memory agent'")]  # fmt: skip
             hits = engine.vector_search(HashEmbedder(DIM).embed("rust qdrant search"), 5)
-    assert [(i, round(c, 12)) for i, c in hits] == [(first, 1.0)]
+            index = engine.vectors.vector_index()
+            assert index is not None and index.mismatches(engine.store.conn) == []
+    assert len(second) == 1
+    assert [(i, round(c, 12)) for i, c in hits][0] == (first, 1.0)
+    assert sorted(i for i, _ in hits) == sorted([first, second[0]]) and hits[1][1] < 1.0

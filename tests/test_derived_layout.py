@@ -185,3 +185,40 @@ def test_a_commit_while_the_vector_index_catches_up_is_indexed_once(tmp_path: Pa
         assert index is not None and index.active_count() == 5
         assert index.mismatches(engine.store.conn) == []
         assert engine.doctor()["ok"] is True
+
+
+def test_remember_opens_the_vector_index_before_its_transaction(tmp_path: Path, monkeypatch) -> None:
+    """A `remember --no-diff` with a model, the first of its process to need the vector index (its semantic
+    edges), opened the index inside its write transaction: the index caught up with what that transaction sees
+    and stamped its header for the uncommitted row. A concurrent reader then found a header naming a row its
+    snapshot lacks and rebuilt the whole index. The header stays the committed state's until the commit."""
+    from mnemon.config import Settings
+    from mnemon.embed.fake import HashEmbedder
+    from mnemon.engine import Engine
+    from mnemon.engine import graph
+
+    embedder = HashEmbedder(16)
+    settings = Settings(data_dir=tmp_path / "stamp", store="default")
+    header = derived.path(settings.db_path, "vec.json")
+    with Engine(settings, embedder=embedder) as engine:
+        for k in range(3):
+            engine.remember(f"Stamp memory {k} about Rust", no_diff=True)
+        engine.vector_scores(embedder.embed("Rust"))  # the index current for the three
+    before = header.read_bytes()
+    seen: list[bytes] = []
+    semantic_edges = graph.semantic_edges
+
+    def in_the_transaction(*args, **kwargs):  # type: ignore[no-untyped-def]
+        seen.append(header.read_bytes())  # after the semantic search, before the commit
+        return semantic_edges(*args, **kwargs)
+
+    monkeypatch.setattr(graph, "semantic_edges", in_the_transaction)
+    with Engine(settings, embedder=embedder) as engine:  # a new process: the index not open yet
+        engine.remember("Stamp memory 3 about Rust", no_diff=True)
+    assert seen == [before]
+    monkeypatch.setattr(graph, "semantic_edges", semantic_edges)
+    with Engine(settings, embedder=embedder) as engine:
+        ids, _ = engine.vector_scores(embedder.embed("Rust"))
+        assert len(ids) == 4
+        index = engine.vectors.vector_index()
+        assert index is not None and index.mismatches(engine.store.conn) == []

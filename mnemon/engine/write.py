@@ -106,6 +106,11 @@ class WritePipeline:
             scan = ActiveTokens(store.conn)
             suggestion = self._diff_suggestion(content, compared, scan, scale)
 
+        if compared is not None:
+            # the vector index made current for the committed state before the transaction (the diff above
+            # opens it too): opened inside, it would stamp its header for this write's uncommitted row, and a
+            # reader in that moment, not seeing the row, would rebuild it whole (slow on a large store)
+            self.ctx.vectors.vector_index()
         with store.transaction("remember") as conn:
             if not no_diff:
                 existing = insights.exact_duplicate(conn, content)
