@@ -163,6 +163,42 @@ def test_import_writes_the_whole_table_and_a_recall_embeds_only_its_query(tmp_pa
     assert embedder.batches == [["pets", "keep"]]  # the query's words, one request: nothing of the store's again
 
 
+def test_a_query_word_the_store_has_written_is_not_embedded_again(tmp_path: Path) -> None:
+    """The table holds the vector of every word the store has written, each embedded alone as a query's words
+    are: a recall embeds only the words it lacks, and ranks as if it had embedded them all."""
+    _fill(tmp_path)
+    embedder = AliasEmbedder()
+    settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
+    with Engine(settings, clock=lambda: NOW, embedder=embedder) as engine:
+        known = engine.recall("Which turtles eat lettuce?", limit=40).hits
+        mixed = engine.recall("Which pets eat lettuce?", limit=40).hits
+    assert embedder.batches == [["pets"]]  # "turtles", "eat" and "lettuce" are the store's words
+    assert known and known[0].insight.content == TURTLES
+    assert mixed and mixed[0].insight.content == TURTLES and mixed[0].signals["keyword"] == 1.0
+
+    with Engine(settings, clock=lambda: NOW, embedder=embedder) as engine:
+        table = word_store.read(tmp_path / "data" / "default" / "mnemon.db", "all-MiniLM-L6-v2", 1024)
+        assert table is not None
+        rows = table.rows_of(["turtles", "lettuce", "pets"])
+        assert rows[2] is None and rows[0] is not None and rows[1] is not None
+        vectors = np.asarray(table.vectors)[[rows[0], rows[1]]]
+        alone = np.asarray(embedder.embed_batch(["turtles", "lettuce"]), dtype=np.float32)
+        assert np.allclose(vectors, alone / np.linalg.norm(alone, axis=1, keepdims=True), atol=1e-6)
+
+
+def test_a_table_read_once_is_read_again_only_when_its_file_is_replaced(tmp_path: Path) -> None:
+    _fill(tmp_path)
+    db = tmp_path / "data" / "default" / "mnemon.db"
+    first = word_store.read(db, "all-MiniLM-L6-v2", 1024)
+    assert first is not None and word_store.read(db, "all-MiniLM-L6-v2", 1024) is first  # the same file: no parse
+    assert word_store.read(db, "another-model", 1024) is None  # the header is still read and checked
+    with _engine(tmp_path) as engine:
+        engine.remember("Caroline keeps a parrot called Kiwi in the kitchen.", no_diff=True)
+    _keyword_of(tmp_path, "Which pets do we keep?", TURTLES)  # catches the table up: a new file
+    after = word_store.read(db, "all-MiniLM-L6-v2", 1024)
+    assert after is not None and after is not first and "parrot" in after.words and "parrot" not in first.words
+
+
 def test_embed_all_writes_the_whole_table_of_a_store_stored_without_a_model(tmp_path: Path) -> None:
     items = [{"content": t, "created_at": "2026-11-01T00:00:00Z"} for t in [*OTHERS, TURTLES]]
     settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
