@@ -94,7 +94,7 @@ def read(db_path: Path, model: str, dim: int) -> WordTable | None:
         if len(words) != count or len(stems) != count:
             return None
         expected = offset + count * dim * 4
-        if path.stat().st_size != expected:
+        if st.st_size != expected:  # the open file's size (fstat above), not whatever the path names by now
             return None
         vectors = (
             np.memmap(path, dtype=np.float32, mode="r", offset=offset, shape=(count, dim))
