@@ -345,6 +345,10 @@ def test_malformed_json_rpc_gets_a_json_rpc_error(world: World, body: bytes, cod
     (b'{"jsonrpc": "2.0", "id": {}, "method": "tools/call", "params": {"name": "remember", '
      b'"arguments": {"content": "sent with an object id"}}}', "invalid request: id must be a string, a number or null"),
     (b'{"jsonrpc": "2.0", "id": true, "method": "ping"}', "invalid request: id must be a string, a number or null"),
+    # a null or fractional id: valid JSON-RPC 2.0, but no MCP request id; the SDK took it for a notification too
+    (b'{"jsonrpc": "2.0", "id": null, "method": "tools/call", "params": {"name": "remember", '
+     b'"arguments": {"content": "sent with a null id"}}}', "invalid request: an MCP request's id must be a string or an integer"),
+    (b'{"jsonrpc": "2.0", "id": 1.5, "method": "ping"}', "invalid request: an MCP request's id must be a string or an integer"),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": "x"}', "invalid request: not a JSON-RPC 2.0 message"),
     (b'"text"', "invalid request: not a JSON-RPC 2.0 message"),
 ])

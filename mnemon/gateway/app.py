@@ -160,7 +160,9 @@ class Gateway:
 
     # -- the guard -------------------------------------------------------------------------------
 
-    async def guard(self, scope: Scope, receive: Receive) -> tuple[Token, bytes]:
+    async def guard(self, scope: Scope, receive: Receive) -> tuple[Token, bytes, Any]:
+        """The request's token, its body and the body read as JSON (``_parsed``: once, for the read-only check
+        here and the message check after), or Refused."""
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         if self.hosts is not None and headers.get("host", "") not in self.hosts:
             raise access.Refused(421, "host not allowed: a loopback gateway answers only 127.0.0.1, localhost or [::1] "
@@ -181,9 +183,10 @@ class Gateway:
         if wait:
             raise _Limited(wait)
         body = await self._body(scope, headers, receive)
-        if token.read_only and _writes(body):
+        payload = _parsed(body) if scope.get("method") == "POST" else _NOT_JSON
+        if token.read_only and _writes(payload):
             raise access.Refused(403, f'token "{token.name}" is read-only')
-        return token, body
+        return token, body, payload
 
     async def _body(self, scope: Scope, headers: dict[str, str], receive: Receive) -> bytes:
         if scope.get("method") != "POST":
@@ -289,14 +292,14 @@ class _Endpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
-            token, body = await self.gateway.guard(scope, receive)
+            token, body, payload = await self.gateway.guard(scope, receive)
         except access.Refused as exc:
             # The log names the refusal and, past authentication, the token's name (the reasons never
             # quote a token): an operator sees who was turned away, not only who was served.
             _log(f"refused {exc.status} {scope.get('method', '?')} {scope.get('path', '?')}: {exc}")
             await _refuse(send, exc)
             return
-        reason = invalid_message(body) if scope.get("method") == "POST" else None
+        reason = invalid_message(payload)
         if reason is not None:
             _log(f"refused 400 POST {scope.get('path', '?')}: token={token.name} {reason}")
             await _invalid_request(send, reason)
@@ -328,19 +331,35 @@ async def _refuse(send: Send, exc: access.Refused) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def invalid_message(body: bytes) -> str | None:
-    """Why a POST body that is JSON is no single JSON-RPC message; None when it is one, or is no JSON at all
-    (the SDK's parse error says that in a line). The SDK answers the rest with pydantic's whole validation
-    report (about 1.5 KB for a batch, quoting the request back): this is the one line said instead."""
+# A POST body the gateway could not read as JSON (the SDK answers it with its parse error, in a line).
+_NOT_JSON = object()
+# MCP's request id is a string or an integer, never null (unlike JSON-RPC 2.0's): the SDK took a request with a
+# null or fractional id for a notification (202, nothing run, no answer). The stdio server echoes such an id back.
+MCP_BAD_ID = "invalid request: an MCP request's id must be a string or an integer"
+
+
+def _parsed(body: bytes) -> Any:
+    """The POST body as JSON (read once per request: the read-only check and the message check both need it; the
+    SDK reads the bytes again itself), or _NOT_JSON."""
     try:
-        payload = json.loads(body)
+        return json.loads(body)
     except (ValueError, RecursionError):
+        return _NOT_JSON
+
+
+def invalid_message(payload: Any) -> str | None:
+    """Why a POST body (``_parsed``) that is JSON is no single JSON-RPC message; None when it is one, or is no
+    JSON at all (the SDK's parse error says that in a line). The SDK answers the rest with pydantic's whole
+    validation report (about 1.5 KB for a batch, quoting the request back): this is the one line said instead."""
+    if payload is _NOT_JSON:
         return None
     if isinstance(payload, list):
         return "invalid request: batch requests are not supported"
     if isinstance(payload, dict) and "id" in payload and not tools.valid_id(payload["id"]):
         # the SDK took {"id": {}, "method": ...} for a notification (202, no answer)
         return tools.BAD_ID
+    if isinstance(payload, dict) and "method" in payload and "id" in payload and not _mcp_id(payload["id"]):
+        return MCP_BAD_ID
     try:
         types.jsonrpc_message_adapter.validate_python(payload, by_name=False)  # the SDK's own check, word for word
     except ValidationError:
@@ -355,11 +374,14 @@ async def _invalid_request(send: Send, reason: str) -> None:
     await send({"type": "http.response.body", "body": body.encode()})
 
 
-def _writes(body: bytes) -> bool:
-    """Whether a JSON-RPC body holds a tools/call that writes (malformed bodies are left to the SDK)."""
-    try:
-        payload = json.loads(body)
-    except ValueError:
+def _mcp_id(value: Any) -> bool:
+    """A string or an integer (a JSON true is no integer, though Python's bool is an int)."""
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def _writes(payload: Any) -> bool:
+    """Whether a JSON-RPC body (``_parsed``) holds a tools/call that writes (malformed bodies are left to the SDK)."""
+    if payload is _NOT_JSON:
         return False
     for message in payload if isinstance(payload, list) else [payload]:
         if not isinstance(message, dict) or message.get("method") != "tools/call":
