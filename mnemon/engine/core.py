@@ -144,19 +144,33 @@ class EngineBase:
         return self._vectors
 
     def after_write(self) -> None:
-        """Called after every committed write: the derived indexes this process holds catch up."""
-        if self._vectors is not None:
-            self._vectors.after_write()
-        store = self._store
-        if store is None or store.readonly:
-            return
+        """Called after every committed write: the derived indexes this process holds catch up.
+
+        The write is committed by then, so a failure here (a full disk growing an index file) must not turn the
+        command into an error: its caller (an agent) would take the memory for lost and store it again. The
+        indexes this process held are dropped instead, with a notice; derived files are rebuildable, and the next
+        user of each finds from its fingerprint that it lags and catches it up (as after a kill at this point).
+        A KeyboardInterrupt or SystemExit still ends the command."""
         from mnemon.engine import hot
 
-        # Only an index this process already holds is caught up (O(delta): the new rows, their
-        # edges, and a small ``hot.delta`` write); other processes catch up from the fingerprint.
-        # An access-only write (show) leaves the index alone and never imports numpy.
-        if hot.cached(store.conn) is not None:
-            hot.index_for(store.conn, store.path, readonly=False, edges=False)
+        store = self._store
+        try:
+            if self._vectors is not None:
+                self._vectors.after_write()
+            if store is None or store.readonly:
+                return
+            # Only an index this process already holds is caught up (O(delta): the new rows, their
+            # edges, and a small ``hot.delta`` write); other processes catch up from the fingerprint.
+            # An access-only write (show) leaves the index alone and never imports numpy.
+            if hot.cached(store.conn) is not None:
+                hot.index_for(store.conn, store.path, readonly=False, edges=False)
+        except Exception as e:  # noqa: BLE001 - any failure of a derived index after the commit, by design
+            if self._vectors is not None:
+                self._vectors.forget_index()
+            if store is not None:
+                hot.forget(store.conn)
+            self._notice(f"mnemon: the write is stored, but an index beside the database could not catch up "
+                         f"({type(e).__name__}: {e}); it is caught up or rebuilt on next use")
 
     def require_writable(self, action: str) -> None:
         """Refuse a mutating command early under --readonly (§2.3 newest)."""

@@ -215,6 +215,12 @@ class Vectors:
             return
         index.sync(self.ctx.store.conn, pending, fresh=fresh)
 
+    def forget_index(self) -> None:
+        """Drop the vector index this process holds and what it was to apply (its catch-up failed): the next
+        use opens the files again and catches them up from the database."""
+        self._vector_index = None
+        self._pending_vectors, self._pending_fresh = None, False
+
     def track(self, stored: list[tuple[str, NDArray[np.float64]]], *, fresh: bool = False) -> None:
         """Have the next ``after_write`` apply ``stored`` (a batch just committed) as a delta.
 

@@ -142,8 +142,15 @@ class WritePipeline:
             oplog.append(conn, "remember", new.id, content, stamp)
         self.ctx.after_write()
 
-        semantic = self._semantic_candidates(new, compared, scan, scale)
-        causal = self._causal_candidates(new)
+        try:
+            semantic = self._semantic_candidates(new, compared, scan, scale)
+            causal = self._causal_candidates(new)
+        except Exception as e:  # noqa: BLE001 - stored already: advice that fails must not say the write failed
+            # the candidates read the indexes beside the database; one that cannot catch up (a full disk, see
+            # EngineBase.after_write) leaves the advice empty, said on stderr, and the memory reported as added
+            self.ctx.notice(f"mnemon: the memory is stored; its link candidates could not be read "
+                            f"({type(e).__name__}: {e})")
+            semantic, causal = [], []
         return {
             "id": new.id, "content": content, "category": category, "importance": importance,
             "tags": tags, "entities": new.entities, "action": "added", "diff_suggestion": suggestion,

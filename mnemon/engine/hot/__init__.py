@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "EDGE_CODES", "EDGE_STATS", "FORK_ROOM", "FORMAT_VERSION", "MERGE_FRACTION", "MERGE_MIN_ROWS", "HotIndex",
-    "Postings", "_FEW_BISECTIONS", "_SortedTerms", "_sorted_positions", "cached", "index_for", "inherited",
+    "Postings", "_FEW_BISECTIONS", "_SortedTerms", "_sorted_positions", "cached", "forget", "index_for", "inherited",
     "mark_current", "merge_threshold", "open_index",
 ]  # fmt: skip
 
@@ -96,6 +96,12 @@ inherited: Callable[[Path], HotIndex | None] = _no_inherited
 def cached(conn: apsw.Connection) -> HotIndex | None:
     """The index this process last used with ``conn`` (possibly stale), if any."""
     return _OPEN.get(conn)
+
+
+def forget(conn: apsw.Connection) -> None:
+    """Drop the index this process holds for ``conn`` (its catch-up failed): the next use loads the files and
+    catches them up from the fingerprint, or rebuilds them."""
+    _OPEN.pop(conn, None)
 
 
 def index_for(
