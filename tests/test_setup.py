@@ -113,6 +113,32 @@ def test_a_symlinked_settings_file_stays_a_link_through_setup_and_eject(cli, hos
     assert link.is_symlink() and dotfiles.read_bytes() == before
 
 
+def test_a_read_only_settings_file_is_refused_before_anything_is_written(cli, host):
+    """A user who made the host's config read-only (0444) meant it: setup refused nothing and replaced it by
+    rename, which the mode does not stop. Now setup and eject say so and write nothing (not even the skill)."""
+    _, project = host
+    path = project / SETTINGS_FILE["claude-code"]
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(USER_SETTINGS["claude-code"], indent=4))
+    path.chmod(0o444)
+    before = path.read_bytes()
+    out = cli("setup", "--target", "claude-code")
+    assert out.code == 1 and out.err.startswith("Error: ") and "Traceback" not in out.err
+    assert "is read-only (mode 0444)" in out.err and str(path) in out.err
+    assert path.read_bytes() == before and path.stat().st_mode & 0o777 == 0o444
+    assert not (project / ".claude/skills").exists() and not (project / ".claude/hooks").exists()
+    path.chmod(0o644)  # made writable: setup edits it, keeping the mode it has
+    assert cli("setup", "--target", "claude-code").code == 0
+    path.chmod(0o444)
+    installed = path.read_bytes()
+    out = cli("setup", "--target", "claude-code", "--eject")
+    assert out.code == 1 and "is read-only (mode 0444)" in out.err
+    assert path.read_bytes() == installed and (project / ".claude/hooks/mnemon").is_dir()
+    path.chmod(0o644)
+    assert cli("setup", "--target", "claude-code", "--eject").code == 0
+    assert path.read_bytes() == before
+
+
 def test_compact_hook_is_opt_in_and_user_groups_mixing_our_hook_keep_theirs(cli, host):
     _, project = host
     assert cli("setup", "--target", "claude-code", "--compact", "--no-nudge").code == 0

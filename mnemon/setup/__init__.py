@@ -200,6 +200,7 @@ def install(placement: Placement, options: Options) -> Report:
     scripts = {h: placement.hook_dir / target.files[h] for h in hooks}
     new_config = None
     if placement.installs_hooks and target.registration:  # validate (and plan) before writing anything
+        files.check_writable(placement.settings_path)
         new_config = _registrar(target).plan_install(target, placement.settings_path, placement.hook_dir, scripts,
                                                      manifest)
     report.add("skill", write_skill(placement, created_dirs))
@@ -266,6 +267,7 @@ def eject(placement: Placement, options: Options) -> Report:
     report = Report.start(placement)
     manifest = read_manifest(placement.hook_dir)
     if target.has_hooks and target.registration and placement.settings_path.exists():
+        files.check_writable(placement.settings_path)  # before anything is removed
         original = placement.settings_path.read_bytes()
         cleaned = _registrar(target).plan_eject(target, placement.settings_path, placement.hook_dir, manifest)
         if cleaned is None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mnemon.errors import InputError
 
-__all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "make_dirs", "remove_if_empty", "read_config",
+__all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "check_writable", "make_dirs", "remove_if_empty", "read_config",
            "remove_tree", "write_bytes", "write_text"]
 
 CONFIG_MODE = 0o644  # a new host config file (Go's WriteJSONFile)
@@ -27,11 +27,28 @@ PRIVATE_MODE = 0o600  # a new config that may hold the user's credentials
 SCRIPT_MODE = 0o755  # hook scripts the host executes directly
 
 
+def check_writable(path: Path) -> None:
+    """Refuse (InputError) to replace an existing file nobody may write (mode 0444, 0400, ...): its owner made it
+    read-only on purpose (a managed or frozen config), and the rename behind an atomic write would replace it
+    all the same, even for a user the mode would stop (the Go installer's plain write failed there). Called
+    before a command writes anything, and again by every write."""
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    try:
+        mode = target.stat().st_mode
+    except FileNotFoundError:
+        return
+    if mode & 0o222 == 0:
+        raise InputError(f"{path} is read-only (mode {mode & 0o7777:04o}); setup leaves it as it is: make it "
+                         "writable (chmod u+w) and run setup again, or edit it by hand")
+
+
 def write_bytes(path: Path, data: bytes, *, mode: int = CONFIG_MODE, keep_mode: bool = True) -> None:
     """Replace ``path`` atomically with ``data``; an existing file keeps its mode unless ``keep_mode`` is off.
+    A file nobody may write is refused (``check_writable``).
 
     A symbolic link (a dotfiles checkout's config) is written through: the file it names is replaced and
     the link stays, as an editor's save keeps it (replacing the link itself lost it for good, eject too)."""
+    check_writable(path)
     if path.is_symlink():
         path = Path(os.path.realpath(path))
     path.parent.mkdir(parents=True, exist_ok=True)
