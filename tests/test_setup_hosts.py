@@ -367,6 +367,22 @@ def test_setup_without_target_lists_every_host_and_installs_the_detected(cli, ho
     assert "  trae          TRAE            detected, mnemon installed" in again.out.splitlines()
 
 
+def test_a_host_version_with_escape_codes_and_bad_bytes_is_listed_as_plain_text(cli, host, tmp_path, monkeypatch):
+    """A host that colours its --version output even into a pipe (and writes a byte that is no UTF-8) once coloured
+    the list, or ended setup with a traceback: the version is shown as plain text."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "codex"
+    fake.write_text("#!/bin/sh\nprintf '\\n\\033[1;32mcodex-cli 0.46.0\\033[0m \\377 (build x)\\n\\033]0;title\\007'\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    res = cli("setup")  # no terminal, no --yes: the list only
+    assert res.code == 0, res.err
+    line = next(ln for ln in res.out.splitlines() if ln.split()[:1] == ["codex"])
+    assert line == "  codex         Codex           detected (codex-cli 0.46.0 \ufffd)"
+    assert "\x1b" not in res.out
+
+
 def test_markdown_block_is_stripped_from_agents_md_on_eject(cli, host):
     _, project = host
     (project / "AGENTS.md").write_text("<!-- mnemon:start -->\nold\n<!-- mnemon:end -->\n")

@@ -14,6 +14,7 @@ inside the Hermes registrar).
 from __future__ import annotations
 
 import importlib
+import re
 import shutil
 import subprocess
 from collections.abc import Callable, Mapping
@@ -322,14 +323,24 @@ class Detection:
         return f"  {self.target.name:<14}{self.target.display:<16}{state}"
 
 
+# A terminal escape sequence (CSI "ESC [ ... letter", OSC "ESC ] ... BEL or ESC \\", or any other ESC pair): a host
+# that colours its --version output even into a pipe would otherwise colour (or retitle) our host list.
+_ESCAPE = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|.)", re.DOTALL)
+VERSION_MAX_CHARS = 80  # a host's version line, as shown in the list
+
+
 def _version(executable: str) -> str:
+    """The first line of ``<exe> --version`` up to " (", as plain text: escape sequences and other control
+    characters out, bytes that are no UTF-8 replaced (a traceback once), at most VERSION_MAX_CHARS."""
     try:
-        out = subprocess.run([executable, "--version"], capture_output=True, text=True,
-                             timeout=VERSION_TIMEOUT_SECONDS, stdin=subprocess.DEVNULL).stdout
+        raw = subprocess.run([executable, "--version"], capture_output=True, timeout=VERSION_TIMEOUT_SECONDS,
+                             stdin=subprocess.DEVNULL).stdout
     except (OSError, subprocess.SubprocessError):
         return ""
-    first = out.strip().splitlines()[0] if out.strip() else ""
-    return first.split(" (")[0].strip()
+    out = _ESCAPE.sub("", raw.decode("utf-8", errors="replace"))
+    first = next((line.strip() for line in out.splitlines() if line.strip()), "")
+    first = "".join(ch for ch in first if ch.isprintable())
+    return first.split(" (")[0].strip()[:VERSION_MAX_CHARS]
 
 
 def installed(placement: Placement) -> bool:
