@@ -68,10 +68,11 @@ def parse_timestamp(s: str) -> datetime:
         else:
             offset = timedelta(hours=int(m.group(10)), minutes=int(m.group(11)))
             tz = timezone(-offset if m.group(9) == "-" else offset)
-        parsed = datetime(year, month, day, hour, minute, second, micros, tzinfo=tz)
-    except ValueError as exc:  # month 13, hour 24, offset ≥ 24h, year 0 ...
+        # converting to UTC can step outside datetime's years 1-9999 (year 1 at +14:00, year 9999
+        # at -14:00): OverflowError, reported like any other unusable stamp
+        return datetime(year, month, day, hour, minute, second, micros, tzinfo=tz).astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:  # month 13, hour 24, offset ≥ 24h, year 0 ...
         raise InputError(f'invalid timestamp "{s}": {exc}') from None
-    return parsed.astimezone(timezone.utc)
 
 
 def format_timestamp(dt: datetime) -> str:

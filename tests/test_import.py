@@ -160,6 +160,9 @@ def test_import_between_two_old_neighbours_replaces_their_backbone_pair(cli, tmp
          f"invalid draft: insights[0]: entity too long (201 bytes, max 200): {'e' * 50}"),
         ({"schema_version": "1", "insights": [{"content": "x", "created_at": "yesterday"}]},
          'invalid draft: insights[0]: created_at "yesterday" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)'),
+        ({"schema_version": "1", "insights": [{"content": "x", "created_at": "9999-12-31T23:59:59-14:00"}]},
+         'invalid draft: insights[0]: created_at "9999-12-31T23:59:59-14:00" is not RFC 3339 '
+         "(e.g. 2026-02-18T10:00:00Z)"),
         ({"schema_version": "1", "insights": [{"content": "x"}],
           "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal"}]},
          "invalid draft: edges[0]: target_index 1 out of range [0,1)"),

@@ -50,6 +50,8 @@ def test_parse_fractional_seconds_truncated_to_microseconds() -> None:
         "2026-02-18T10:00:00+24:00",
         "2026-02-18T10:00:00Z ",
         "yesterday",
+        "0001-01-01T00:00:00+14:00",  # before year 1 in UTC
+        "9999-12-31T23:59:59-14:00",  # after year 9999 in UTC
     ],
 )
 def test_parse_rejects_non_rfc3339(bad: str) -> None:
