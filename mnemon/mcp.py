@@ -19,6 +19,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import math
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
@@ -369,8 +370,12 @@ BAD_ID = "invalid request: id must be a string, a number or null"
 
 def valid_id(value: Any) -> bool:
     """JSON-RPC 2.0's request id: a string, a number or null. A JSON true is no number (Python's bool is an
-    int), and an object or array id cannot be echoed back for the client to match. (Shared with the gateway.)"""
-    return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
+    int), and an object or array id cannot be echoed back for the client to match. (Shared with the gateway.)
+    A number past a double's range (1e400) reads as infinity, which would be echoed back as ``Infinity``: no
+    JSON, so the client could not read the reply at all."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return value is None or (isinstance(value, (str, int)) and not isinstance(value, bool))
 
 
 def _not_json(constant: str) -> Any:

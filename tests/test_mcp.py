@@ -122,6 +122,10 @@ def test_mcp_session_over_stdio(data_dir):
     assert s.receive() == [{"jsonrpc": "2.0", "id": "a", "result": {}}, bad_id]
     s.send('{"jsonrpc": "2.0", "id": NaN, "method": "ping"}')
     assert s.receive() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}
+    # a number past a double's range reads as infinity: it was echoed back as Infinity, a reply that is no JSON
+    for huge in ("1e400", "-1e400"):
+        s.send(f'{{"jsonrpc": "2.0", "id": {huge}, "method": "ping"}}')
+        assert s.receive() == bad_id
     assert s.request("ping")["result"] == {}  # the session goes on
     s.close()
     assert run_process(["status"], data_dir=data_dir).json()["total_insights"] == 1
