@@ -20,6 +20,7 @@ import dataclasses
 import io
 import json
 import math
+import re
 import sys
 from collections.abc import Callable
 from typing import IO, TYPE_CHECKING, Any
@@ -304,8 +305,16 @@ class Server:
                 self.send(reply)
 
     def send(self, payload: object) -> None:
-        self.out.write(json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n")
+        line = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+        # A lone surrogate a request sent as "\ud800" (its id, its method named in an error) cannot be written
+        # as UTF-8: the write raised and ended the session. Written back as the same JSON escape, it echoes
+        # the value exactly.
+        line = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
+        self.out.write(line + "\n")
         self.out.flush()
+
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def run_tool(run: Runner, options: GlobalOptions, tool: str, args: dict[str, Any]) -> tuple[str, bool]:

@@ -126,6 +126,11 @@ def test_mcp_session_over_stdio(data_dir):
     for huge in ("1e400", "-1e400"):
         s.send(f'{{"jsonrpc": "2.0", "id": {huge}, "method": "ping"}}')
         assert s.receive() == bad_id
+    # a lone surrogate (a legal JSON escape) echoed back in an id or an error: the write raised, the session ended
+    s.send('{"jsonrpc": "2.0", "id": "\\ud800", "method": "ping"}')
+    assert s.proc.stdout is not None and s.proc.stdout.readline() == '{"jsonrpc":"2.0","id":"\\ud800","result":{}}\n'
+    s.send('{"jsonrpc": "2.0", "id": 99, "method": "x\\udc00"}')
+    assert s.receive()["error"] == {"code": -32601, "message": "method not found: x\udc00"}
     assert s.request("ping")["result"] == {}  # the session goes on
     s.close()
     assert run_process(["status"], data_dir=data_dir).json()["total_insights"] == 1
