@@ -288,6 +288,8 @@ class Server:
             if not line.strip():
                 continue
             try:
+                if _LONE_SURROGATE.search(line):  # bytes that are no UTF-8 (serve() reads them escaped): no JSON
+                    raise ValueError("not UTF-8")
                 message = json.loads(line, parse_constant=_not_json)
             except (ValueError, RecursionError):  # RecursionError: a line nested past the parser's depth
                 self.send(_error(None, PARSE_ERROR, "parse error"))
@@ -399,5 +401,7 @@ def _error(request_id: Any, code: int, message: str) -> dict[str, Any]:
 
 def serve(options: GlobalOptions, run: Runner) -> None:
     """Serve MCP on this process's stdin/stdout until stdin closes; tools run through ``run``."""
-    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="replace", newline="\n")
+    # surrogateescape, not replace: a line with bytes that are no UTF-8 is a parse error (Server.serve), where
+    # "replace" stored a remember's content with U+FFFD in their place, silently changed
+    stdin = io.TextIOWrapper(sys.stdin.buffer, encoding="utf-8", errors="surrogateescape", newline="\n")
     Server(options, sys.stdout, run).serve(stdin)

@@ -141,3 +141,19 @@ def test_bare_mcp_serves_too(data_dir):
     assert s.request("initialize", {"protocolVersion": "1999-01-01"})["result"]["protocolVersion"] == "2025-06-18"
     assert json.loads(text(s.call("status")))["total_insights"] == 0
     s.close()
+
+
+def test_a_line_that_is_no_utf8_is_a_parse_error_and_stores_nothing(data_dir):
+    # it was decoded with U+FFFD in place of the bad byte, and a remember stored that changed content
+    s = Session(data_dir, "serve")
+    assert s.proc.stdin is not None
+    s.proc.stdin.buffer.write(b'{"jsonrpc": "2.0", "id": 1, "method": "tools/call", '
+                              b'"params": {"name": "remember", "arguments": {"content": "caf\xe9 latte"}}}\n')
+    s.proc.stdin.buffer.flush()
+    assert s.receive() == {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "parse error"}}
+    s.proc.stdin.buffer.write('{"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "remember", '
+                              '"arguments": {"content": "café au lait"}}}\n'.encode())  # raw UTF-8 still reads
+    s.proc.stdin.buffer.flush()
+    assert json.loads(text(s.receive()["result"]))["content"] == "café au lait"
+    s.close()
+    assert run_process(["status"], data_dir=data_dir).json()["total_insights"] == 1
