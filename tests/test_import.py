@@ -317,6 +317,9 @@ def test_export_then_import_reproduces_insights_and_edges(cli, tmp_path):
     assert _edge_multiset(cli.data_dir, "copy") == _edge_multiset(cli.data_dir, "default")
     # stdout export is the same draft
     assert json.loads(cli("export").out) == exported
+    # a NUL in the path (in-process only: no real argv holds one) raised ValueError, a traceback
+    nul = cli("export", "-o", "draft\x00.json")
+    assert nul.code == 1 and nul.err == "Error: write file: embedded null byte: draft\x00.json\n"
 
 
 def test_an_export_imported_again_into_its_store_changes_no_edge(cli, tmp_path):

@@ -44,6 +44,9 @@ def test_cli_formats_output_file_and_errors(cli, tmp_path):
     assert "<svg" in out.read_text() and gone not in out.read_text()
     bad = cli("viz", "--format", "svg")
     assert bad.code == 1 and bad.err == "Error: unsupported format: svg (use dot or html)\n"
+    # a NUL in the path (in-process only: no real argv holds one) raised ValueError, a traceback
+    nul = cli("viz", "-o", "graph\x00.dot")
+    assert nul.code == 1 and nul.err == "Error: write graph\x00.dot: embedded null byte\n"
 
 
 def _page(tmp_path: Path) -> tuple[Path, str]:

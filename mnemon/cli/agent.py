@@ -133,8 +133,8 @@ def viz(
         return
     try:
         Path(output).write_text(text, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"write {output}: {exc.strerror}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+        raise InputError(f"write {output}: {getattr(exc, 'strerror', None) or exc}") from None
     print(f"written to {output}", file=sys.stderr)
 
 

@@ -104,8 +104,8 @@ def export(
         try:
             with open(output, "w", encoding="utf-8") as fh:
                 fh.write(text + "\n")
-        except OSError as exc:
-            raise InputError(f"write file: {exc.strerror or exc}: {output}") from None
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            raise InputError(f"write file: {getattr(exc, 'strerror', None) or exc}: {output}") from None
         print(f"written to {output}", file=sys.stderr)
     else:
         render.emit_text(text)

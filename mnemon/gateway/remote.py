@@ -203,8 +203,8 @@ def _write_local(output: str, text: str) -> None:
     try:
         with open(output, "w", encoding="utf-8") as fh:
             fh.write(text)
-    except OSError as exc:
-        raise InputError(f"write file: {exc.strerror or exc}: {output}") from None
+    except (OSError, ValueError) as exc:  # ValueError: a NUL in the path (as a local export says it)
+        raise InputError(f"write file: {getattr(exc, 'strerror', None) or exc}: {output}") from None
     print(f"written to {output}", file=sys.stderr)
 
 
