@@ -135,6 +135,9 @@ def read_active(data_dir: Path) -> str | None:
 
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+# Go's longest Duration (int64 nanoseconds, about 292 years): its ParseDuration refuses more. A longer
+# grace made the prune cutoff (now - grace) overflow a datetime: the remember that pruned crashed.
+_MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
 
 
 def parse_duration(text: str) -> float:
@@ -148,7 +151,7 @@ def parse_duration(text: str) -> float:
         return 0.0
     day = re.fullmatch(r"(\d+(?:\.\d+)?)d", s)
     if day:
-        return float(day.group(1)) * 86400.0
+        return _bounded(float(day.group(1)) * 86400.0, text)
     if not s or s.startswith("-"):
         raise ValueError(text)
     s = s.lstrip("+")
@@ -161,7 +164,13 @@ def parse_duration(text: str) -> float:
         pos = m.end()
     if pos == 0:
         raise ValueError(text)
-    return total
+    return _bounded(total, text)
+
+
+def _bounded(seconds: float, text: str) -> float:
+    if seconds > _MAX_DURATION_SECONDS:
+        raise ValueError(text)
+    return seconds
 
 
 def resolve(

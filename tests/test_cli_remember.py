@@ -355,3 +355,16 @@ def test_invalid_prune_env_warns_and_uses_default(data_dir, capsys, monkeypatch)
     res = run_at(data_dir, capsys, T0, "remember", "warned memory")
     assert res.code == 0
     assert 'MNEMON_MAX_INSIGHTS "lots"' in res.err and 'MNEMON_AUTO_PRUNE_MIN_AGE "-5h"' in res.err
+
+
+@pytest.mark.parametrize("age", ["2562048h", "106752d", "99999999999999999999h"])
+def test_a_grace_longer_than_go_allows_warns_and_uses_default(data_dir, capsys, monkeypatch, age) -> None:
+    # past Go's longest duration (~292 years): the prune cutoff overflowed and the pruning remember crashed
+    monkeypatch.setenv("MNEMON_MAX_INSIGHTS", "1")
+    monkeypatch.setenv("MNEMON_AUTO_PRUNE_MIN_AGE", age)
+    ok_at(data_dir, capsys, T0, "remember", "first memory over a tiny ceiling")
+    res = run_at(data_dir, capsys, T0, "remember", "second memory triggers a prune")
+    assert res.code == 0, res.err
+    assert f'ignoring invalid MNEMON_AUTO_PRUNE_MIN_AGE "{age}"; using default 24h0m0s' in res.err
+    assert json.loads(res.out)["auto_pruned"] == 0  # both inside the default 24 h grace
+    assert ok_at(data_dir, capsys, T0, "status")["total_insights"] == 2
