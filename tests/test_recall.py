@@ -266,6 +266,17 @@ def test_basic_is_like_with_escaped_wildcards_and_values_before_bump(tcli: Timed
     assert "recall:basic" in tcli("log").out and "q=100% hits=1" in tcli("log").out
 
 
+def test_basic_with_a_query_longer_than_any_content_finds_nothing(tcli: TimedCli) -> None:
+    # past SQLite's 50,000-byte LIKE pattern limit this was "Error: database error: LIKE or GLOB pattern too
+    # complex"; no memory (at most 8000 bytes) can hold such a query, so the answer is no hit
+    tcli.remember("Coverage reached 100% today")
+    for query in ("coverage " * 6000, "x" * 8001):
+        res = tcli("recall", query, "--basic")
+        assert res.code == 0, res.err
+        assert res.json() == []
+    assert "recall:basic" in tcli("log", "--limit", "1").out
+
+
 # --- scoping, supersedes, expansion, ties -------------------------------------------------------------
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import apsw
 
-from mnemon.records import Insight
+from mnemon.records import MAX_CONTENT_BYTES, Insight
 from mnemon.store.connection import scalar
 
 INSIGHT_COLUMNS = (
@@ -309,6 +309,10 @@ def prune_candidates(
 
 def basic_search(conn: apsw.Connection, query: str, category: str, source: str, limit: int) -> list[Insight]:
     """Substring match over content (``recall --basic``) with LIKE wildcards escaped."""
+    if len(query.encode("utf-8")) > MAX_CONTENT_BYTES:
+        # no stored content is that long (every writer checks it), so nothing matches; asked anyway,
+        # SQLite refuses a LIKE pattern past 50,000 bytes with a database error ("pattern too complex")
+        return []
     pattern = "%" + _like_literal(query) + "%"
     rows = conn.execute(_SQL_BASIC_SEARCH, (pattern, category, category, source, source, limit))
     return [row_to_insight(r) for r in rows]
