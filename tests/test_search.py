@@ -49,3 +49,17 @@ def test_search_html_escapes_in_the_default_output(cli) -> None:
     cli.ok("remember", "a <tag> & more")
     res = cli("search", "tag")
     assert "\\u003ctag\\u003e \\u0026 more" in res.out
+
+
+def test_a_malformed_tags_or_entities_column_reads_as_empty(cli) -> None:
+    # a row whose tags/entities is no JSON array (a Go store may hold one): show and recall read it as [],
+    # search and remember's candidate scan raised JSONDecodeError, a traceback on every call
+    from tests.test_cli_remember import query
+
+    odd = cli.ok("remember", "Redis eviction policy is allkeys-lru")["id"]
+    query(cli.data_dir, "UPDATE insights SET tags = 'not json', entities = '{}' WHERE id = ?", (odd,))
+    out = cli.ok("search", "redis eviction")
+    assert [h["id"] for h in out] == [odd] and out[0]["tags"] == []
+    added = cli.ok("remember", "Redis eviction runs before the nightly backup")
+    assert added["action"] == "added"
+    assert cli.ok("show", odd)["tags"] == []

@@ -9,7 +9,6 @@ desc, id asc (§4.2 newest), exactly as the former full scan did.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -42,9 +41,9 @@ class ScoredRow:
 
 
 def _scan_row(r: tuple[object, ...]) -> ScanRow:
-    tags = json.loads(str(r[5])) if r[5] else []
-    ents = json.loads(str(r[6])) if r[6] else []
-    tokens = frozenset(insight_tokens(str(r[1]), [str(t) for t in tags], [str(e) for e in ents]))
+    # the store's tolerant reading (as show and recall have it): a malformed tags or entities column
+    # (a Go store may hold one) is no list, not a JSONDecodeError that failed every search and remember
+    tokens = frozenset(insight_tokens(str(r[1]), insights.load_list(r[5]), insights.load_list(r[6])))
     return ScanRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), tokens)  # type: ignore[call-overload]
 
 

@@ -93,7 +93,7 @@ _SQL_BASIC_SEARCH = (
 )
 
 
-def _load_list(raw: object) -> list[str]:
+def load_list(raw: object) -> list[str]:
     """Decode a JSON string array column; anything malformed reads as empty (Go stores may be odd)."""
     if not raw:
         return []
@@ -111,8 +111,8 @@ def row_to_insight(row: Sequence[Any]) -> Insight:
         content=str(row[1]),
         category=str(row[2]),
         importance=int(row[3]),
-        tags=_load_list(row[4]),
-        entities=_load_list(row[5]),
+        tags=load_list(row[4]),
+        entities=load_list(row[5]),
         source=str(row[6]),
         access_count=int(row[7] or 0),
         created_at=str(row[8]),
