@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import REMOTE
 from tests.test_cli_remember import db_path, query, stored_state
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -320,6 +321,27 @@ def test_export_then_import_reproduces_insights_and_edges(cli, tmp_path):
     # a NUL in the path (in-process only: no real argv holds one) raised ValueError, a traceback
     nul = cli("export", "-o", "draft\x00.json")
     assert nul.code == 1 and nul.err == "Error: write file: embedded null byte: draft\x00.json\n"
+
+
+def test_an_export_or_graph_over_a_stores_own_files_is_refused(cli, tmp_path):
+    """`export -o data/default/mnemon.db` wrote the draft over the database it was exporting: every later command
+    said "file is not a database". Any path inside the data folder (or a link to one) is refused first."""
+    first = cli.ok("remember", "Nightly backups run at two")["id"]
+    stores = cli.data_dir / "data"
+    link = tmp_path / "innocent.json"
+    link.symlink_to(stores / "default" / "mnemon.db")
+    for command in ("export",) if REMOTE else ("export", "viz"):  # viz has no remote form
+        for target in (stores / "default" / "mnemon.db", stores / "default" / "mnemon.db-wal",
+                       stores / "other" / "draft.json", link):
+            res = cli(command, "-o", str(target))
+            assert res.code == 1 and res.err.startswith(f"Error: refusing to write {target}: "), res.err
+            assert "inside mnemon's data folder" in res.err and "Traceback" not in res.err
+        legacy = cli(command, "-o", str(cli.data_dir / "mnemon.db"))
+        assert legacy.code == 1 and "it is a store's database" in legacy.err
+    assert not (stores / "other").exists() and not (cli.data_dir / "mnemon.db").exists()
+    assert [hit["id"] for hit in cli.ok("search", "backups")] == [first]  # the store as it was
+    outside = tmp_path / "draft.json"
+    assert cli("export", "-o", str(outside)).code == 0 and json.loads(outside.read_text())["insights"]
 
 
 def test_an_export_imported_again_into_its_store_changes_no_edge(cli, tmp_path):

@@ -126,6 +126,10 @@ def viz(
     if fmt not in drawing.FORMATS:
         raise InputError(f"unsupported format: {fmt} (use dot or html)")
     with open_engine(ctx.obj) as engine:
+        if output != "-":  # before the graph is read: never over a store's own files
+            from mnemon.store.layout import check_outside
+
+            check_outside(engine.settings.data_dir, output)
         nodes, edges = engine.graph_snapshot()
     text = drawing.render(nodes, edges, fmt)
     if output == "-":

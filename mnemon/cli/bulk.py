@@ -97,7 +97,11 @@ def export(
     """Export the active store as an import draft (insights and edges)."""
     import json
 
+    from mnemon.store.layout import check_outside
+
     with open_engine(ctx.obj) as engine:
+        if output and output != "-":  # before the export is read: never over a store's own files
+            check_outside(engine.settings.data_dir, output)
         draft = engine.export_draft()
     text = json.dumps(draft, ensure_ascii=False, separators=(",", ":"))
     if output and output != "-":

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from mnemon import config
 from mnemon.errors import InputError, StoreError
 from mnemon.gateway import access
-from mnemon.store import registration
+from mnemon.store import layout, registration
 
 if TYPE_CHECKING:
     from mnemon.cli.state import GlobalOptions
@@ -85,6 +85,9 @@ def dispatch(argv: list[str], options: GlobalOptions) -> int | None:
         raise InputError(f'--embed-model has no remote form: store "{remote.name}" embeds with its gateway\'s model '
                          "(set MNEMON_EMBED_MODEL where the gateway runs)")
     sent, stdin, output = _prepare(argv)
+    if output is not None:  # the local file, before the call: never over a store's own files
+        data_dir = config.resolve(data_dir=options.data_dir, store=options.store, environ=options.environ).data_dir
+        layout.check_outside(data_dir, output)
     arguments: dict[str, Any] = _wire(sent, stdin)
     if options.readonly:
         arguments["readonly"] = True

@@ -21,6 +21,26 @@ def store_db_path(data_dir: Path, name: str) -> Path:
     return stores_dir(data_dir) / name / DB_NAME
 
 
+def check_outside(data_dir: Path, output: str) -> None:
+    """Refuse (InputError) an output file inside the data folder (``<data-dir>/data``: every store's database,
+    its WAL and the indexes beside it) or over a database not yet moved there (``<data-dir>/mnemon.db``):
+    ``export -o data/default/mnemon.db`` once overwrote the store it was exporting, and every later command
+    said "file is not a database". Symbolic links are followed, as the write would follow them."""
+    from mnemon.errors import InputError
+
+    try:
+        target = Path(output).resolve()
+        root = data_dir.resolve()
+    except (OSError, ValueError, RuntimeError):  # a NUL in the path, a symlink loop: the write says what is wrong
+        return
+    if target.is_relative_to(stores_dir(root)):
+        raise InputError(f"refusing to write {output}: it is inside mnemon's data folder {stores_dir(root)}, "
+                         "whose files are the stores' own; choose a path outside it")
+    if target in {root / (DB_NAME + suffix) for suffix in ("", *SIDE_SUFFIXES)}:
+        raise InputError(f"refusing to write {output}: it is a store's database (not yet moved into "
+                         f"{stores_dir(root)}); choose a path outside mnemon's data")
+
+
 def migrate_legacy(data_dir: Path) -> Path | None:
     """Move ``<data-dir>/mnemon.db`` (+ side files) into ``data/default/`` when that is free.
 
