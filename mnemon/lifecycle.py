@@ -140,7 +140,7 @@ def effective_importance(
     import starts heavily decayed. ``edge_rows`` counts rows as source plus rows as target (a
     bidirectional link counts 2). An unreadable timestamp decays to 0, as Go's zero time does.
     """
-    access = max(1.0, math.log1p(access_count))
+    access = max(1.0, math.log1p(max(0, access_count)))  # a negative count (an odd Go row) is never-accessed
     edges = 1.0 + EDGE_FACTOR_STEP * min(edge_rows, EDGE_FACTOR_CAP)
     return base_importance(importance) * access * decay(days_since_access(last_access, created_at, now)) * edges
 

@@ -262,6 +262,16 @@ def test_gc_survives_unparsable_timestamps(data_dir, capsys) -> None:
     assert cand["effective_importance"] == 0 and cand["days_since_access"] > 700_000
 
 
+def test_gc_survives_a_negative_access_count(data_dir, capsys) -> None:
+    """No mnemon writer stores one (doctor calls it out of contract), but a Go store may: gc once ended with
+    "math domain error" (the log of 1 + the count). The row reads as never accessed."""
+    made = ok_at(data_dir, capsys, T0, "remember", "row with an odd access count", "--imp", "2")
+    (before,) = ok_at(data_dir, capsys, T0, "gc")["candidates"]
+    query(data_dir, "UPDATE insights SET access_count = -5 WHERE id = ?", (made["id"],))
+    (cand,) = ok_at(data_dir, capsys, T0, "gc")["candidates"]
+    assert cand["insight"]["id"] == made["id"] and cand["effective_importance"] == before["effective_importance"]
+
+
 # --- stores, global flags, resolution ----------------------------------------------------------------
 
 

@@ -93,6 +93,9 @@ def test_access_factor_is_log_but_never_below_one() -> None:
     now_ts = "2026-03-01T12:00:00Z"
     assert effective_importance(3, 1, now_ts, now_ts, 0, NOW) == pytest.approx(0.5)  # ln 2 < 1
     assert effective_importance(3, 9, now_ts, now_ts, 0, NOW) == pytest.approx(0.5 * math.log(10))
+    # an access count below zero (no mnemon writer makes one; a Go store may hold one): never accessed, not a
+    # math domain error that ended gc with a traceback
+    assert effective_importance(3, -5, now_ts, now_ts, 0, NOW) == effective_importance(3, 0, now_ts, now_ts, 0, NOW)
 
 
 def test_edge_factor_caps_at_five_rows() -> None:

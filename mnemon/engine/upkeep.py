@@ -60,7 +60,7 @@ def effective_importance(
     if parsed is None:
         return lifecycle.effective_importance(importance, access_count, last_access, created_at, edge_rows, now)
     days = (now - parsed).total_seconds() / _SECONDS_PER_DAY
-    access = max(1.0, math.log1p(access_count))
+    access = max(1.0, math.log1p(max(0, access_count)))  # as lifecycle's: a negative count reads as 0
     edges_factor = 1.0 + EDGE_FACTOR_STEP * min(edge_rows, EDGE_FACTOR_CAP)
     return lifecycle.base_importance(importance) * access * lifecycle.decay(days) * edges_factor
 
