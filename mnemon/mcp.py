@@ -244,7 +244,8 @@ class Server:
 
     def call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
         name = params.get("name")
-        args = params.get("arguments") or {}
+        args = params.get("arguments")
+        args = {} if args is None else args  # absent or null: no arguments; [] or "" is no object (said below)
         if not isinstance(name, str) or name not in self.tools():
             raise RpcError(INVALID_PARAMS, f"unknown tool: {name}")
         if not isinstance(args, dict):

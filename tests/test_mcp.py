@@ -102,6 +102,13 @@ def test_mcp_session_over_stdio(data_dir):
     assert json.loads(text(s.call("status")))["total_insights"] == 1
 
     assert s.request("tools/call", {"name": "drop_tables", "arguments": {}})["error"]["code"] == -32602
+    # arguments that are no object, even an empty list, are said to be so (a [] read as {} once and the call ran,
+    # answering that "content" is required); absent or null is no arguments
+    for wrong in ([], "", 0, ["content", "x"]):
+        assert s.request("tools/call", {"name": "remember", "arguments": wrong})["error"] == {
+            "code": -32602, "message": "arguments must be an object"}
+    assert json.loads(text(s.request("tools/call", {"name": "status", "arguments": None})["result"]))[
+        "total_insights"] == 1
     assert s.request("resources/list")["error"]["code"] == -32601
     s.send("{not json")
     assert s.receive()["error"]["code"] == -32700
