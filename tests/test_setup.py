@@ -210,6 +210,20 @@ def test_invalid_settings_json_is_left_untouched(cli, host):
     assert not (project / ".claude/hooks").exists() and not (project / ".claude/skills").exists()
 
 
+@pytest.mark.parametrize("text", ["{}\n", '{"hooks": {}}\n', '{"version": 1}\n', '{"hooks": []}\n'])
+@pytest.mark.parametrize("target", ["claude-code", "codex", "cursor"])
+def test_eject_without_setup_leaves_a_config_without_our_entries_alone(cli, host, target, text):
+    """No install record and no entry of ours: eject has nothing to take out. It once tidied the user's own
+    empty containers and then deleted the file as "left empty" (`setup --eject --yes` on every detected host)."""
+    _, project = host
+    path = project / SETTINGS_FILE[target]
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    res = cli("setup", "--target", target, "--eject")
+    assert res.code == 0, res.err
+    assert path.read_text() == text
+
+
 def test_detected_hosts_are_set_up_without_questions_when_not_on_a_terminal(cli, host):
     home, project = host
     (home / ".cursor").mkdir()

@@ -197,6 +197,8 @@ def plan_eject(target: Target, path: Path, hook_dir: Path, manifest: dict[str, A
                 touched.append([*root, event])
     if known:
         candidates = [list(p) for p in state.get("created", [])]
+    elif not touched:  # no record and none of our entries: not ours to tidy (a user's `{}` once got deleted)
+        return doc.text
     else:  # Go semantics: containers we emptied go, with the parents setup would have made
         candidates = touched + [root[:k] for k in range(len(root), 0, -1)] + [["version"]]
         if target.registration == "zcode":
