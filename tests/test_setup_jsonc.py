@@ -22,6 +22,7 @@ LAYOUTS = {
     "trailing-commas": '{\n  "a": {\n    "b": 1,\n  },\n  "c": [\n    1,\n  ],\n}\n',
     "tabs": '{\n\t"a": {\n\t\t"b": 1\n\t}\n}',
     "one-line": '{"model": "opus", "n": 1}',
+    "one-line-trailing-comma": '{"model": "opus", "n": [1, 2,],}',  # eject once left '{"model": "opus", "n": [1, 2,], }'
     "empty-object": "{}\n",
     "crlf": '{\r\n  "a": 1\r\n}\r\n',
     "comment-inside-empty": '{\n  // nothing yet\n}\n',

@@ -429,6 +429,11 @@ class Document:
         if member.comma is None:
             start = prev.comma if prev is not None and prev.comma is not None else member.start
             return [(start, member.end, "")]
+        if member is parent.members[-1] and prev is not None and prev.comma is not None \
+                and text[prev.comma + 1:member.start].strip(" \t") == "":
+            # The last member of a one-line container with a trailing comma (`{"a": 1, "b": 2,}`): the blank
+            # before it goes with it, as _insert put it there, so that insert and delete are inverses.
+            return [(prev.comma + 1, member.comma + 1, "")]
         nxt = self._skip_blanks(member.comma + 1)
         return [(member.start, nxt, "")]
 
