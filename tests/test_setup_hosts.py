@@ -315,6 +315,32 @@ def test_kimi_refuses_hooks_defined_as_an_inline_array(cli, host):
     assert path.read_text() == "hooks = []\n"
 
 
+@pytest.mark.parametrize("text", ['default_model = "k"\n\n\n', "   \n\n"])
+def test_kimi_eject_keeps_the_blank_lines_that_end_the_file(cli, host, text):
+    """A removed block once took every line up to the next table with it: the blank line install put before
+    our next block and, after the last one, the user's own trailing blank lines."""
+    home, _ = host
+    path = home / ".kimi-code/config.toml"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    assert cli("setup", "--target", "kimi").code == 0
+    assert cli("setup", "--target", "kimi").code == 0  # a second run replaces our blocks
+    assert len(tomllib.loads(path.read_text())["hooks"]) == 3
+    assert cli("setup", "--target", "kimi", "--eject").code == 0
+    assert path.read_text() == text
+
+
+def test_kimi_eject_keeps_the_comment_heading_a_table_added_after_our_blocks(cli, host):
+    """The comment line before the next table belongs to that table, not to our block before it."""
+    home, _ = host
+    path = home / ".kimi-code/config.toml"
+    assert cli("setup", "--target", "kimi").code == 0
+    added = '\n# the model I use\n[models.k]\nprovider = "m"\n'
+    path.write_text(path.read_text() + added)
+    assert cli("setup", "--target", "kimi", "--eject").code == 0
+    assert path.read_text() == added
+
+
 @pytest.mark.parametrize("layout", ["hooks: {}\n", "model: x\nhooks:\n", "hooks: {on_session_start: []}\n",
                                     "hooks:\n  on_session_start: []\n"])
 def test_hermes_inline_or_empty_hooks(cli, host, layout):

@@ -50,6 +50,11 @@ def strip_blocks(text: str, marks: tuple[str, ...]) -> tuple[str, int]:
             j = i + 1
             while j < len(lines) and not _TABLE.match(lines[j]):
                 j += 1
+            # Blank and comment lines before the next table are not the block's: they are the separator
+            # install put before the next block (or the user's trailing lines, or a comment heading the
+            # next table), so they stay; eating them lost a file's trailing blank lines on eject.
+            while j > i + 1 and (not lines[j - 1].strip() or lines[j - 1].lstrip().startswith("#")):
+                j -= 1
             block = "".join(lines[i:j])
             if any(m in block for m in marks):
                 if out and out[-1].strip() == "":
