@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO
+from tests.conftest import REPO, Cli
 
 USER_SETTINGS = {
     "claude-code": {
@@ -222,6 +222,19 @@ def test_eject_without_setup_leaves_a_config_without_our_entries_alone(cli, host
     res = cli("setup", "--target", target, "--eject")
     assert res.code == 0, res.err
     assert path.read_text() == text
+
+
+@pytest.mark.parametrize("where", ["file", "file/below"])
+def test_a_data_dir_that_cannot_hold_the_prompts_is_refused_before_anything_is_written(host, capsys, where):
+    """The prompts are written after the hosts' files: a data dir that is a file (or lies below one) ended
+    setup with a traceback, the host's skill, hooks and settings already written."""
+    home, project = host
+    (home / "file").write_text("not a directory")
+    res = Cli(home / where, capsys)("setup", "--target", "claude-code")
+    assert res.code == 1 and "Traceback" not in res.err
+    assert res.err == f"Error: cannot use {home / where} as the data directory: {home / 'file'} is not a directory\n"
+    assert not (project / ".claude").exists()
+    assert (home / "file").read_text() == "not a directory"
 
 
 def test_detected_hosts_are_set_up_without_questions_when_not_on_a_terminal(cli, host):

@@ -63,6 +63,8 @@ def setup(
         if interactive and not is_global and not chosen[0].home_only:
             is_global = _ask_scope(chosen[0])
     settings = ctx.obj.settings()
+    if not eject:  # before any host file is written: the prompts go there after the installs
+        installer.check_prompt_dir(settings.data_dir)
 
     def confirm_markdown(path: Path) -> bool:
         return not interactive or typer.confirm(f"Remove the mnemon block from {path}?", default=True)

@@ -14,6 +14,7 @@ inside the Hermes registrar).
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import shutil
 import subprocess
@@ -31,7 +32,7 @@ from mnemon.setup import manifest as manifest_records
 from mnemon.setup.targets import ALL_HOOKS, TARGETS, Target
 
 __all__ = [
-    "Detection", "Options", "available", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
+    "Detection", "Options", "available", "check_prompt_dir", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
     "read_manifest", "resolve_target", "strip_markdown", "write_manifest", "write_prompts", "write_skill",
 ]
 
@@ -134,16 +135,35 @@ class Report:
         self.lines.append(f"  {label:<9}{value}")
 
 
+def check_prompt_dir(data_dir: Path) -> None:
+    """Refuse (InputError) a data dir whose ``prompt/`` cannot be made: a file where a directory must be, or a
+    parent we may not write. Called before any host file is written: ``write_prompts`` runs after the hosts'
+    installs, and a data dir that was a file once ended setup with a traceback and a half-done install."""
+    probe = data_dir.absolute() / "prompt"
+    try:
+        while not probe.exists() and not probe.is_symlink():
+            probe = probe.parent
+        if not probe.is_dir():
+            raise InputError(f"cannot use {data_dir} as the data directory: {probe} is not a directory")
+        if probe != data_dir.absolute() / "prompt" and not os.access(probe, os.W_OK | os.X_OK):
+            raise InputError(f"cannot use {data_dir} as the data directory: {probe} is not writable")
+    except OSError as exc:  # a name too long for the file system, say
+        raise InputError(f"cannot use {data_dir} as the data directory: {exc.strerror}") from None
+
+
 def write_prompts(data_dir: Path) -> list[Path]:
     """Write ``<data-dir>/prompt/{guide.md,skill.md}``, the files hooks read at run time."""
     prompt_dir = data_dir.absolute() / "prompt"
-    prompt_dir.mkdir(parents=True, exist_ok=True)
-    data_dir.absolute().chmod(0o700)
     written = []
-    for name in prompts.NAMES:
-        path = prompt_dir / name
-        files.write_text(path, prompts.text(name))
-        written.append(path)
+    try:
+        prompt_dir.mkdir(parents=True, exist_ok=True)
+        data_dir.absolute().chmod(0o700)
+        for name in prompts.NAMES:
+            path = prompt_dir / name
+            files.write_text(path, prompts.text(name))
+            written.append(path)
+    except OSError as exc:
+        raise InputError(f"cannot write the prompts in {prompt_dir}: {exc.strerror or exc}") from None
     return written
 
 
