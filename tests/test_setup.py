@@ -237,6 +237,33 @@ def test_a_data_dir_that_cannot_hold_the_prompts_is_refused_before_anything_is_w
     assert (home / "file").read_text() == "not a directory"
 
 
+@pytest.mark.parametrize("target,blocker", [("claude-code", ".claude"), ("claude-code", ".claude/skills"),
+                                             ("claude-code", ".claude/hooks"), ("claude-code", ".claude/hooks/mnemon"),
+                                             ("codex", ".codex"), ("opencode", ".opencode"), ("pi", ".pi/extensions"),
+                                             ("openclaw", ".openclaw/extensions")])
+def test_a_file_where_setup_needs_a_directory_is_refused_before_anything_is_written(cli, host, target, blocker):
+    """mkdir met the file with a traceback (NotADirectoryError, FileExistsError), part of the install
+    (the skill, say) already written."""
+    _, project = host
+    (project / blocker).parent.mkdir(parents=True, exist_ok=True)
+    (project / blocker).write_text("mine")
+    before = sorted(str(p.relative_to(project)) for p in project.rglob("*"))
+    res = cli("setup", "--target", target)
+    assert res.code == 1 and "Traceback" not in res.err
+    assert res.err == f"Error: {project / blocker} is not a directory, and setup needs one there; move it, then run " \
+        "setup again\n"
+    assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
+    assert (project / blocker).read_text() == "mine"
+
+
+def test_eject_refuses_a_settings_path_that_is_a_directory(cli, host):
+    _, project = host
+    (project / SETTINGS_FILE["claude-code"]).mkdir(parents=True)
+    res = cli("setup", "--target", "claude-code", "--eject")
+    assert res.code == 1 and res.err == f"Error: cannot read {project / SETTINGS_FILE['claude-code']}: Is a directory\n"
+    assert (project / SETTINGS_FILE["claude-code"]).is_dir()
+
+
 def test_detected_hosts_are_set_up_without_questions_when_not_on_a_terminal(cli, host):
     home, project = host
     (home / ".cursor").mkdir()

@@ -219,6 +219,8 @@ def install(placement: Placement, options: Options) -> Report:
     created_dirs: list[str] = list(previous.get("created_dirs", []))
     manifest: dict[str, Any] = {k: v for k, v in previous.items() if k != "created_dirs"}
     scripts = {h: placement.hook_dir / target.files[h] for h in hooks}
+    files.check_dirs(placement.skill_dir, *([placement.hook_dir, placement.settings_path.parent]
+                                            if placement.installs_hooks else []))
     new_config = None
     if placement.installs_hooks and target.registration:  # validate (and plan) before writing anything
         files.check_writable(placement.settings_path)
@@ -289,7 +291,7 @@ def eject(placement: Placement, options: Options) -> Report:
     manifest = read_manifest(placement.hook_dir)
     if target.has_hooks and target.registration and placement.settings_path.exists():
         files.check_writable(placement.settings_path)  # before anything is removed
-        original = placement.settings_path.read_bytes()
+        original = (files.read_config(placement.settings_path) or "").encode("utf-8")  # a directory: InputError
         cleaned = _registrar(target).plan_eject(target, placement.settings_path, placement.hook_dir, manifest)
         if cleaned is None:
             placement.settings_path.unlink()

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import tempfile
 from pathlib import Path
 
 from mnemon.errors import InputError
 
-__all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "check_writable", "make_dirs", "remove_if_empty", "read_config",
+__all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "check_dirs", "check_writable", "make_dirs", "remove_if_empty", "read_config",
            "remove_tree", "write_bytes", "write_text"]
 
 CONFIG_MODE = 0o644  # a new host config file (Go's WriteJSONFile)
@@ -40,6 +41,31 @@ def check_writable(path: Path) -> None:
     if mode & 0o222 == 0:
         raise InputError(f"{path} is read-only (mode {mode & 0o7777:04o}); setup leaves it as it is: make it "
                          "writable (chmod u+w) and run setup again, or edit it by hand")
+
+
+def check_dirs(*dirs: Path) -> None:
+    """Refuse (InputError) to install where a directory setup must use or make is blocked: a file (or a broken
+    link) at its place or at one of its parents' (``~/.claude`` a file, say). Called before anything is
+    written: mkdir failed there with a traceback, part of the install already written."""
+    for directory in dirs:
+        probe = directory
+        while True:
+            try:
+                mode = probe.stat().st_mode
+            except (FileNotFoundError, NotADirectoryError):
+                if probe.is_symlink():
+                    raise InputError(f"{probe} is a broken link where setup needs a directory; fix or move it, "
+                                     "then run setup again") from None
+                if probe.parent == probe:
+                    break
+                probe = probe.parent
+                continue
+            except OSError as exc:
+                raise InputError(f"cannot use {probe}: {exc.strerror}") from None
+            if not stat.S_ISDIR(mode):
+                raise InputError(f"{probe} is not a directory, and setup needs one there; move it, then run "
+                                 "setup again")
+            break
 
 
 def write_bytes(path: Path, data: bytes, *, mode: int = CONFIG_MODE, keep_mode: bool = True) -> None:

@@ -20,9 +20,11 @@ from mnemon.setup import Options, Placement, Report, files, jsonc, read_manifest
 
 
 class Install:
-    """One install run: the previous manifest, the directories created so far, the report."""
+    """One install run: the previous manifest, the directories created so far, the report. ``dirs``: the other
+    directories it writes into."""
 
-    def __init__(self, placement: Placement) -> None:
+    def __init__(self, placement: Placement, *dirs: Path) -> None:
+        files.check_dirs(placement.skill_dir, *dirs)  # before anything is written
         self.placement = placement
         self.previous: dict[str, Any] = read_manifest(placement.skill_dir) or {}
         self.created: list[str] = list(self.previous.get("created_dirs", []))

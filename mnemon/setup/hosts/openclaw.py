@@ -33,10 +33,10 @@ def install(placement: Placement, options: Options) -> Report:
     config_path = _config_path(placement)
     doc = jsonc.read(config_path, json5=True) or jsonc.Document("", json5=True)  # refuses a broken file first
     missing = missing_objects(doc, ENTRY, config_path)
-    run = Install(placement)
+    hook_dir, plugin_dir = placement.config_dir / "hooks" / "mnemon-prime", placement.config_dir / "extensions" / "mnemon"
+    run = Install(placement, hook_dir, plugin_dir)
     plugin = PluginConfig(options.data_dir, options.hooks, options.recall(placement.target))
     run.report.add("skill", write_skill(placement, run.created))
-    hook_dir, plugin_dir = placement.config_dir / "hooks" / "mnemon-prime", placement.config_dir / "extensions" / "mnemon"
     run.write(hook_dir / "HOOK.md", asset("openclaw/hook/HOOK.md"))
     run.write(hook_dir / "handler.js", render_code("openclaw/hook/handler.js", plugin))
     run.report.add("hook", f"{hook_dir}  (agent:bootstrap)")

@@ -49,7 +49,7 @@ def install(placement: Placement, options: Options) -> Report:
     instructions = doc.node(["instructions"])
     if instructions is not None and instructions.kind != "array":
         raise InputError(f'"instructions" in {path} is not a list; fix it, then run setup again')
-    run = Install(placement)
+    run = Install(placement, placement.config_dir / "plugins", path.parent)
     created_keys = set(run.previous.get("created_keys", []))
     created_file = run.previous.get("created_file", not path.exists())
     recall = options.recall(placement.target)

@@ -31,7 +31,7 @@ def write_prompts(data_dir: Path) -> list[Path]:
 
 
 def install(placement: Placement, options: Options) -> Report:
-    run = Install(placement)
+    run = Install(placement, placement.config_dir / "extensions", options.data_dir.absolute() / "prompt" / "pi")
     recall = options.recall(placement.target)
     skill = write_skill(placement, run.created)
     run.report.add("skill", skill)
