@@ -9,6 +9,7 @@ import json
 import stat
 from pathlib import Path
 
+import pytest
 
 from mnemon import __version__
 from mnemon.setup import jsonc
@@ -277,3 +278,18 @@ def test_eject_strips_the_agents_md_block(cli, host):
     setup(cli, "--target", "pi")
     setup(cli, "--target", "pi", "--eject")
     assert (project / "AGENTS.md").read_text() == "# Rules\n"
+
+
+@pytest.mark.parametrize("text", ["", "  \n", "// nothing here yet\n"])
+@pytest.mark.parametrize("target", ["openclaw", "opencode"])
+def test_eject_gives_back_a_config_that_was_empty_or_only_comments(cli, host, target, text):
+    """Setup fills a config that exists but holds no value; eject left "{}" in it instead of its own bytes."""
+    _, project = host
+    path = project / ("opencode.json" if target == "opencode" else ".openclaw/openclaw.json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    setup(cli, "--target", target)
+    setup(cli, "--target", target)  # the second run keeps the first run's record of the text
+    assert "mnemon" in path.read_text()
+    setup(cli, "--target", target, "--eject")
+    assert path.read_text() == text

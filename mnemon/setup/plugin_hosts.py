@@ -58,6 +58,14 @@ def missing_objects(doc: jsonc.Document, path: Sequence[str], config: Path) -> l
     return missing
 
 
+def empty_text(run: Install, doc: jsonc.Document, config: Path) -> dict[str, str]:
+    """The manifest entry that lets eject give back a config that existed but held no value (empty, blank or
+    only comments): eject once left "{}" in it. Noted by the first install only."""
+    if "empty_text" in run.previous:
+        return {"empty_text": run.previous["empty_text"]}
+    return {"empty_text": doc.text} if doc.root is None and config.exists() else {}
+
+
 def drop_created(doc: jsonc.Document, created: Sequence[str]) -> None:
     """Delete, deepest first, the containers setup created that are empty again."""
     for dotted in sorted(created, key=lambda k: k.count("."), reverse=True):
@@ -80,6 +88,10 @@ def unregister(config: Path, manifest: dict[str, Any] | None, report: Report, *,
     before = doc.text
     strip(doc, manifest)
     if doc.text == before:
+        return
+    if manifest is not None and isinstance(manifest.get("empty_text"), str) and doc.value in ({}, None):
+        files.write_text(config, manifest["empty_text"])  # it was empty (or only comments) before setup
+        report.add("cleaned", config)
         return
     created_file = manifest.get("created_file", False) if manifest is not None else go_removes_empty
     if created_file and doc.value in ({}, None):

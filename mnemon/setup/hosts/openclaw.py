@@ -16,8 +16,8 @@ from pathlib import Path
 
 from mnemon.setup import Options, Placement, Report, files, jsonc, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, asset, openclaw_manifest, render_code
-from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, missing_objects, remove_empty_dirs,
-                                       remove_owned, unregister)
+from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, empty_text, missing_objects,
+                                       remove_empty_dirs, remove_owned, unregister)
 
 ENTRY = ["plugins", "entries", "mnemon"]
 OWNED = ("skills/mnemon", "hooks/mnemon-prime", "extensions/mnemon")
@@ -35,6 +35,7 @@ def install(placement: Placement, options: Options) -> Report:
     missing = missing_objects(doc, ENTRY, config_path)
     hook_dir, plugin_dir = placement.config_dir / "hooks" / "mnemon-prime", placement.config_dir / "extensions" / "mnemon"
     run = Install(placement, hook_dir, plugin_dir)
+    before = empty_text(run, doc, config_path)
     plugin = PluginConfig(options.data_dir, options.hooks, options.recall(placement.target))
     run.report.add("skill", write_skill(placement, run.created))
     run.write(hook_dir / "HOOK.md", asset("openclaw/hook/HOOK.md"))
@@ -54,7 +55,7 @@ def install(placement: Placement, options: Options) -> Report:
     run.note_recall(plugin.recall_on_prompt)
     run.report.add("config", config_path)
     run.report.lines.append("  Restart the OpenClaw gateway to activate.")
-    return run.finish(created_file=created_file, created_keys=created_keys)
+    return run.finish(created_file=created_file, created_keys=created_keys, **before)
 
 
 def _strip(doc: jsonc.Document, manifest: dict | None) -> None:

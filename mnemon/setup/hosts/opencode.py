@@ -16,7 +16,8 @@ from pathlib import Path
 from mnemon.errors import InputError
 from mnemon.setup import Options, Placement, Report, jsonc, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, render_code
-from mnemon.setup.plugin_hosts import Install, drop_created, eject_markdown, remove_empty_dirs, remove_owned, unregister
+from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, empty_text, remove_empty_dirs, remove_owned,
+                                       unregister)
 
 SCHEMA = "https://opencode.ai/config.json"
 # Instruction paths an earlier setup (ours or the Go program's) registered.
@@ -52,6 +53,7 @@ def install(placement: Placement, options: Options) -> Report:
     run = Install(placement, placement.config_dir / "plugins", path.parent)
     created_keys = set(run.previous.get("created_keys", []))
     created_file = run.previous.get("created_file", not path.exists())
+    before = empty_text(run, doc, path)
     recall = options.recall(placement.target)
     run.report.add("skill", write_skill(placement, run.created))
     plugin = placement.config_dir / "plugins" / "mnemon.js"
@@ -70,7 +72,7 @@ def install(placement: Placement, options: Options) -> Report:
     run.write(path, doc.text)
     run.note_recall(recall)
     run.report.add("config", path)
-    return run.finish(created_file=created_file, created_keys=sorted(created_keys))
+    return run.finish(created_file=created_file, created_keys=sorted(created_keys), **before)
 
 
 def _strip(doc: jsonc.Document, manifest: dict | None, data_dir: Path) -> None:
