@@ -174,6 +174,14 @@ def test_openclaw_hung_mnemon_is_cut_at_the_budget(store, tmp_path):
     assert_killed(pid_file)
 
 
+def test_openclaw_a_budget_past_nodes_timer_range_is_capped(store, tmp_path):
+    """MNEMON_RECALL_BUDGET=3000000 (s) asked setTimeout for more than 2^31-1 ms: Node wrote a
+    TimeoutOverflowWarning to stderr (which drive refuses) and fired at 1 ms, so recall never answered."""
+    config_dir = openclaw(tmp_path, store)
+    out = node_host.drive("openclaw", str(config_dir), RELEVANT, env={"MNEMON_RECALL_BUDGET": "3000000"})
+    assert split_context(out["beforePromptBuild"])[0] == recalled(store, RELEVANT)
+
+
 # --- OpenCode -----------------------------------------------------------------------------------
 
 

@@ -43,6 +43,13 @@ function childEnv() {
   return env;
 }
 
+// A budget as a setTimeout delay: Node turns a delay past 2^31-1 ms into 1 ms and writes a
+// TimeoutOverflowWarning to stderr (MNEMON_RECALL_BUDGET=3000000 did both), so it is capped there.
+const MAX_TIMER_MS = 2147483647;
+function timerMs(ms) {
+  return Math.min(MAX_TIMER_MS, Math.max(1, Number(ms) || 1));
+}
+
 // Run `mnemon --data-dir <dir> <args…>`; resolve its stdout, or "" on any failure, a non-zero exit
 // or when the budget runs out (then the child is killed). Never rejects.
 function runMnemon(args, budgetMs) {
@@ -82,7 +89,7 @@ function runMnemon(args, budgetMs) {
         }
       }
       finish("");
-    }, Math.max(1, budgetMs));
+    }, timerMs(budgetMs));
     child.on("error", () => finish(""));
     child.stdout.on("data", (chunk) => {
       if (size < MNEMON.outputCap) chunks.push(chunk);
@@ -96,7 +103,7 @@ function runMnemon(args, budgetMs) {
 function withinBudget(promise, ms, fallback = "") {
   let timer;
   const late = new Promise((resolve) => {
-    timer = setTimeout(() => resolve(fallback), Math.max(1, ms));
+    timer = setTimeout(() => resolve(fallback), timerMs(ms));
   });
   return Promise.race([promise, late]).finally(() => clearTimeout(timer));
 }
