@@ -303,6 +303,14 @@ def test_pi_extension_events(store, tmp_path):
                          ["notify", "[mnemon] Consider whether this exchange warrants durable memory.", "info"]]
 
 
+def test_pi_extension_leaves_a_system_prompt_it_is_not_given_alone(store, tmp_path):
+    """A before_agent_start without systemPrompt got {systemPrompt: "undefined\\n\\n<our block>"} back, which
+    replaces Pi's whole system prompt."""
+    jiti = str(node_host.node_modules() / "jiti" / "lib" / "jiti.mjs")
+    extension = pi(tmp_path, store, recall=True) / "extensions" / "mnemon.ts"
+    assert node_host.drive("pi", jiti, str(extension), RELEVANT, "no-system-prompt")["beforeStart"] is None
+
+
 def test_pi_extension_recall_off_unrelated_and_failing(store, tmp_path):
     jiti = str(node_host.node_modules() / "jiti" / "lib" / "jiti.mjs")
     config_dir = pi(tmp_path, store, recall=None)  # Pi's default: off (the Go extension does not recall)

@@ -2,10 +2,11 @@
 // createJiti + import(default)), call the factory with an ExtensionAPI whose on() collects handlers,
 // and emit events in Pi's order with Pi's event shapes and ctx.ui (Pi 0.83 needs Node 22, so its
 // runner cannot run here; the event and result shapes are those of its extension types).
-//   node pi.mjs <jiti module path> <extension file> <prompt>
+//   node pi.mjs <jiti module path> <extension file> <prompt> [no-system-prompt]
+// (no-system-prompt: before_agent_start comes without its systemPrompt field, a malformed event)
 import { pathToFileURL } from "node:url";
 
-const [jitiPath, extensionFile, prompt] = process.argv.slice(2);
+const [jitiPath, extensionFile, prompt, variant] = process.argv.slice(2);
 const { createJiti } = await import(pathToFileURL(jitiPath).href);
 const jiti = createJiti(import.meta.url, { moduleCache: false });
 const factory = await jiti.import(extensionFile, { default: true });
@@ -22,7 +23,9 @@ const emit = async (type, event = {}) => {
 const discovered = await emit("resources_discover", { cwd: "/tmp", reason: "startup" });
 await emit("session_start", { reason: "startup" });
 let started = performance.now();
-const beforeStart = await emit("before_agent_start", { prompt, images: [], systemPrompt: "BASE PROMPT", systemPromptOptions: {} });
+const startEvent = { prompt, images: [], systemPrompt: "BASE PROMPT", systemPromptOptions: {} };
+if (variant === "no-system-prompt") delete startEvent.systemPrompt;
+const beforeStart = await emit("before_agent_start", startEvent);
 const promptMs = performance.now() - started;
 const old = { role: "custom", customType: "mnemon", content: "stale mnemon note", display: false, timestamp: 1 };
 const user = { role: "user", content: [{ type: "text", text: prompt }], timestamp: 2 };

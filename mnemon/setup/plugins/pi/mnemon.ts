@@ -37,6 +37,9 @@ export default function mnemonExtension(pi: ExtensionAPI) {
 
   pi.on("before_agent_start", async (event) => {
     try {
+      // The result replaces the system prompt: without the host's own text to extend, returning one
+      // would put "undefined" and our block in place of Pi's whole prompt.
+      if (!event || typeof event.systemPrompt !== "string") return undefined;
       // The prompt waits for at most one recall budget: a status still running past it is dropped.
       const budget = recallSettings().budgetMs;
       if (!status) status = statusLine(budget);
