@@ -183,6 +183,24 @@ def test_eject_strips_a_legacy_instruction_block(cli, host):
     assert (project / "CLAUDE.md").read_text() == "# Project\nKeep me.\n"
 
 
+@pytest.mark.parametrize("target", ["codex", "opencode"])
+def test_eject_with_a_read_only_agents_md_refuses_before_removing_anything(cli, host, target):
+    """The markdown step is eject's last: a read-only AGENTS.md with our block failed it after the host's
+    files and config entries were gone (exit 1, no report), and the run's later hosts were never ejected."""
+    _, project = host
+    assert cli("setup", "--target", target).code == 0
+    installed = sorted(str(p) for p in project.rglob("*"))
+    agents = project / "AGENTS.md"
+    agents.write_text("rules\n<!-- mnemon:start -->\nold\n<!-- mnemon:end -->\n")
+    agents.chmod(0o444)
+    res = cli("setup", "--target", target, "--eject")
+    assert res.code == 1 and res.err.startswith(f"Error: {agents} is read-only (mode 0444)")
+    assert sorted(str(p) for p in project.rglob("*") if p != agents) == installed
+    agents.chmod(0o644)
+    assert cli("setup", "--target", target, "--eject").code == 0
+    assert agents.read_text() == "rules\n" and sorted(project.iterdir()) == [agents]
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -285,6 +285,11 @@ def strip_markdown(path: Path) -> bool:
 def eject(placement: Placement, options: Options) -> Report:
     """Remove our skill, hook scripts and config entries for one target, and nothing else."""
     target = placement.target
+    markdown = placement.markdown_path
+    if markdown is not None and _has_block(markdown):
+        # Before anything is removed: a read-only AGENTS.md once failed eject at its last step, the host's
+        # files already gone, no report printed, and the hosts after it in the run never ejected.
+        files.check_writable(markdown)
     if target.module:
         return _host_module(target).eject(placement, options)
     report = Report.start(placement)
