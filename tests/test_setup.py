@@ -201,6 +201,20 @@ def test_eject_with_a_read_only_agents_md_refuses_before_removing_anything(cli, 
     assert agents.read_text() == "rules\n" and sorted(project.iterdir()) == [agents]
 
 
+@pytest.mark.parametrize("target", ["codex", "opencode"])
+def test_a_project_path_that_is_not_utf8_is_refused_before_anything_is_written(cli, host, monkeypatch, target):
+    """The hook and config paths are written into text files: a project dir named with a non-UTF-8 byte
+    failed with a UnicodeEncodeError traceback after the skill and hook scripts were written."""
+    _, project = host
+    odd = project / os.fsdecode(b"caf\xe9")
+    odd.mkdir()
+    monkeypatch.chdir(odd)
+    res = cli("setup", "--target", target)
+    assert res.code == 1 and "Traceback" not in res.err
+    assert res.err.startswith("Error: the ") and res.err.endswith(" config directory path is not valid UTF-8\n")
+    assert list(odd.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -26,6 +26,7 @@ from typing import Any
 
 from mnemon import prompts
 from mnemon.errors import InputError
+from mnemon.validate import check_text
 from mnemon.setup import files
 from mnemon.setup import hooks as hook_scripts
 from mnemon.setup import manifest as manifest_records
@@ -211,6 +212,9 @@ def available(target: Target) -> bool:
 def install(placement: Placement, options: Options) -> Report:
     """Install for one target; re-running replaces our own entries only (idempotent)."""
     target = placement.target
+    # Its paths go into text (hook scripts, host configs, the manifest): a directory name that is not UTF-8
+    # (a project under /tmp/caf\xe9) once failed with a UnicodeEncodeError traceback, half the files written.
+    check_text(str(placement.config_dir), f"the {target.display} config directory path")
     if target.module:
         return _host_module(target).install(placement, options)
     report = Report.start(placement)
