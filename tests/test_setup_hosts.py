@@ -245,6 +245,23 @@ def test_an_unparseable_config_is_refused_and_left_unchanged(cli, host, target):
 
 
 @pytest.mark.parametrize("target", HOOKED)
+def test_a_config_nested_too_deeply_for_the_parser_is_refused_unchanged(cli, host, target):
+    """JSON (jsonc), TOML (tomllib) and YAML (PyYAML) parsers recurse per level: 5,000 nested brackets
+    ended setup and eject with a RecursionError traceback."""
+    home, project = host
+    path = config_path(target, config_dir(target, home, project, "global"))
+    path.parent.mkdir(parents=True)
+    nested = "[" * 5000 + "]" * 5000
+    text = {"kimi": f"a = {nested}\n", "hermes": f"a: {nested}\n"}.get(target, f'{{"a": {nested}}}\n')
+    path.write_text(text)
+    for args in ((), ("--eject",)):
+        res = cli("setup", "--target", target, "--global", *args)
+        assert res.code == 1 and res.err == f"Error: {path} is nested too deeply to edit; fix or move it, then run " \
+            "setup again\n"
+        assert path.read_text() == text
+
+
+@pytest.mark.parametrize("target", HOOKED)
 def test_eject_without_our_manifest_follows_the_go_program(cli, host, target):
     """An install whose record is gone (as after the Go program's own install) still ejects cleanly."""
     home, project = host

@@ -44,6 +44,8 @@ def _parse(text: str, path: Path) -> dict[str, Any]:
     except yaml.YAMLError as exc:
         raise InputError(f"{path} is not valid YAML ({' '.join(str(exc).split())}); fix or move it, "
                          "then run setup again") from None
+    except RecursionError:  # PyYAML composes nested collections recursively
+        raise InputError(f"{path} is nested too deeply to edit; fix or move it, then run setup again") from None
     if data is None:
         return {}
     if not isinstance(data, dict):

@@ -465,6 +465,8 @@ def read(path: Path, *, json5: bool = False) -> Document | None:
         doc = Document(text, json5=json5)
     except JsoncError as exc:
         raise InputError(f"{path} is not valid JSON ({exc}); fix or move it, then run setup again") from None
+    except RecursionError:  # the parser recurses per level: thousands of nested brackets
+        raise InputError(f"{path} is nested too deeply to edit; fix or move it, then run setup again") from None
     if doc.root is not None and doc.root.kind != "object":
         raise InputError(f"{path} must hold a JSON object")
     return doc

@@ -37,6 +37,8 @@ def _check(text: str, path: Path, what: str) -> None:
         tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"{path} {what} ({exc}); fix or move it, then run setup again") from None
+    except RecursionError:  # tomllib recurses per nested array or inline table
+        raise InputError(f"{path} is nested too deeply to edit; fix or move it, then run setup again") from None
 
 
 def strip_blocks(text: str, marks: tuple[str, ...]) -> tuple[str, int]:
