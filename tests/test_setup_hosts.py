@@ -375,6 +375,19 @@ def test_hermes_inline_or_empty_hooks(cli, host, layout):
     assert path.read_text() == layout
 
 
+def test_hermes_eject_removes_the_hooks_state_dir(cli, host):
+    """prime.sh and nudge.sh leave their text in ~/.hermes/mnemon/ for the next pre_llm_call; the Go eject
+    removes that dir (setup-targets §3), ours left it behind (and with it ~/.hermes, which setup created)."""
+    home, _ = host
+    assert cli("setup", "--target", "hermes").code == 0
+    proc = subprocess.run(["sh", str(home / ".hermes/agent-hooks/mnemon/prime.sh")], input=b"{}", capture_output=True,
+                          env={**os.environ, "HOME": str(home)}, timeout=30)
+    assert proc.stdout == b"{}\n" and (home / ".hermes/mnemon/prime-context.txt").is_file()
+    res = cli("setup", "--target", "hermes", "--eject")
+    assert res.code == 0 and f"removed  {home / '.hermes/mnemon'}" in res.out
+    assert not (home / ".hermes").exists()
+
+
 def test_recall_flag_is_recorded_per_host_default(cli, host):
     home, _ = host
     assert cli("setup", "--target", "hermes").code == 0  # Hermes recalls by default, as the Go hook does

@@ -44,6 +44,9 @@ BLOCK_START, BLOCK_END = "<!-- mnemon:start -->", "<!-- mnemon:end -->"
 VERSION_TIMEOUT_SECONDS = 3.0
 # Hosts whose Go eject also removes their config dir when it is left empty, even without our manifest.
 _EJECT_REMOVES_EMPTY_CONFIG = ("kimi", "minimax-code", "nanobot")
+# State our hooks keep inside a host's config dir, which eject removes too (setup-targets §3: Hermes'
+# prime/nudge leave prime-context.txt and pending-nudge.txt in ~/.hermes/mnemon/ for the next pre_llm_call).
+_HOOK_STATE_DIRS = {"hermes": "mnemon"}
 
 
 def resolve_target(name: str) -> Target:
@@ -308,7 +311,8 @@ def eject(placement: Placement, options: Options) -> Report:
         elif cleaned.encode("utf-8") != original:
             files.write_text(placement.settings_path, cleaned)
             report.add("cleaned", placement.settings_path)
-    for owned in (placement.skill_dir, placement.hook_dir):
+    state = [placement.config_dir / _HOOK_STATE_DIRS[target.name]] if target.name in _HOOK_STATE_DIRS else []
+    for owned in (placement.skill_dir, placement.hook_dir, *state):
         if files.remove_tree(owned):
             report.add("removed", owned)
     if manifest is not None:
