@@ -182,6 +182,41 @@ def test_openclaw_a_budget_past_nodes_timer_range_is_capped(store, tmp_path):
     assert split_context(out["beforePromptBuild"])[0] == recalled(store, RELEVANT)
 
 
+BOUNDED_QUERY_CHECK = """
+const WORDS = ["a", "b", " ", "\\n", "\\t", "\\u00a0", "\\u2028", "\\ud83d\\ude00", "\\u4e2d", "\\ufeff", "\\ud800", "\\u3000"];
+const plain = (text, max) => Array.from(text.replace(/\\s+/g, " ").trim()).slice(0, max).join("").trim();
+let seed = 7;
+const random = (n) => (seed = (seed * 1103515245 + 12345) % 2147483648) % n;
+let same = 0;
+for (let k = 0; k < 20000; k++) {
+  let text = "";
+  for (let i = random(30); i > 0; i--) text += WORDS[random(WORDS.length)];
+  const max = random(12);
+  if (boundedQuery(text, max) === plain(text, max)) same++;
+}
+const huge = "deploy the rsync script ".repeat(3000000);
+const started = performance.now();
+const query = boundedQuery(huge, 500);
+process.stdout.write(JSON.stringify({ same, query, ms: performance.now() - started }) + "\\n");
+"""
+
+
+def test_the_plugins_recall_query_reads_only_the_head_of_a_huge_prompt(tmp_path):
+    """boundedQuery collapsed and split a whole prompt before cutting it to 500 characters: 1.5 s and 600 MB
+    of the host's own process for a 26 MB prompt, outside any budget. It now scans only the head, with
+    the same result as before."""
+    node = node_host.require_node()
+    runtime = plugin_files.asset("runtime.js")
+    check = tmp_path / "check.mjs"
+    check.write_text(runtime + "\n" + BOUNDED_QUERY_CHECK, encoding="utf-8")
+    proc = subprocess.run([node, str(check)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["same"] == 20000
+    assert out["query"] == " ".join(("deploy the rsync script " * 30).split())[:500]
+    assert out["ms"] < 1000  # the whole-prompt version takes seconds on 72 MB
+
+
 # --- OpenCode -----------------------------------------------------------------------------------
 
 

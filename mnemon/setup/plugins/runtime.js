@@ -127,10 +127,26 @@ async function statusLine(budgetMs = MNEMON.primeBudgetMs) {
   }
 }
 
-// The first `max` code points of the prompt, whitespace collapsed: the recall query.
+// The first `max` code points of the prompt, whitespace collapsed: the recall query. It scans only
+// as far as the query reaches: collapsing and splitting the whole prompt first took 1.5 s and 600 MB
+// of the host's process for a 26 MB prompt, before any budget applied.
+const WHITESPACE_RUN = /\s+/y;
 function boundedQuery(text, max) {
   if (typeof text !== "string") return "";
-  return Array.from(text.replace(/\s+/g, " ").trim()).slice(0, max).join("").trim();
+  const out = [];
+  let i = 0;
+  while (i < text.length && out.length < max) {
+    WHITESPACE_RUN.lastIndex = i;
+    if (WHITESPACE_RUN.test(text)) {
+      i = WHITESPACE_RUN.lastIndex;
+      if (out.length > 0 && i < text.length) out.push(" ");
+      continue;
+    }
+    const ch = String.fromCodePoint(text.codePointAt(i));
+    out.push(ch);
+    i += ch.length;
+  }
+  return out.join("").trim();
 }
 
 // The install-time recall settings; MNEMON_RECALL_LIMIT, MNEMON_RECALL_FLOOR and MNEMON_RECALL_BUDGET
