@@ -70,6 +70,14 @@ def test_empty_or_comment_only_document_gets_pretty_json():
     assert doc.text == '{\n  "hooks": {\n    "Stop": []\n  }\n}\n'
 
 
+@pytest.mark.parametrize("text", ["\ufeff", "\ufeff// mine\n", "\ufeff\n\n"])
+def test_an_empty_document_with_a_byte_order_mark_keeps_it_first(text):
+    doc = jsonc.Document(text)
+    doc.set(["hooks"], {"Stop": []})
+    assert doc.text.startswith("\ufeff{") and "\ufeff" not in doc.text[1:]
+    assert json.loads(doc.text[1:].split("// mine")[0]) == {"hooks": {"Stop": []}}
+
+
 def test_json5_reading():
     text = """// OpenClaw style
 {

@@ -322,7 +322,10 @@ class Document:
             nested: Any = value
             for key in reversed(path):
                 nested = {key: nested}
-            self.text = (render(nested, self.indent) + "\n").replace("\n", self.newline) + self.text
+            # After a byte order mark, which readers accept only as the text's first character (VS Code's
+            # jsonc, Python's utf-8-sig): put before it, our object made the file unreadable to them.
+            bom = "\ufeff" if self.text.startswith("\ufeff") else ""
+            self.text = bom + (render(nested, self.indent) + "\n").replace("\n", self.newline) + self.text[len(bom):]
             self.root = parse(self.text, json5=self.json5)
             return
         existing = self.node(path)
