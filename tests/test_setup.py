@@ -113,6 +113,23 @@ def test_a_symlinked_settings_file_stays_a_link_through_setup_and_eject(cli, hos
     assert link.is_symlink() and dotfiles.read_bytes() == before
 
 
+@pytest.mark.parametrize("target,rel", [("claude-code", SETTINGS_FILE["claude-code"]), ("opencode", "opencode.json")])
+def test_a_config_link_to_a_file_not_there_yet_stays_a_link_after_eject(cli, host, tmp_path, target, rel):
+    """Setup writes through a link whose file does not exist yet (creating it); eject then removed the user's
+    link and left that file, with our entries, behind. Now the file goes and the link stays, as before setup."""
+    _, project = host
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    link = project / rel
+    link.parent.mkdir(parents=True, exist_ok=True)
+    link.symlink_to(dotfiles / "config.json")
+    assert cli("setup", "--target", target).code == 0
+    assert link.is_symlink() and "mnemon" in (dotfiles / "config.json").read_text()
+    assert cli("setup", "--target", target, "--eject").code == 0
+    assert link.is_symlink() and os.readlink(link) == str(dotfiles / "config.json")
+    assert list(dotfiles.iterdir()) == []
+
+
 def test_a_read_only_settings_file_is_refused_before_anything_is_written(cli, host):
     """A user who made the host's config read-only (0444) meant it: setup refused nothing and replaced it by
     rename, which the mode does not stop. Now setup and eject say so and write nothing (not even the skill)."""

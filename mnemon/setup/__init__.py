@@ -306,7 +306,7 @@ def eject(placement: Placement, options: Options) -> Report:
         original = (files.read_config(placement.settings_path) or "").encode("utf-8")  # a directory: InputError
         cleaned = _registrar(target).plan_eject(target, placement.settings_path, placement.hook_dir, manifest)
         if cleaned is None:
-            placement.settings_path.unlink()
+            files.remove_file(placement.settings_path)
             report.add("removed", placement.settings_path)
         elif cleaned.encode("utf-8") != original:
             files.write_text(placement.settings_path, cleaned)

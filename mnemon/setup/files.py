@@ -21,7 +21,7 @@ from pathlib import Path
 from mnemon.errors import InputError
 
 __all__ = ["CONFIG_MODE", "PRIVATE_MODE", "SCRIPT_MODE", "check_dirs", "check_writable", "make_dirs", "remove_if_empty", "read_config",
-           "remove_tree", "write_bytes", "write_text"]
+           "remove_file", "remove_tree", "write_bytes", "write_text"]
 
 CONFIG_MODE = 0o644  # a new host config file (Go's WriteJSONFile)
 PRIVATE_MODE = 0o600  # a new config that may hold the user's credentials
@@ -133,6 +133,14 @@ def remove_if_empty(*dirs: Path) -> None:
                 directory.rmdir()
         except OSError:
             pass
+
+
+def remove_file(path: Path) -> None:
+    """Delete a config file setup created. Through a symbolic link, as ``write_bytes`` wrote it: the file it
+    names goes and the user's link stays (eject removed the link and left the file with our entries)."""
+    if path.is_symlink():
+        path = Path(os.path.realpath(path))
+    path.unlink()
 
 
 def remove_tree(path: Path) -> bool:

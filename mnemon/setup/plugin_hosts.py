@@ -95,7 +95,7 @@ def unregister(config: Path, manifest: dict[str, Any] | None, report: Report, *,
         return
     created_file = manifest.get("created_file", False) if manifest is not None else go_removes_empty
     if created_file and doc.value in ({}, None):
-        config.unlink()
+        files.remove_file(config)
         report.add("removed", config)
         return
     files.write_text(config, doc.text)
