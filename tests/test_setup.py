@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, Cli
+from tests.conftest import REPO, Cli, run_process
 
 USER_SETTINGS = {
     "claude-code": {
@@ -303,6 +303,21 @@ def test_a_file_where_setup_needs_a_directory_is_refused_before_anything_is_writ
         "setup again\n"
     assert sorted(str(p.relative_to(project)) for p in project.rglob("*")) == before
     assert (project / blocker).read_text() == "mine"
+
+
+@pytest.mark.parametrize("target,rel", [("claude-code", ".claude/settings.json"), ("kimi", ".kimi-code/config.toml"),
+                                        ("hermes", ".hermes/config.yaml")])
+def test_a_config_that_is_a_named_pipe_is_refused_instead_of_read(host, data_dir, target, rel):
+    """Reading a FIFO waits for a writer: setup and eject hung forever on one."""
+    home, _ = host
+    path = home / rel
+    path.parent.mkdir(parents=True)
+    os.mkfifo(path)
+    for args in ((), ("--eject",)):
+        res = run_process(["setup", "--target", target, "--global", *args], data_dir=data_dir,
+                          env={"HOME": str(home)}, timeout=30)
+        assert res.code == 1 and res.err == f"Error: {path} is not a regular file; move it, then run setup again\n"
+    assert stat.S_ISFIFO(path.lstat().st_mode) and sorted(p.name for p in path.parent.iterdir()) == [path.name]
 
 
 def test_eject_refuses_a_settings_path_that_is_a_directory(cli, host):

@@ -157,6 +157,9 @@ def remove_tree(path: Path) -> bool:
 def read_config(path: Path) -> str | None:
     """A host config file's text; ``None`` when it does not exist. Unreadable or non-UTF-8 ⇒ InputError."""
     try:
+        kind = path.stat().st_mode
+        if stat.S_ISFIFO(kind) or stat.S_ISCHR(kind) or stat.S_ISSOCK(kind):  # reading one could block setup forever
+            raise InputError(f"{path} is not a regular file; move it, then run setup again")
         return path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         return None
