@@ -80,8 +80,13 @@ def test_codex_hooks_answer_json(cli, tmp_path, monkeypatch):
                                                               .rstrip("\n"))  # the guide survives JSON escaping
     remind = json.loads(run_hook(hooks / "user_prompt.sh").stdout)["hookSpecificOutput"]
     assert remind["hookEventName"] == "UserPromptSubmit" and "`mnemon recall \"<topic>\"`" in remind["additionalContext"]
-    assert json.loads(run_hook(hooks / "stop.sh", STOP_PAYLOAD).stdout)["decision"] == "block"
+    # Stop (setup-targets §13): a system message, the turn allowed to end; never a "decision": "block"
+    stop = json.loads(run_hook(hooks / "stop.sh", STOP_PAYLOAD).stdout)
+    assert stop["continue"] is True and set(stop) == {"continue", "systemMessage"}
+    assert stop["systemMessage"].startswith("[mnemon] Consider") and "mnemon remember" in stop["systemMessage"]
     assert run_hook(hooks / "stop.sh", {**STOP_PAYLOAD, "stop_hook_active": True}).stdout == ""
+    evaluated = {**STOP_PAYLOAD, "last_assistant_message": "Stored the decision with mnemon remember."}
+    assert run_hook(hooks / "stop.sh", evaluated).stdout == ""  # the answer already evaluated memory
 
 
 def test_cursor_hooks_answer_json(cli, tmp_path, monkeypatch):
