@@ -312,6 +312,27 @@ def test_store_subcommands_and_messages(cli, data_dir) -> None:
     )
 
 
+@pytest.mark.sqlite_only
+@pytest.mark.local_only
+def test_store_copy_sees_commits_still_in_another_processes_wal(cli, data_dir) -> None:
+    """A store held open elsewhere (an MCP server, a gateway) keeps its recent commits in the WAL: the copy
+    read the main file alone (an immutable snapshot) and silently left them out."""
+    import apsw
+
+    cli.ok("remember", "first memory before the reader opened")
+    reader = apsw.Connection(str(db_path(data_dir)))
+    try:
+        reader.execute("SELECT count(*) FROM insights").fetchall()  # a WAL reader: no checkpoint on our close
+        cli.ok("remember", "second memory committed into the WAL")
+        assert Path(f"{db_path(data_dir)}-wal").stat().st_size > 0  # the case under test
+        res = cli("store", "copy", "default", "copied")
+        assert (res.code, res.err) == (0, ""), res.err
+        assert res.out == 'Copied store "default" to "copied" (2 insights, 2 edges, 2 oplog entries)\n'
+    finally:
+        reader.close()
+    assert cli.ok("--store", "copied", "status")["total_insights"] == 2
+
+
 def test_store_resolution_precedence(cli, data_dir, monkeypatch) -> None:
     for name in ("fromactive", "fromenv", "fromflag"):
         cli("store", "create", name)

@@ -212,7 +212,9 @@ def store_copy(
 
         raise ReadonlyModeError("store copy")
     now = format_ts(utc_now())
-    source = Store.open(store_db_path(settings.data_dir, src), readonly=True, now=now)
+    # live: a WAL reader. The immutable snapshot of --readonly reads the main file alone, so a copy of a store
+    # another process holds open (an MCP server, a gateway) silently left out its commits still in the WAL.
+    source = Store.open(store_db_path(settings.data_dir, src), readonly=True, now=now, live=True)
     try:
         target = Store.open(store_db_path(settings.data_dir, dst), readonly=False, now=now)
         try:
