@@ -47,6 +47,8 @@ Modes (``MODES``); probes (``/api/tags``, ``/v1/models``) are affected only by `
     stall         every route waits ``stall_seconds`` before answering (a client time-out test)
     trickle       correct answers whose body is sent in 10 pieces spread over ``stall_seconds``
                   (each read is quick, the whole response is slow: tests an overall deadline)
+    too_long      400 "input length exceeds the context length" for a request holding any input
+                  over ``TOO_LONG_CHARS`` characters, correct vectors otherwise (one bad memory)
 
 Subprocess use (for CLI tests and benchmarks that run mnemon in another process)::
 
@@ -101,7 +103,9 @@ MODES: tuple[str, ...] = (
     "unavailable",
     "stall",
     "trickle",
+    "too_long",
 )
+TOO_LONG_CHARS = 1000  # mode "too_long": a longer input exceeds the model's context
 _MAX_RECORDED = 10_000
 
 
@@ -267,6 +271,8 @@ class EmbedServer:
             return 500, _dumps({"error": "internal server error"})
         if mode == "malformed":
             return 200, b'{"embeddings": [[0.1, 0.2, '
+        if mode == "too_long" and any(len(t) > TOO_LONG_CHARS for t in texts):
+            return 400, _dumps({"error": "input length exceeds the context length"})
         dimensions = body.get("dimensions")
         dim = dimensions if isinstance(dimensions, int) and dimensions > 0 else self.dim
         vectors: list[Any] = self._embedder(dim + (mode == "wrong_dim")).embed_batch(texts).tolist()

@@ -126,6 +126,28 @@ def test_embed_all_backfills_in_batches(cli, endpoint: str, server: EmbedServer,
     assert ids[0] not in {c["id"] for c in res["semantic_candidates"]}
 
 
+def test_embed_all_passes_over_a_memory_the_provider_refuses(cli, endpoint: str, server: EmbedServer, monkeypatch) -> None:
+    """One memory the provider cannot embed (longer than its model's context: HTTP 400) and first in line (the
+    most important): the backfill probed with it alone and failed as a whole, run after run, never embedding
+    the others. It is counted as failed instead, and a rerun reports it again without an error."""
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", "http://127.0.0.1:9")
+    cli.ok("remember", "a short memory about Qdrant")
+    cli.ok("remember", "too long for the model " * 60, "--imp", "5")
+    cli.ok("remember", "another short memory about Rust")
+    monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url if endpoint == "ollama" else server.openai_url)
+    server.mode = "too_long"
+    out = cli.ok("embed", "--all")
+    assert out == {"status": "backfill_complete", "succeeded": 2, "failed": 1, "model": "nomic-embed-text"}
+    assert cli.ok("embed", "--status")["embedded"] == 2
+    again = cli.ok("embed", "--all")  # only the refused memory is left: probed with one embedded before
+    assert again == {"status": "backfill_complete", "succeeded": 0, "failed": 1, "model": "nomic-embed-text"}
+    server.mode = "nan"  # a provider that embeds nothing is still one clear error
+    res = cli("embed", "--all")
+    assert (res.code, res.out) == (1, "")
+    assert res.err.startswith("Error: embedding server at ") and "non-finite embedding" in res.err
+    server.mode = "ok"
+
+
 def test_embed_one(cli, server: EmbedServer, monkeypatch) -> None:
     insight = cli.ok("remember", "single insight to embed later")["id"]
     monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)

@@ -102,7 +102,7 @@ class EmbedPipeline:
         sample = pending[0][1] if pending else self._any_content()
         if sample is None:
             return {"status": "complete", "message": "all insights already have embeddings"}
-        first = embedder.embed(sample)
+        first = self._probe(embedder, [c for _, c in pending[:EMBED_BATCH_ROWS]] or [sample])
         if self.ctx.vectors.vector_mismatch(embedder.model, int(first.shape[0])) is not None:
             with self.ctx.store.transaction("embed") as tx:
                 vector_store.clear_embeddings(tx)
@@ -177,6 +177,24 @@ class EmbedPipeline:
                 vector_store.bump_epoch(conn)
         self._track(stored, fresh=fresh)
         return len(stored)
+
+    def _probe(self, embedder: Embedder, samples: list[str]) -> NDArray[np.float64]:
+        """The first vector the provider returns for one of ``samples`` (else for a memory it embedded
+        before), to learn its model's dimension. A memory the provider refuses (longer than the model's
+        context, say) is passed over: probing with it alone failed every backfill while it stayed first in
+        line; the batches count it as failed instead. The first refusal is raised when nothing embeds (the
+        provider is broken, not one memory)."""
+        embedded_before = insights.any_embedded_content(self.ctx.store.conn)
+        refusal: EmbedderError | None = None
+        for content in samples if embedded_before is None else [*samples, embedded_before]:
+            try:
+                return embedder.embed(content)
+            except EmbedderUnavailable:
+                raise
+            except EmbedderError as exc:
+                refusal = refusal or exc
+        assert refusal is not None  # samples is never empty
+        raise refusal
 
     @staticmethod
     def _embed_single(embedder: Embedder, content: str) -> NDArray[np.float64] | None:

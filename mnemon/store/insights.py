@@ -414,6 +414,15 @@ def any_active_content(conn: apsw.Connection) -> str | None:
     return None if row is None else str(row[0])
 
 
+_SQL_ANY_EMBEDDED_CONTENT = "SELECT content FROM insights WHERE deleted_at IS NULL AND embedding IS NOT NULL LIMIT 1"
+
+
+def any_embedded_content(conn: apsw.Connection) -> str | None:
+    """The content of some active insight that holds a vector (one the provider embedded before), or None."""
+    row = conn.execute(_SQL_ANY_EMBEDDED_CONTENT).fetchone()
+    return None if row is None else str(row[0])
+
+
 _SQL_ANY_ACTIVE_BLOB = "SELECT embedding FROM insights WHERE embedding IS NOT NULL AND deleted_at IS NULL LIMIT 1"
 
 
