@@ -107,6 +107,11 @@ CASES = [
      f'invalid argument "-{"9" * 20}" for "--excerpt-chars" flag: value out of range'),
     (["search", "x", "--brief", "--excerpt-chars", "9" * 20],
      f'invalid argument "{"9" * 20}" for "--excerpt-chars" flag: value out of range'),
+    # --depth and --imp are int flags too: a depth past int64 was run as given, an importance got "must be 1-5"
+    (["related", "ghost", "--depth", "9" * 20], f'invalid argument "{"9" * 20}" for "--depth" flag: value out of range'),
+    (["related", "ghost", "--depth", "-" + "9" * 20],
+     f'invalid argument "-{"9" * 20}" for "--depth" flag: value out of range'),
+    (["remember", "x", "--imp", "9" * 20], f'invalid argument "{"9" * 20}" for "--imp" flag: value out of range'),
     (["show", "00000000-0000-4000-8000-000000000000"], "insight 00000000-0000-4000-8000-000000000000 not found"),
     (["show"], "accepts 1 arg(s), received 0"),
     (["forget", "ghost"], "forget: insight ghost not found or already deleted"),
