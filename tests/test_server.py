@@ -506,6 +506,27 @@ def test_concurrent_first_calls_start_one_server_and_idle_exit(tmp_path: Path) -
         stop_servers(runtime)
 
 
+def test_an_idle_time_past_epolls_range_serves_and_a_non_finite_one_is_refused(tmp_path: Path) -> None:
+    """MNEMON_SERVER_IDLE=720h is a valid duration, but the loop's first wait (epoll's timeout, an int of
+    milliseconds: 24.8 days at most) raised OverflowError: the server died as it started and ``server
+    start`` waited its whole two minutes for "did not start". inf, 1e400 and nan died the same way."""
+    runtime = tmp_path / "rt"
+    runtime.mkdir(mode=0o700)
+    try:
+        report = _start(runtime, MNEMON_SERVER_IDLE="720h")
+        assert report["idle_exit_seconds"] == 720 * 3600
+        served = _mnemon(runtime, "require", ["--data-dir", str(tmp_path / "d"), "status"])
+        assert served.returncode == 0, served.stderr
+        assert json.loads(_mnemon(runtime, "off", ["server", "status"]).stdout)["pid"] == report["pid"]
+        assert json.loads(_mnemon(runtime, "off", ["server", "stop"]).stdout)["stopped"] is True
+        for value in ("nan", "inf", "1e400"):
+            refused = _mnemon(runtime, "off", ["server", "start"], MNEMON_SERVER_IDLE=value)
+            assert (refused.returncode, refused.stdout) == (1, b"")
+            assert refused.stderr.decode() == "Error: invalid MNEMON_SERVER_IDLE (use a duration such as 30m, or seconds)\n"
+    finally:
+        stop_servers(runtime)
+
+
 def test_server_start_stop_status(tmp_path: Path) -> None:
     runtime = tmp_path / "rt"
     runtime.mkdir(mode=0o700)

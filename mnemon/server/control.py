@@ -31,7 +31,7 @@ def idle_seconds(text: str) -> float:
         value = float(text)
     except ValueError:
         value = _parse_duration(text)
-    if value <= 0:
+    if not value > 0 or value == float("inf"):  # NaN and inf too: a deadline that is never (or NaN) is no idle time
         raise ValueError(text)
     return value
 

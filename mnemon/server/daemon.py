@@ -47,6 +47,9 @@ ACCEPT_TIMEOUT = 2.0  # a connected client sends its request at once; never let 
 # the 75-100 ms of a call spaced like an in-process run. Measured: issue 10's fourth pass (git history
 # of bench/README.md).
 REHEARSE_AFTER = 0.04
+# The longest single wait of the loop: epoll takes an int of milliseconds (24.8 days at most), and a longer
+# MNEMON_SERVER_IDLE (720h) made every select an OverflowError, so the server died as it started.
+MAX_WAIT = 24 * 3600.0
 _PEERCRED = struct.Struct("3i")  # struct ucred: pid, uid, gid
 
 
@@ -106,6 +109,7 @@ class Daemon:
                 if timeout <= 0:
                     self.stop()
                     return
+                timeout = min(timeout, MAX_WAIT)  # a longer idle time is waited in steps (the loop comes back)
                 if self.rehearsal_due():
                     timeout = min(timeout, max(0.0, self.spare_since + REHEARSE_AFTER - now))
             # Between requests (no worker running, no client waiting): refresh the warm indexes
