@@ -205,7 +205,8 @@ def run(argv: list[str]) -> int:
 def _served(argv: list[str]) -> int | None:
     """The exit status of the command run through the server (or of ``require`` failing), or None
     when it is to run in this process (a server was started in the background when none answered)."""
-    mode = os.environ.get("MNEMON_SERVER", "auto")
+    # Empty is unset, as for every other MNEMON_ variable (MNEMON_SERVER= in an env file warned on every call).
+    mode = os.environ.get("MNEMON_SERVER") or "auto"
     if mode not in ("auto", "off", "require"):
         # as every other setting with a value it cannot use: said, and the default taken
         sys.stderr.write(f'mnemon: ignoring invalid MNEMON_SERVER "{mode}"; using auto\n')

@@ -200,6 +200,10 @@ def test_an_invalid_server_setting_is_said_and_read_as_auto(tmp_path: Path) -> N
                           timeout=60, cwd=tmp_path)
     assert proc.returncode == 0 and proc.stdout.startswith("mnemon version ")
     assert proc.stderr == 'mnemon: ignoring invalid MNEMON_SERVER "bogus"; using auto\n'
+    env["MNEMON_SERVER"] = ""  # empty is unset (auto), as for the other variables: nothing said
+    proc = subprocess.run([sys.executable, "-m", "mnemon", "--version"], capture_output=True, text=True, env=env,
+                          timeout=60, cwd=tmp_path)
+    assert (proc.returncode, proc.stderr) == (0, "") and proc.stdout.startswith("mnemon version ")
 
 
 @pytest.mark.sqlite_only  # a shell around the entry point, with a data dir of its own: one backend is enough
