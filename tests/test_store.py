@@ -185,6 +185,21 @@ def test_go_store_read_only_is_queried_and_untouched(cli, data_dir: Path) -> Non
     assert sha(path) == digest and listing(path.parent) == files
 
 
+def test_go_store_is_copied_as_it_opens(cli, data_dir: Path) -> None:
+    """``store copy`` read a store the Go tool wrote as it was: its rows have no stored_at column, and the copy
+    failed with "database error: no such column: stored_at". The source is brought forward first, as by every
+    command that writes, and the copy holds what the migrated source holds."""
+    build_go_db(db_path(data_dir, "gostore"))
+    res = cli("store", "copy", "gostore", "copied")
+    assert (res.code, res.err) == (0, ""), res.err
+    assert res.out == 'Copied store "gostore" to "copied" (4 insights, 3 edges, 2 oplog entries)\n'
+    source, copied = cli.ok("--store", "gostore", "status"), cli.ok("--store", "copied", "status")
+    assert (copied["total_insights"], copied["deleted_insights"], copied["edge_count"]) == (2, 2, 3)
+    own = ("db_path", "db_size_bytes")  # the file's, not the store's
+    assert {k: v for k, v in copied.items() if k not in own} == {k: v for k, v in source.items() if k not in own}
+    assert cli.ok("--store", "copied", "show", GO_ID1)["content"] == "Chose Qdrant because Rust performance is critical"
+
+
 # --- --readonly on our own store ---------------------------------------------------------------------
 
 

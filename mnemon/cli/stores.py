@@ -212,9 +212,14 @@ def store_copy(
 
         raise ReadonlyModeError("store copy")
     now = format_ts(utc_now())
-    # live: a WAL reader. The immutable snapshot of --readonly reads the main file alone, so a copy of a store
-    # another process holds open (an MCP server, a gateway) silently left out its commits still in the WAL.
-    source = Store.open(store_db_path(settings.data_dir, src), readonly=True, now=now, live=True)
+    src_path = store_db_path(settings.data_dir, src)
+    # A SQLite source is opened as every writing command opens a store: one the Go tool wrote is brought forward
+    # first (read as it was, its rows lacked stored_at: "no such column"). live: a WAL reader otherwise; the
+    # immutable snapshot of --readonly read the main file alone, so a copy of a store another process holds open
+    # (an MCP server, a gateway) silently left out its commits still in the WAL. A missing database stays
+    # "database not found" (a read-only open creates none).
+    writable = src_path.is_file() and not registration.is_postgres(src_path.parent)
+    source = Store.open(src_path, readonly=not writable, now=now, live=True)
     try:
         target = Store.open(store_db_path(settings.data_dir, dst), readonly=False, now=now)
         try:
