@@ -333,6 +333,35 @@ def test_store_copy_sees_commits_still_in_another_processes_wal(cli, data_dir) -
     assert cli.ok("--store", "copied", "status")["total_insights"] == 2
 
 
+@pytest.mark.sqlite_only
+@pytest.mark.local_only
+def test_a_failed_store_copy_leaves_no_new_store(cli, data_dir, tmp_path) -> None:
+    """A source page that cannot be read fails the copy after the destination was created: an empty store of
+    that name stayed behind (listed, and taken for a finished copy). A destination that existed before stays."""
+    import json
+
+    import apsw
+
+    draft = tmp_path / "draft.json"
+    rows = [{"content": f"memory {i} " + "filler words " * 60} for i in range(40)]
+    draft.write_text(json.dumps({"schema_version": "1", "insights": rows}))
+    cli.ok("import", str(draft))
+    conn = apsw.Connection(str(db_path(data_dir)))
+    leaves = [r[0] for r in conn.execute("SELECT pageno FROM dbstat WHERE name = 'insights' AND pagetype = 'leaf'")]
+    page_size = conn.execute("PRAGMA page_size").fetchone()[0]
+    conn.close()
+    with open(db_path(data_dir), "r+b") as f:  # one leaf of the insights table zeroed: malformed
+        f.seek((leaves[len(leaves) // 2] - 1) * page_size)
+        f.write(bytes(page_size))
+    res = cli("store", "copy", "default", "fresh")
+    assert (res.code, res.out, res.err) == (1, "", "Error: database error: database disk image is malformed\n")
+    assert cli("store", "list").out == "* default\n"
+    assert not (data_dir / "data" / "fresh").exists()
+    assert cli("store", "create", "kept").code == 0
+    assert cli("store", "copy", "default", "kept").code == 1
+    assert cli("store", "list").out == "* default\n  kept\n"
+
+
 def test_store_resolution_precedence(cli, data_dir, monkeypatch) -> None:
     for name in ("fromactive", "fromenv", "fromflag"):
         cli("store", "create", name)

@@ -220,18 +220,34 @@ def store_copy(
     # "database not found" (a read-only open creates none).
     writable = src_path.is_file() and not registration.is_postgres(src_path.parent)
     source = Store.open(src_path, readonly=not writable, now=now, live=True)
+    created = not store_exists(settings.data_dir, dst)
     try:
         target = Store.open(store_db_path(settings.data_dir, dst), readonly=False, now=now)
         try:
             copied = copy.copy_store(source, target)
         finally:
             target.close()
+    except BaseException:
+        if created:  # a copy that failed (a damaged source page, say) left a new empty store behind
+            _remove_quietly(settings.data_dir, dst)
+        raise
     finally:
         source.close()
     render.emit_text(
         f'Copied store "{src}" to "{dst}" ({copied.insights} insights, {copied.edges} edges, '
         f"{copied.oplog} oplog entries)"
     )
+
+
+def _remove_quietly(data_dir: Path, name: str) -> None:
+    """Remove the store a failed command created; the command's own error is the one to report."""
+    from mnemon.errors import StoreError
+    from mnemon.store.layout import remove_store
+
+    try:
+        remove_store(data_dir, name)
+    except (OSError, StoreError):
+        pass
 
 
 def register(app: typer.Typer) -> None:
