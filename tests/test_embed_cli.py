@@ -148,6 +148,15 @@ def test_embed_all_passes_over_a_memory_the_provider_refuses(cli, endpoint: str,
     server.mode = "ok"
 
 
+def test_install_model_is_refused_under_readonly(cli, data_dir: Path) -> None:
+    """--install-model writes <data-dir>/models/ (and went to the hub for it) under --readonly too, where every
+    other command that writes the data directory (store set, token create) is refused before it writes."""
+    res = cli("--readonly", "embed", "--install-model", "all-MiniLM-L6-v2")
+    assert (res.code, res.out) == (1, "")
+    assert res.err == "Error: embed --install-model is unavailable with --readonly: database writes are disabled\n"
+    assert not (data_dir / "models").exists()
+
+
 def test_embed_one(cli, server: EmbedServer, monkeypatch) -> None:
     insight = cli.ok("remember", "single insight to embed later")["id"]
     monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)

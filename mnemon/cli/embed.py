@@ -42,9 +42,14 @@ def embed(
     if install_model:
         if status or all_ or ids:
             raise InputError("--install-model cannot be combined with --all, --status or an insight ID")
+        settings = ctx.obj.settings()
+        if settings.readonly:  # it writes <data-dir>/models/ (a download of hundreds of MB), as store set writes active
+            from mnemon.errors import ReadonlyModeError
+
+            raise ReadonlyModeError("embed --install-model")
         from mnemon.embed.local import install
 
-        render.emit_json(install(install_model, ctx.obj.settings().data_dir))  # the store is not opened
+        render.emit_json(install(install_model, settings.data_dir))  # the store is not opened
         return
     if len(ids) > 1:
         raise InputError(f"accepts at most 1 arg(s), received {len(ids)}")
