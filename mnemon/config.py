@@ -173,6 +173,15 @@ def _bounded(seconds: float, text: str) -> float:
     return seconds
 
 
+def _go_int(text: str) -> int:
+    """An integer variable read as Go's strconv.Atoi reads it: a value past int64 is unparsable (ValueError), so
+    it gets the warning and the default instead of being used as given (sent to the embedding server, shown)."""
+    value = int(text)
+    if not -(2**63) <= value <= 2**63 - 1:
+        raise ValueError(text)
+    return value
+
+
 def resolve(
     *,
     data_dir: str | None = None,
@@ -198,7 +207,7 @@ def resolve(
     raw_dims = env.get("MNEMON_EMBED_DIMENSIONS", "").strip()
     if raw_dims:
         try:
-            dimensions = int(raw_dims)
+            dimensions = _go_int(raw_dims)
             if dimensions <= 0:
                 raise ValueError(raw_dims)
         except ValueError:
@@ -214,7 +223,7 @@ def resolve(
     raw_max = env.get("MNEMON_MAX_INSIGHTS", "").strip()
     if raw_max:
         try:
-            max_insights = int(raw_max)
+            max_insights = _go_int(raw_max)
         except ValueError:
             warnings.append(
                 f'mnemon: ignoring invalid MNEMON_MAX_INSIGHTS "{raw_max}"; using default {DEFAULT_MAX_INSIGHTS}'

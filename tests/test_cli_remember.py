@@ -357,6 +357,20 @@ def test_invalid_prune_env_warns_and_uses_default(data_dir, capsys, monkeypatch)
     assert 'MNEMON_MAX_INSIGHTS "lots"' in res.err and 'MNEMON_AUTO_PRUNE_MIN_AGE "-5h"' in res.err
 
 
+@pytest.mark.parametrize("value", ["99999999999999999999", "-99999999999999999999"])
+def test_an_integer_setting_past_int64_warns_and_uses_default(data_dir, capsys, monkeypatch, value) -> None:
+    """Go's Atoi cannot read such a value: the warning and the default, as for "lots". It was used as given:
+    max_insights 99999999999999999999 in gc's output (a negative one turned auto-prune off), and a dimensions
+    field of 20 digits in every embedding request."""
+    monkeypatch.setenv("MNEMON_MAX_INSIGHTS", value)
+    monkeypatch.setenv("MNEMON_EMBED_DIMENSIONS", value)
+    res = run_at(data_dir, capsys, T0, "gc")
+    assert res.code == 0, res.err
+    assert res.err == (f'mnemon: ignoring invalid MNEMON_EMBED_DIMENSIONS "{value}"\n'
+                       f'mnemon: ignoring invalid MNEMON_MAX_INSIGHTS "{value}"; using default 1000\n')
+    assert json.loads(res.out)["max_insights"] == 1000
+
+
 @pytest.mark.parametrize("age", ["2562048h", "106752d", "99999999999999999999h"])
 def test_a_grace_longer_than_go_allows_warns_and_uses_default(data_dir, capsys, monkeypatch, age) -> None:
     # past Go's longest duration (~292 years): the prune cutoff overflowed and the pruning remember crashed
