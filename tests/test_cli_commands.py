@@ -213,6 +213,31 @@ def test_receipt_hashes_instead_of_raw(cli) -> None:
     assert "secret plans" not in cli("receipt").out
 
 
+@pytest.mark.sqlite_only
+@pytest.mark.local_only
+@pytest.mark.parametrize("damaged", ["'zz'", "''", "X'00'", "123"])
+def test_receipt_replaces_a_key_it_cannot_read(cli, data_dir, damaged) -> None:
+    """A receipt key in mnemon_meta that is no hex text: the key was taken as missing, the insert that would
+    create one was ignored (the row exists), and every writable receipt ended in an AssertionError traceback."""
+    import apsw
+
+    cli.ok("remember", "secret plans for the launch")
+    cli.ok("receipt")
+    conn = apsw.Connection(str(db_path(data_dir)))
+    conn.execute(f"UPDATE mnemon_meta SET value = {damaged} WHERE key = 'receipt_key'")
+    conn.close()
+    readonly = cli("--readonly", "receipt")
+    assert readonly.code == 0 and "an ephemeral key was used" in readonly.out, readonly.err
+    res = cli("receipt")
+    assert (res.code, res.err) == (0, ""), res.err
+    first = res.json()["events"][0]["insight_id_hash"]  # type: ignore[index]
+    assert cli.ok("receipt")["events"][0]["insight_id_hash"] == first  # the new key is kept: stable digests
+    conn = apsw.Connection(str(db_path(data_dir)))
+    (key,) = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'receipt_key'").fetchone()
+    conn.close()
+    assert isinstance(key, str) and len(bytes.fromhex(key)) == 32
+
+
 # --- gc --------------------------------------------------------------------------------------------
 
 

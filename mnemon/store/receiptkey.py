@@ -17,6 +17,7 @@ from mnemon.store.tx import write_tx
 KEY_BYTES = 32
 _SQL_GET = "SELECT value FROM mnemon_meta WHERE key = 'receipt_key'"
 _SQL_INSERT = "INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES ('receipt_key', ?)"
+_SQL_REPLACE = "INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES ('receipt_key', ?)"
 _SQL_HAS_META = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mnemon_meta'"
 
 
@@ -25,19 +26,24 @@ def get(conn: apsw.Connection) -> bytes | None:
     if conn.execute(_SQL_HAS_META).fetchone() is None:
         return None
     row = conn.execute(_SQL_GET).fetchone()
+    if row is None or not isinstance(row[0], str):
+        return None
     try:
-        return bytes.fromhex(str(row[0])) if row else None
+        return bytes.fromhex(row[0]) or None  # an empty key keys nothing
     except ValueError:
         return None
 
 
 def ensure(conn: apsw.Connection) -> bytes:
-    """Return the key, creating it first if missing (INSERT OR IGNORE: a concurrent creator wins)."""
+    """Return the key, creating it first if missing (INSERT OR IGNORE: a concurrent creator wins). A key that
+    cannot be read (not hex, empty, not text) is replaced: it cannot have keyed any receipt, and kept it made every
+    writable receipt an AssertionError traceback (the insert was ignored, the key still unreadable)."""
     found = get(conn)
     if found is not None:
         return found
     with write_tx(conn, bump=False):
-        conn.execute(_SQL_INSERT, (secrets.token_hex(KEY_BYTES),))
+        damaged = get(conn) is None and conn.execute(_SQL_GET).fetchone() is not None  # re-read under the lock
+        conn.execute(_SQL_REPLACE if damaged else _SQL_INSERT, (secrets.token_hex(KEY_BYTES),))
     key = get(conn)
     assert key is not None  # just inserted (or a concurrent process did)
     return key
