@@ -6,6 +6,7 @@ file permissions, the oplog trim, write transactions (rollback, busy, generation
 from __future__ import annotations
 
 import hashlib
+import shutil
 import stat
 import struct
 from pathlib import Path
@@ -121,6 +122,27 @@ def test_busy_writer_gets_a_store_busy_error(tmp_path: Path) -> None:
         holder.conn.execute("ROLLBACK")
         holder.close()
         other.close()
+
+
+@pytest.mark.parametrize("damaged", ["'zz'", "1.5", "X'00'", "99999999999999999999"])
+def test_a_damaged_generation_is_read_as_the_bump_reads_it(cli, data_dir: Path, damaged: str, monkeypatch) -> None:
+    """mnemon_meta's generation that is no integer (doctor's "not a counter"): every command building the vector
+    index (recall, remember on an embedded store) ended in a ValueError traceback until some write's bump (CAST AS
+    INTEGER + 1) happened to cure it. It is read as the bump reads it, and the indexes follow the store as before."""
+    from tests.embed_server import EmbedServer
+
+    with EmbedServer(dim=16) as server:
+        monkeypatch.setenv("MNEMON_EMBED_ENDPOINT", server.url)
+        cli.ok("remember", "Kafka keeps the event log")
+        conn = apsw.Connection(str(db_path(data_dir)))
+        conn.execute(f"UPDATE mnemon_meta SET value = {damaged} WHERE key = 'generation'")
+        conn.close()
+        shutil.rmtree(f"{db_path(data_dir)}.index")  # derived: the next command builds it, reading the generation
+        for args in (["recall", "Kafka"], ["--readonly", "recall", "Kafka"], ["remember", "Kafka partitions the topic"]):
+            res = cli(*args)
+            assert (res.code, res.err) == (0, ""), res.err
+        found = cli.ok("recall", "Kafka")["results"]  # type: ignore[index]
+    assert sorted(r["content"] for r in found) == ["Kafka keeps the event log", "Kafka partitions the topic"]
 
 
 def test_oplog_is_trimmed_to_the_newest_rows(tmp_path: Path) -> None:
