@@ -215,9 +215,10 @@ def generation(conn: apsw.Connection) -> int:
     """Return the write generation (bumped by every write transaction); 0 if never written by us."""
     if not _has_table(conn, "mnemon_meta"):
         return 0
-    # Read as the bump (store.tx) reads it, CAST AS INTEGER: a damaged value ('zz', 1.5, a blob) made every
-    # reader of the derived indexes a ValueError traceback, until some write's bump happened to cure it.
-    row = conn.execute("SELECT CAST(value AS INTEGER) FROM mnemon_meta WHERE key = 'generation'").fetchone()
+    # Read as the bump (store.tx) reads it, cast to an integer (BIGINT: PostgreSQL's INTEGER is 32-bit): a
+    # damaged value ('zz', 1.5, a blob) made every reader of the derived indexes a ValueError traceback, until
+    # some write's bump happened to cure it.
+    row = conn.execute("SELECT CAST(value AS BIGINT) FROM mnemon_meta WHERE key = 'generation'").fetchone()
     return int(row[0]) if row is not None and row[0] is not None else 0
 
 
