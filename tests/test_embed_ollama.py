@@ -16,7 +16,7 @@ from collections.abc import Iterator
 import httpx
 import numpy as np
 import pytest
-from embed_server import MODES, EmbedServer, EmbedServerProcess
+from embed_server import MODES, TOO_LONG_CHARS, EmbedServer, EmbedServerProcess
 
 from mnemon.embed import (
     Embedder,
@@ -246,7 +246,17 @@ RESPONSE_FAULTS = [
 
 
 def test_every_server_mode_is_covered() -> None:
-    assert set(MODES) == set(RESPONSE_FAULTS) | {"ok", "wrong_dim", "stall", "trickle"}
+    assert set(MODES) == set(RESPONSE_FAULTS) | {"ok", "wrong_dim", "stall", "trickle", "too_long"}
+
+
+def test_an_input_past_the_models_context_is_a_response_error_and_a_short_one_embeds(server: EmbedServer) -> None:
+    """Mode too_long: the provider refuses one memory (HTTP 400), not every request (embed --all passes over it)."""
+    server.mode = "too_long"
+    with ollama(server.url) as embedder:
+        assert embedder.embed("short text").shape == (server.dim,)
+        with pytest.raises(EmbedderResponseError, match="input length exceeds the context length") as info:
+            embedder.embed("x" * (TOO_LONG_CHARS + 1))
+    assert str(info.value).startswith(f"embedding server at {server.url}")
 
 
 @pytest.mark.parametrize("mode", RESPONSE_FAULTS)
