@@ -112,6 +112,17 @@ def test_memory_commands_print_what_the_store_prints_locally(pair: Pair, tmp_pat
     assert forget_row.split()[2:] == [new_id[:8], "[token", "laptop]"] and pair.token not in log
 
 
+def test_export_output_inside_the_client_data_folder_is_refused_before_the_call(pair: Pair) -> None:
+    # The local file is checked against the data dir the remote store was resolved under (the client's).
+    registration = pair.client / "data" / "team" / "remote.json"
+    before = registration.read_bytes()
+    for target in (registration, pair.client / "data" / "team" / "draft.json"):
+        res = pair.remote("export", "-o", str(target))
+        assert res.returncode == 1 and res.stdout == b""
+        assert res.stderr.decode().startswith(f"Error: refusing to write {target}: it is inside mnemon's data folder")
+    assert registration.read_bytes() == before and not (pair.client / "data" / "team" / "draft.json").exists()
+
+
 @pytest.mark.parametrize("args", [
     ["show", "no-such-id"], ["remember", "--imp", "9", "x"], ["recall", "--limit", "0", "q"], ["link", "a"],
     ["remember"], ["import", "/no/such/draft.json"], ["recall", "--brief", "--verbose", "q"], ["forget", "nope"],

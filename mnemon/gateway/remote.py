@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mnemon import config
@@ -52,6 +53,12 @@ class GatewayUnreachable(StoreError):
 
 def remote_store(argv: list[str], options: GlobalOptions) -> registration.RemoteRegistration | None:
     """The remote registration when ``argv`` is a store command on a remote store, else None."""
+    found = _remote_and_root(argv, options)
+    return None if found is None else found[0]
+
+
+def _remote_and_root(argv: list[str], options: GlobalOptions) -> tuple[registration.RemoteRegistration, Path] | None:
+    """:func:`remote_store` and the data dir it was resolved under (export's local output is checked against it)."""
     if not argv or argv[0] not in access.REMOTE_COMMANDS | access.LOCAL_ONLY_COMMANDS:
         return None
     if any(a in ("-h", "--help") for a in _before_dashes(argv)):
@@ -65,14 +72,15 @@ def remote_store(argv: list[str], options: GlobalOptions) -> registration.Remote
         return None
     for warning in settings.warnings:
         print(warning, file=sys.stderr)
-    return registration.read_remote(store_dir)
+    return registration.read_remote(store_dir), settings.data_dir
 
 
 def dispatch(argv: list[str], options: GlobalOptions) -> int | None:
     """Run ``argv`` on its remote store and return the exit status; None when the store is local."""
-    remote = remote_store(argv, options)
-    if remote is None:
+    found = _remote_and_root(argv, options)
+    if found is None:
         return None
+    remote, data_dir = found
     command = argv[0]
     if command in access.LOCAL_ONLY_COMMANDS or (command == "gc" and "--compact" in _before_dashes(argv)):
         shown = "gc --compact" if command == "gc" else command
@@ -86,7 +94,6 @@ def dispatch(argv: list[str], options: GlobalOptions) -> int | None:
                          "(set MNEMON_EMBED_MODEL where the gateway runs)")
     sent, stdin, output = _prepare(argv)
     if output is not None:  # the local file, before the call: never over a store's own files
-        data_dir = config.resolve(data_dir=options.data_dir, store=options.store, environ=options.environ).data_dir
         layout.check_outside(data_dir, output)
     arguments: dict[str, Any] = _wire(sent, stdin)
     if options.readonly:

@@ -6,7 +6,7 @@ import os
 import shutil
 from pathlib import Path
 
-from mnemon.errors import StoreError
+from mnemon.errors import InputError, StoreError
 from mnemon.store.connection import ensure_private_dir
 
 DB_NAME = "mnemon.db"
@@ -26,8 +26,6 @@ def check_outside(data_dir: Path, output: str) -> None:
     its WAL and the indexes beside it) or over a database not yet moved there (``<data-dir>/mnemon.db``):
     ``export -o data/default/mnemon.db`` once overwrote the store it was exporting, and every later command
     said "file is not a database". Symbolic links are followed, as the write would follow them."""
-    from mnemon.errors import InputError
-
     try:
         target = Path(output).resolve()
         root = data_dir.resolve()
