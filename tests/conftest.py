@@ -141,6 +141,7 @@ REMOTE_SKIPS = {
     "test_legacy_database_is_migrated_once": "migrates a legacy database file in the client's data directory",
     "test_auto_prune_without_grace": _SETTINGS,
     "test_auto_prune_respects_grace_then_prunes_aged_rows": _SETTINGS,
+    "test_auto_prune_when_every_row_past_the_grace_is_immune": _SETTINGS,
     "test_a_grace_longer_than_go_allows_warns_and_uses_default": _SETTINGS,
     "test_an_integer_setting_past_int64_warns_and_uses_default": _SETTINGS,
     "test_batched_import_equals_one_by_one": "patches this process's import batch size; the gateway's workers keep "

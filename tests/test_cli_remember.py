@@ -341,6 +341,29 @@ def test_auto_prune_respects_grace_then_prunes_aged_rows(data_dir, capsys, monke
     assert details == [(ids[1]["id"], expected), (ids[2]["id"], expected)]
 
 
+def test_auto_prune_when_every_row_past_the_grace_is_immune(data_dir, capsys, monkeypatch) -> None:
+    """Over the ceiling with every row past the grace immune (important, or kept by gc --keep) and the others
+    inside it, a remember prunes nothing (its candidates read by their index ranges, not a walk of every row);
+    once the others age past the grace they are pruned, lowest stored EI first, the immune ones never."""
+    monkeypatch.setenv("MNEMON_MAX_INSIGHTS", "3")
+    important = [ok_at(data_dir, capsys, T0, "remember", f"important memory {k}", "--imp", "4")["id"] for k in range(2)]
+    kept = ok_at(data_dir, capsys, T0, "remember", "kept memory", "--imp", "1")["id"]
+    assert ok_at(data_dir, capsys, T0, "gc", "--keep", kept)["immune"] is True
+    query(data_dir, "UPDATE insights SET stored_at = '2026-02-10T09:00:00Z'")
+    later = T0 + timedelta(minutes=1)
+    fresh = []
+    for k, imp in enumerate(("3", "1", "2")):
+        out = ok_at(data_dir, capsys, later + timedelta(seconds=k), "remember", f"fresh memory {k}", "--imp", imp)
+        assert out["auto_pruned"] == 0 and out["auto_pruned_ids"] == [], out
+        fresh.append(out["id"])
+    assert ok_at(data_dir, capsys, later, "status")["total_insights"] == 6
+    query(data_dir, "UPDATE insights SET stored_at = '2026-02-10T09:00:00Z'")
+    last = ok_at(data_dir, capsys, later + timedelta(minutes=1), "remember", "the last memory", "--imp", "3")
+    assert last["auto_pruned_ids"] == [fresh[1], fresh[2], fresh[0]]  # importance 1, 2, 3: lowest stored EI first
+    left = {row[0] for row in query(data_dir, "SELECT id FROM insights WHERE deleted_at IS NULL")}
+    assert left == {*important, kept, last["id"]}
+
+
 def test_max_insights_zero_disables_auto_prune(data_dir, capsys, monkeypatch) -> None:
     monkeypatch.setenv("MNEMON_MAX_INSIGHTS", "0")
     monkeypatch.setenv("MNEMON_AUTO_PRUNE_MIN_AGE", "0")

@@ -355,3 +355,100 @@ def test_prune_candidates_walk_an_index_in_their_order(tmp_path: Path) -> None:
             assert bool(got) == (cutoff >= "2026-01-01")
     finally:
         store.close()
+
+
+def _prune_rule(rows: list[tuple], cutoff: str, exclude: list[str], limit: int) -> list[str]:
+    """§4.8's candidates, from the rows themselves: (id, importance, access_count, created_at, stored_at, ei)."""
+    past = [r for r in rows if (r[4] if r[4] is not None else r[3]) <= cutoff]
+    wanted = [r for r in past if r[1] < 4 and r[2] < 3 and r[0] not in exclude]
+    return [r[0] for r in sorted(wanted, key=lambda r: (r[5], r[3], r[0]))[:limit]]
+
+
+def _insert_prune_rows(conn: apsw.Connection, rows: list[tuple]) -> None:
+    with write_tx(conn):
+        conn.executemany(
+            "INSERT INTO insights (id, content, category, importance, access_count, created_at, updated_at, "
+            "stored_at, effective_importance) VALUES (?, ?, 'general', ?, ?, ?, ?, ?, ?)",
+            [(r[0], f"memory {r[0]}", r[1], r[2], r[3], r[3], r[4], r[5]) for r in rows],
+        )
+        # the stored_at trigger fills a NULL in; a Go store's row may still have none
+        conn.executemany("UPDATE insights SET stored_at = NULL WHERE id = ?", [(r[0],) for r in rows if r[4] is None])
+
+
+def test_prune_candidates_when_every_row_past_the_grace_is_immune(tmp_path: Path, monkeypatch) -> None:
+    """Over the ceiling, with every row past the grace immune (kept, or important) and the non-immune
+    ones within it, each write walked every active row in EI order to find no candidate: O(rows) per
+    write (20k rows: 5-9 ms a remember). The candidates are now read by their own index ranges when the
+    first rows of the walk hold too few: the work no longer grows with the immune rows. And whichever
+    way they are read (the bounded walk, the ranges, the whole walk), they are the rows the rule names."""
+    import random
+
+    from mnemon.store import insights
+
+    store = Store.open(tmp_path / "mnemon.db", readonly=False, now="2026-01-01T00:00:00Z")
+    conn = store.conn
+    steps = 0
+
+    def count() -> bool:
+        nonlocal steps
+        steps += 1
+        return False
+
+    def cost(cutoff: str) -> tuple[list[str], int]:
+        nonlocal steps
+        steps = 0
+        conn.set_progress_handler(count, 100)
+        try:
+            got = insights.prune_candidates(conn, max_importance=4, max_access=3, stored_before=cutoff,
+                                            exclude=["new"], limit=10)
+        finally:
+            conn.set_progress_handler(None)
+        return [i.id for i in got], steps
+
+    try:
+        # the look-ups' plans: each an index range, never a created_at range over a whole importance
+        for name in ("_SQL_PRUNE_FIRST_ACCESS", "_SQL_PRUNE_NEXT_ACCESS", "_SQL_PRUNE_GROUP_STAMPED",
+                     "_SQL_PRUNE_GROUP_UNSTAMPED"):
+            sql = getattr(insights, name)
+            plan = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, (1,) * sql.count("?"))]
+            assert len(plan) == 1 and plan[0].startswith("SEARCH insights USING") and "idx_insights_prune_stored" in plan[0]
+        for name in ("_SQL_PRUNE_FIRST_IMPORTANCE", "_SQL_PRUNE_NEXT_IMPORTANCE"):
+            sql = getattr(insights, name)
+            plan = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + sql, (1,) * sql.count("?"))]
+            assert len(plan) == 1 and plan[0].startswith("SEARCH insights USING COVERING INDEX"), plan
+        plan = [r[-1] for r in conn.execute("EXPLAIN QUERY PLAN " + insights._SQL_PRUNE_CANDIDATES_AHEAD,
+                                            (256, 4, 3, "", "[]", 10))]
+        assert any("idx_insights_active_ei" in step for step in plan) and not any("TEMP B-TREE" in s for s in plan)
+
+        old, fresh = "2026-01-01T00:00:00Z", "2026-01-09T00:00:00Z"
+        immune = [(f"imm-{i:05d}", 4 + i % 2, 0, old, old, 0.01 * (i % 7)) if i % 3 else  # important
+                  (f"imm-{i:05d}", 1 + i % 3, 3 + i % 4, old, old, 0.01 * (i % 7))  # kept (gc --keep, recalls)
+                  for i in range(2000)]
+        within = [(f"new-{i:03d}", 1 + i % 3, i % 3, fresh, fresh, 0.001) for i in range(20)]
+        _insert_prune_rows(conn, immune + within)
+        cutoff = "2026-01-05T00:00:00Z"
+        got, small = cost(cutoff)
+        assert got == []
+        more = [(f"imm-{i:05d}", 4, 7, old, old, 0.001 * (i % 5)) for i in range(2000, 10000)]
+        _insert_prune_rows(conn, more)
+        got, large = cost(cutoff)
+        assert got == []
+        assert large < small * 1.5, (small, large)  # five times the immune rows, about the same work
+
+        # the rule, on every path: a few candidates behind many immune rows of lower EI, unstamped
+        # rows, a negative access count, a fractional importance, an excluded row, tied EIs
+        rng = random.Random(11)
+        odd = [(f"odd-{i:03d}", rng.choice([1, 2, 3, 2.5, 3.0, 4, 5]), rng.choice([-2, 0, 1, 2, 3, 9]),
+                rng.choice([old, fresh]), rng.choice([None, old, fresh]), rng.choice([0.5, 0.75, rng.random()]))
+               for i in range(300)]
+        _insert_prune_rows(conn, odd + [("new", 1, 0, old, old, 0.9)])
+        rows = immune + within + more + odd + [("new", 1, 0, old, old, 0.9)]
+        for ahead, ranged in ((256, 4096), (2, 4096), (2, 3), (0, 0)):
+            monkeypatch.setattr(insights, "PRUNE_AHEAD_ROWS", ahead)
+            monkeypatch.setattr(insights, "PRUNE_RANGE_ROWS", ranged)
+            for moment, limit in ((cutoff, 10), (cutoff, 500), ("2026-01-10T00:00:00Z", 10), ("2025-12-31T00:00:00Z", 10)):
+                got = [i.id for i in insights.prune_candidates(
+                    conn, max_importance=4, max_access=3, stored_before=moment, exclude=["new"], limit=limit)]
+                assert got == _prune_rule(rows, moment, ["new"], limit), (ahead, ranged, moment, limit)
+    finally:
+        store.close()

@@ -86,6 +86,55 @@ _SQL_ANY_PAST_GRACE = (
     "SELECT EXISTS(SELECT 1 FROM insights WHERE stored_at <= ? AND +deleted_at IS NULL) "
     "OR EXISTS(SELECT 1 FROM insights WHERE stored_at IS NULL AND +deleted_at IS NULL AND +created_at <= ?)"
 )
+# The walk above over the first ? active rows of its order only (the sub-query's LIMIT bounds the rows read):
+# where candidates exist they are usually among the first few rows it reads.
+_SQL_PRUNE_CANDIDATES_AHEAD = (
+    f"SELECT {INSIGHT_COLUMNS} FROM (SELECT {INSIGHT_COLUMNS}, stored_at FROM insights WHERE deleted_at IS NULL "
+    "ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?) AS w "
+    "WHERE +importance < ? AND +access_count < ? AND COALESCE(stored_at, created_at) <= ? "
+    "AND id NOT IN (SELECT value FROM json_each(?)) ORDER BY effective_importance ASC, created_at ASC, id ASC LIMIT ?"
+)
+# When they are not, the candidates are read by their own index ranges: the distinct non-immune importances
+# (idx_insights_active_importance), then access counts (idx_insights_prune_stored: deleted_at, importance,
+# access_count, stored_at, ...), each the next entry after the last (a look-up, however many rows share a
+# value), then each such group's rows past the grace. A store whose rows past the grace are all immune (kept, or important) costs
+# these look-ups, not a walk of every active row in EI order on each write over the ceiling.
+_SQL_PRUNE_FIRST_IMPORTANCE = (
+    "SELECT importance FROM insights WHERE deleted_at IS NULL AND importance < ? ORDER BY importance LIMIT 1"
+)
+_SQL_PRUNE_NEXT_IMPORTANCE = (
+    "SELECT importance FROM insights WHERE deleted_at IS NULL AND importance > ? AND importance < ? "
+    "ORDER BY importance LIMIT 1"
+)
+_SQL_PRUNE_FIRST_ACCESS = (
+    "SELECT access_count FROM insights WHERE deleted_at IS NULL AND importance = ? AND access_count < ? "
+    "ORDER BY access_count LIMIT 1"
+)
+_SQL_PRUNE_NEXT_ACCESS = (
+    "SELECT access_count FROM insights WHERE deleted_at IS NULL AND importance = ? AND access_count > ? "
+    "AND access_count < ? ORDER BY access_count LIMIT 1"
+)
+# A group's rows past the grace: stamped ones by the stored_at range, unstamped ones (stored_at NULL,
+# which COALESCE reads as created_at) by equality; the plus keeps the planner off created_at ranges.
+_SQL_PRUNE_GROUP_STAMPED = (
+    "SELECT id FROM insights WHERE deleted_at IS NULL AND importance = ? AND access_count = ? AND stored_at <= ? "
+    "LIMIT ?"
+)
+_SQL_PRUNE_GROUP_UNSTAMPED = (
+    "SELECT id FROM insights WHERE deleted_at IS NULL AND importance = ? AND access_count = ? AND stored_at IS NULL "
+    "AND +created_at <= ? LIMIT ?"
+)
+_SQL_PRUNE_CANDIDATES_OF = (
+    f"SELECT {', '.join('i.' + c.strip() for c in INSIGHT_COLUMNS.split(','))} FROM json_each(?) j "
+    "CROSS JOIN insights i WHERE i.id = j.value AND i.deleted_at IS NULL AND +i.importance < ? "
+    "AND +i.access_count < ? AND COALESCE(i.stored_at, i.created_at) <= ? "
+    "AND i.id NOT IN (SELECT value FROM json_each(?)) "
+    "ORDER BY i.effective_importance ASC, i.created_at ASC, i.id ASC LIMIT ?"
+)
+PRUNE_AHEAD_ROWS = 256  # active rows the first, bounded walk reads
+PRUNE_RANGE_ROWS = 4096  # candidates read by their ranges and sorted at most; more: the whole walk
+_PRUNE_GROUPS_MAX = 64  # distinct (importance, access_count) groups below immunity looked up at most
+
 _SQL_BASIC_SEARCH = (
     f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL AND content LIKE ? ESCAPE '\\' "
     "AND (? = '' OR category = ?) AND (? = '' OR source = ?) "
@@ -298,13 +347,63 @@ def all_active(conn: apsw.Connection) -> list[Insight]:
 def prune_candidates(
     conn: apsw.Connection, *, max_importance: int, max_access: int, stored_before: str, exclude: list[str], limit: int
 ) -> list[Insight]:
-    """Active, non-immune insights stored before the grace cut-off, lowest stored EI first (§4.8)."""
-    if not scalar(conn, _SQL_ANY_PAST_GRACE, (stored_before, stored_before)):
+    """Active, non-immune insights stored before the grace cut-off, lowest stored EI first (§4.8).
+
+    Three ways to the same rows, cheapest first: the first ``PRUNE_AHEAD_ROWS`` active rows in EI
+    order (where candidates are, they are usually there); else every candidate read by its index
+    ranges and sorted, when there are fewer than ``PRUNE_RANGE_ROWS`` (none at all: every row past
+    the grace is immune); else the walk in EI order until ``limit`` are found.
+    """
+    if limit <= 0 or not scalar(conn, _SQL_ANY_PAST_GRACE, (stored_before, stored_before)):
         return []
+    excluded = json.dumps(exclude)
     rows = conn.execute(
-        _SQL_PRUNE_CANDIDATES, (max_importance, max_access, stored_before, json.dumps(exclude), limit)
-    )
+        _SQL_PRUNE_CANDIDATES_AHEAD,
+        (PRUNE_AHEAD_ROWS, max_importance, max_access, stored_before, excluded, limit),
+    ).fetchall()
+    if len(rows) < limit:
+        ids = _prune_range_ids(conn, max_importance, max_access, stored_before)
+        if ids is not None:
+            if not ids:
+                return []
+            rows = conn.execute(
+                _SQL_PRUNE_CANDIDATES_OF,
+                (json.dumps(ids), max_importance, max_access, stored_before, excluded, limit),
+            ).fetchall()
+        else:
+            rows = conn.execute(
+                _SQL_PRUNE_CANDIDATES, (max_importance, max_access, stored_before, excluded, limit)
+            ).fetchall()
     return [row_to_insight(r) for r in rows]
+
+
+def _prune_range_ids(conn: apsw.Connection, max_importance: int, max_access: int, stored_before: str) -> list[str] | None:
+    """The ids of every active, non-immune row past the grace (excluded ones too), read by index
+    ranges; None when there are ``PRUNE_RANGE_ROWS`` or more of them,
+    or more groups than ``_PRUNE_GROUPS_MAX`` (the caller walks instead)."""
+    ids: list[str] = []
+    groups = 0
+    importance = _first(conn, _SQL_PRUNE_FIRST_IMPORTANCE, (max_importance,))
+    while importance is not None:
+        access = _first(conn, _SQL_PRUNE_FIRST_ACCESS, (importance, max_access))
+        while access is not None:
+            groups += 1
+            if groups > _PRUNE_GROUPS_MAX:
+                return None
+            for sql in (_SQL_PRUNE_GROUP_STAMPED, _SQL_PRUNE_GROUP_UNSTAMPED):
+                room = PRUNE_RANGE_ROWS - len(ids)
+                ids += [str(r[0]) for r in conn.execute(sql, (importance, access, stored_before, room))]
+                if len(ids) >= PRUNE_RANGE_ROWS:
+                    return None
+            access = _first(conn, _SQL_PRUNE_NEXT_ACCESS, (importance, access, max_access))
+        importance = _first(conn, _SQL_PRUNE_NEXT_IMPORTANCE, (importance, max_importance))
+    return ids
+
+
+def _first(conn: apsw.Connection, sql: str, params: tuple[object, ...]) -> Any:
+    """The first column of the query's first row; None when it has none."""
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else row[0]
 
 
 def basic_search(conn: apsw.Connection, query: str, category: str, source: str, limit: int) -> list[Insight]:
