@@ -151,6 +151,28 @@ def test_gc_keep_and_compact_together_are_refused(cli, data_dir: Path, seeded: d
     for args in (["gc", "--compact", "--keep", kept], ["gc", "--keep", kept, "--compact"]):
         assert_one_line_error(cli(*args), "--keep and --compact cannot be used together")
     assert snapshot(data_dir) == seeded["before"]
+    # --threshold and --limit shape gc's suggestions only; with --compact they were silently ignored
+    for args, message in ((["gc", "--compact", "--limit", "3"], "--compact and --limit cannot be used together"),
+                          (["gc", "--threshold", "0.2", "--compact"], "--compact and --threshold cannot be used together")):
+        assert_one_line_error(cli(*args), message)
+    assert snapshot(data_dir) == seeded["before"]
+
+
+@pytest.mark.parametrize("extra, message", [
+    (["--threshold", "0.9"], "--keep and --threshold cannot be used together"),
+    (["--limit", "5"], "--keep and --limit cannot be used together"),
+    (["--threshold=0.5"], "--keep and --threshold cannot be used together"),  # the default's value, given: still asked
+    (["--limit", "0"], "--keep and --limit cannot be used together"),  # the combination, before the value
+    (["--limit", "5", "--threshold", "0.1"], "--keep and --threshold cannot be used together"),
+])
+def test_gc_keep_with_suggestion_flags_is_refused(cli, data_dir: Path, seeded: dict, extra, message) -> None:
+    """gc --keep ID --threshold/--limit ran the keep (+3 accesses) and silently ignored the suggestion flags,
+    which only shape gc's candidate list (§3.10): now one error line and nothing changed, whatever the order."""
+    kept = seeded["ids"][0]
+    for args in (["gc", "--keep", kept, *extra], ["gc", *extra, "--keep", kept]):
+        assert_one_line_error(cli(*args), message)
+    assert snapshot(data_dir) == seeded["before"]
+    assert cli.ok("gc", "--keep", kept)["new_access"] == 3  # alone, it keeps
 
 
 def test_imp_abc_and_missing_value_use_cobra_wording(cli, seeded) -> None:

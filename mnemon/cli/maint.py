@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import typer
+from typer._click.core import ParameterSource
 
 from mnemon.cli import render
 from mnemon.cli.state import open_engine, open_read_engine
@@ -22,6 +23,11 @@ def gc(
     """Suggest low-value insights to prune, retain one, or compact the database."""
     if keep and compact:  # two actions asked for: running one and dropping the other silently misleads
         raise InputError("--keep and --compact cannot be used together")
+    if keep or compact:  # --threshold and --limit shape the suggestions only: given with another action, refused
+        action = "--keep" if keep else "--compact"
+        for name, flag in (("threshold", "--threshold"), ("limit", "--limit")):
+            if ctx.get_parameter_source(name) is ParameterSource.COMMANDLINE:
+                raise InputError(f"{action} and {flag} cannot be used together")
     if not keep and not compact:
         check_threshold(threshold)
         check_limit(limit)
