@@ -9,6 +9,12 @@ with ``insights[i]: …`` / ``edges[i]: …`` naming the offending item. ``schem
 first. Defaults: category ``general``, importance 0 ⇒ 3, source = item ‖ draft ‖ ``import``,
 ``created_at`` parsed to UTC with second precision (absent ⇒ filled in by the engine with now),
 explicit edge weight 0 ⇒ 0.5. Pure: stdlib only, no I/O beyond reading the named file.
+
+Two additions that ``export`` writes, so that a store's edges come back as stored (a draft without them
+reads as the contract says, and the Go program ignores them): ``exact_weights: true`` keeps an explicit
+weight 0 as 0 (absent or null is still 0.5), and ``self_edges: [{index, edge_type, weight?, reason?}]``
+carries the links of an insight to itself, which ``link`` accepts (§3.8: only a self-``supersedes`` is
+refused) and ``edges`` cannot hold (its two indexes must differ).
 """
 
 from __future__ import annotations
@@ -95,7 +101,7 @@ class DraftEdges(Sequence[DraftEdge]):
         self._weight.append(edge.weight)
         self._reason.append(self._reason_code(edge.reason))
 
-    def extend_plain(self, items: list[Any], n: int) -> bool:
+    def extend_plain(self, items: list[Any], n: int, exact: bool = False) -> bool:
         """Append every edge of ``items`` when each is plainly valid (as ``_plain_edge`` judges one),
         column by column; else append none and return False (the caller then goes item by item,
         which phrases the error). A dense draft has dozens of edges per insight: checked a field
@@ -120,11 +126,11 @@ class DraftEdges(Sequence[DraftEdge]):
         weight_types = set(map(type, weights))
         if not weight_types <= _WEIGHT_TYPES:
             return False
-        if type(None) in weight_types:
-            weights = [0 if w is None else w for w in weights]
+        if type(None) in weight_types:  # none given: the default (also under exact_weights)
+            weights = [(DEFAULT_EDGE_WEIGHT if exact else 0) if w is None else w for w in weights]
         if min(weights) < 0 or max(weights) > 1:  # (a parsed number is never NaN: _reject_constant)
             return False
-        if 0 in weights:
+        if 0 in weights and not exact:
             weights = [float(w) or DEFAULT_EDGE_WEIGHT for w in weights]
         reasons = field(items, "reason")
         try:
@@ -347,8 +353,9 @@ class _Stream:
 def _stream_draft(path: str) -> Draft | None:
     """The draft at ``path`` read as a stream, validated item by item as it arrives, so neither
     the file's text nor its parsed objects are ever held whole; None for anything but a valid
-    draft whose ``schema_version`` and ``source`` come before ``insights``, and ``insights``
-    before ``edges``, each key once (what ``export`` and the generators write)."""
+    draft whose ``schema_version`` and ``source`` come before ``insights``, ``insights`` before
+    ``edges``, ``exact_weights`` before ``edges`` and ``self_edges`` after it, each key once (what
+    ``export`` and the generators write)."""
     try:
         with open(path, encoding="utf-8", newline="") as fh:
             return _walk(_Stream(fh))
@@ -382,20 +389,27 @@ def _walk(stream: _Stream) -> Draft:
                 insights += [_insight(i, item, default_source) for i, item in enumerate(items, len(insights))]
             seen[key] = None
         elif key == "edges":
-            if insights is None or stream.peek() != "[":
+            if insights is None or stream.peek() != "[" or "self_edges" in seen:
                 raise _Fallback
             n, reasons = len(insights), dict[str, str]()
+            exact = seen.get("exact_weights", False)
+            if type(exact) is not bool:
+                raise _Fallback
             for items in stream.slices():
-                _add_edges(edges, items, n, reasons)
+                _add_edges(edges, items, n, reasons, exact)
             seen[key] = None
         else:
             if key == "source" and insights is not None:
                 raise _Fallback  # the insights took their default source already
+            if key == "exact_weights" and "edges" in seen:
+                raise _Fallback  # the edges took their weights already
             seen[key] = stream.value()
         if stream.closed("}"):
             break
     if stream.peek() != "" or not insights:
         raise _Fallback
+    for edge in _self_edges(seen.get("self_edges"), len(insights), _exact_weights(seen.get("exact_weights"))):
+        edges.append(edge)
     return Draft(insights, edges)
 
 
@@ -444,24 +458,27 @@ def parse_draft(text: str) -> Draft:
         raw_edges = []
     if not isinstance(raw_edges, list):
         raise _invalid("edges must be an array")
+    exact = _exact_weights(data.get("exact_weights"))
     n = len(insights)
     reasons: dict[str, str] = {}
     edges = DraftEdges()
     for start in range(0, len(raw_edges), _EDGE_SLICE):
-        _add_edges(edges, raw_edges[start : start + _EDGE_SLICE], n, reasons)
+        _add_edges(edges, raw_edges[start : start + _EDGE_SLICE], n, reasons, exact)
+    for edge in _self_edges(data.get("self_edges"), n, exact):
+        edges.append(edge)
     return Draft(insights, edges)
 
 
 _EDGE_SLICE = 8192  # a whole parse's edges checked at a time
 
 
-def _add_edges(edges: DraftEdges, items: list[Any], n: int, reasons: dict[str, str]) -> None:
+def _add_edges(edges: DraftEdges, items: list[Any], n: int, reasons: dict[str, str], exact: bool = False) -> None:
     """Append the edges ``items`` (the next ones of the draft): the whole slice at once when every
     one is plainly valid, else one by one, which raises the first invalid edge's error."""
-    if edges.extend_plain(items, n):
+    if edges.extend_plain(items, n, exact):
         return
     for i, item in enumerate(items, len(edges)):
-        edges.append(_plain_edge(item, n, reasons) or _edge(i, item, n))
+        edges.append(_plain_edge(item, n, reasons, exact) or _edge(i, item, n, exact))
 
 
 def _kind(value: object) -> str:
@@ -601,7 +618,7 @@ def _field(items: list[dict[str, Any]], key: str) -> list[Any]:
     return list(map(dict.get, items, repeat(key)))
 
 
-def _plain_edge(item: object, n: int, reasons: dict[str, str]) -> DraftEdge | None:
+def _plain_edge(item: object, n: int, reasons: dict[str, str], exact: bool = False) -> DraftEdge | None:
     """The edge of a plainly valid item (integer indexes in range, a known type, a weight in
     [0, 1] or none, a clean reason string or none), else None: ``_edge`` then validates it field
     by field and phrases the error. A dense draft has dozens of edges per insight: they are most
@@ -613,9 +630,9 @@ def _plain_edge(item: object, n: int, reasons: dict[str, str]) -> DraftEdge | No
         return None
     if not (0 <= source < n and 0 <= target < n) or source == target or edge_type not in _EDGE_TYPE_SET:
         return None
-    weight = item.get("weight", 0)
+    weight = item.get("weight")
     if weight is None:
-        weight = 0
+        weight = DEFAULT_EDGE_WEIGHT
     if (type(weight) is not float and type(weight) is not int) or not 0.0 <= weight <= 1.0:
         return None
     reason = item.get("reason") or ""
@@ -623,7 +640,7 @@ def _plain_edge(item: object, n: int, reasons: dict[str, str]) -> DraftEdge | No
         if type(reason) is not str or "\x00" in reason or not _encodable(reason):
             return None
         reason = reasons.setdefault(reason, reason) if len(reasons) < _REASONS_KEPT else reason
-    return DraftEdge(source, target, _EDGE_TYPE_OF[edge_type], float(weight) or DEFAULT_EDGE_WEIGHT, reason)
+    return DraftEdge(source, target, _EDGE_TYPE_OF[edge_type], _weight(weight, exact), reason)
 
 
 def _encodable(text: str) -> bool:
@@ -637,7 +654,7 @@ def _encodable(text: str) -> bool:
     return True
 
 
-def _edge(index: int, item: object, n: int) -> DraftEdge:
+def _edge(index: int, item: object, n: int, exact: bool = False) -> DraftEdge:
     where = f"edges[{index}]"
 
     def bad(message: str) -> InputError:
@@ -660,9 +677,18 @@ def _edge(index: int, item: object, n: int) -> DraftEdge:
     edge_type = item.get("edge_type")
     if not isinstance(edge_type, str) or edge_type not in EDGE_TYPES:
         raise bad(f'invalid edge type "{edge_type if edge_type is not None else ""}"; valid: {", ".join(EDGE_TYPES)}')
-    weight = item.get("weight", 0)
+    return DraftEdge(ends[0], ends[1], edge_type, *_weight_and_reason(item, bad, where, exact))
+
+
+def _weight(weight: float, exact: bool) -> float:
+    """An edge's stored weight: 0 is the default 0.5 (§3.15), unless the draft says its weights are exact."""
+    return float(weight) if exact else float(weight) or DEFAULT_EDGE_WEIGHT
+
+
+def _weight_and_reason(item: dict[str, Any], bad: Any, where: str, exact: bool) -> tuple[float, str]:
+    weight = item.get("weight")
     if weight is None:
-        weight = 0
+        weight = DEFAULT_EDGE_WEIGHT
     if isinstance(weight, bool) or not isinstance(weight, (int, float)):
         raise bad("weight must be a number")
     if not 0.0 <= weight <= 1.0:
@@ -670,4 +696,44 @@ def _edge(index: int, item: object, n: int) -> DraftEdge:
     reason = item.get("reason") or ""
     if not isinstance(reason, str):
         raise bad("reason must be a string")
-    return DraftEdge(ends[0], ends[1], edge_type, float(weight) or DEFAULT_EDGE_WEIGHT, _clean_text(reason, f"{where}: reason"))
+    return _weight(weight, exact), _clean_text(reason, f"{where}: reason")
+
+
+def _self_edges(value: object, n: int, exact: bool) -> list[DraftEdge]:
+    """The draft's ``self_edges``: links of an insight to itself (``export`` writes them; ``edges`` cannot
+    hold one), each ``{index, edge_type, weight?, reason?}``, validated as an edge is."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _invalid("self_edges must be an array")
+    out: list[DraftEdge] = []
+    for k, item in enumerate(value):
+        where = f"self_edges[{k}]"
+
+        def bad(message: str, where: str = where) -> InputError:
+            return _invalid(f"{where}: {message}")
+
+        if not isinstance(item, dict):
+            raise bad(f"must be an object, got {_kind(item)}")
+        index = item.get("index")
+        if index is None:
+            raise bad("index is required")
+        if not _integral(index):
+            raise bad("index must be an integer")
+        if not 0 <= index < n:
+            raise bad(f"index {int(index)} out of range [0,{n})")
+        edge_type = item.get("edge_type")
+        if not isinstance(edge_type, str) or edge_type not in EDGE_TYPES:
+            raise bad(f'invalid edge type "{edge_type if edge_type is not None else ""}"; valid: {", ".join(EDGE_TYPES)}')
+        if edge_type == "supersedes":
+            raise bad("supersedes requires distinct insights")
+        out.append(DraftEdge(int(index), int(index), edge_type, *_weight_and_reason(item, bad, where, exact)))
+    return out
+
+
+def _exact_weights(value: object) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise _invalid("exact_weights must be true or false")
+    return value

@@ -29,11 +29,12 @@ def _db(data_dir: Path) -> Path:
     return db_path(data_dir)
 
 
-def _edges(data_dir: Path) -> list[tuple[str, str, str, float, dict[str, str]]]:
+def _edges(data_dir: Path, store: str = "default") -> list[tuple[str, str, str, float, dict[str, str]]]:
     rows = query(
         data_dir,
         "SELECT s.content, t.content, e.edge_type, e.weight, e.metadata FROM edges e "
         "JOIN insights s ON s.id = e.source_id JOIN insights t ON t.id = e.target_id",
+        store=store,
     )
     return [(r[0], r[1], r[2], r[3], json.loads(r[4])) for r in rows]
 
@@ -176,6 +177,21 @@ def test_import_between_two_old_neighbours_replaces_their_backbone_pair(cli, tmp
         ({"schema_version": "1", "insights": [{"content": "x"}, {"content": "y"}],
           "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 1.5}]},
          "invalid draft: edges[0]: weight must be between 0.0 and 1.0, got 1.50"),
+        # export's additions (a store's weights as stored, its links of an insight to itself)
+        ({"schema_version": "1", "exact_weights": "yes", "insights": [{"content": "x"}]},
+         "invalid draft: exact_weights must be true or false"),
+        ({"schema_version": "1", "insights": [{"content": "x"}], "self_edges": {"index": 0}},
+         "invalid draft: self_edges must be an array"),
+        ({"schema_version": "1", "insights": [{"content": "x"}], "self_edges": [{"edge_type": "causal"}]},
+         "invalid draft: self_edges[0]: index is required"),
+        ({"schema_version": "1", "insights": [{"content": "x"}], "self_edges": [{"index": 1, "edge_type": "causal"}]},
+         "invalid draft: self_edges[0]: index 1 out of range [0,1)"),
+        ({"schema_version": "1", "insights": [{"content": "x"}],
+          "self_edges": [{"index": 0, "edge_type": "causal"}, {"index": 0, "edge_type": "supersedes"}]},
+         "invalid draft: self_edges[1]: supersedes requires distinct insights"),
+        ({"schema_version": "1", "insights": [{"content": "x"}],
+          "self_edges": [{"index": 0, "edge_type": "entity", "weight": -0.5}]},
+         "invalid draft: self_edges[0]: weight must be between 0.0 and 1.0, got -0.50"),
     ],
 )
 def test_bad_drafts_fail_with_the_contract_message_and_change_nothing(cli, tmp_path, draft, message):
@@ -321,6 +337,61 @@ def test_export_then_import_reproduces_insights_and_edges(cli, tmp_path):
     # a NUL in the path (in-process only: no real argv holds one) raised ValueError, a traceback
     nul = cli("export", "-o", "draft\x00.json")
     assert nul.code == 1 and nul.err == "Error: write file: embedded null byte: draft\x00.json\n"
+
+
+def test_an_export_keeps_weight_zero_and_links_of_an_insight_to_itself(cli, tmp_path):
+    """A stored weight 0 came back as 0.5 (a draft's weight 0 is the default, §3.15) and a link of an insight
+    to itself (which link accepts: §3.8 refuses only a self-supersedes) was left out of the export. The export
+    now says its weights are exact and carries such links in self_edges: both come back as stored."""
+    first = cli.ok("remember", "Chose Qdrant because Rust performance is critical")["id"]
+    second = cli.ok("remember", "Qdrant runs in the staging cluster")["id"]
+    cli.ok("link", first, second, "--type", "causal", "--weight", "0")
+    cli.ok("link", first, first, "--type", "semantic", "--weight", "0.3", "--meta", '{"reason": "restated"}')
+    cli.ok("link", second, second, "--type", "entity", "--weight", "0")
+    assert cli("link", first, first, "--type", "supersedes").err == "Error: supersedes requires distinct insights\n"
+    out = tmp_path / "export.json"
+    assert cli("export", "-o", str(out)).code == 0
+    exported = json.loads(out.read_text(encoding="utf-8"))
+    assert list(exported) == ["schema_version", "exact_weights", "insights", "edges", "self_edges"]
+    assert exported["exact_weights"] is True
+    assert sorted((e["index"], e["edge_type"], e["weight"], e.get("reason")) for e in exported["self_edges"]) == [
+        (0, "semantic", 0.3, "restated"), (1, "entity", 0.0, None)]
+    assert cli("import", "--dry-run", str(out)).out == (
+        f"Dry run: 2 insights, {len(exported['edges']) + 2} explicit edges — validation passed.\n")
+    # streamed, and in another key order parsed whole
+    reordered = _write(tmp_path, {k: exported[k] for k in ("self_edges", "schema_version", "edges", "insights",
+                                                           "exact_weights")}, "reordered.json")
+    for store, path in (("copy", str(out)), ("whole", reordered)):
+        result = cli("--store", store, "import", path)
+        assert result.code == 0 and result.err == "", result.err
+        assert _edge_multiset(cli.data_dir, store) == _edge_multiset(cli.data_dir, "default")
+    assert (0.0 in {w for *_, w in _edge_multiset(cli.data_dir, "copy")})
+    # imported again into its own store: every edge is there already, none is written
+    assert cli.ok("import", str(out))["edges_inserted"] == 0
+    assert _edge_multiset(cli.data_dir, "copy") == _edge_multiset(cli.data_dir, "default")
+
+
+def test_a_draft_weight_zero_is_the_default_unless_the_draft_says_its_weights_are_exact(cli, tmp_path):
+    """§3.15 (the Go program's zero value): an explicit edge's weight 0, or none, is written as 0.5; under
+    exact_weights (what export writes) a 0 stays 0 and a missing weight is still 0.5."""
+    items = [{"content": f"memory number {k}"} for k in range(4)]
+    edges = [{"source_index": 0, "target_index": 1, "edge_type": "causal", "weight": 0},
+             {"source_index": 1, "target_index": 2, "edge_type": "causal"},
+             {"source_index": 2, "target_index": 3, "edge_type": "causal", "weight": None},
+             {"source_index": 3, "target_index": 0, "edge_type": "causal", "weight": 0.25}]
+    for store, exact, wanted in (("go", None, [0.5, 0.5, 0.5, 0.25]), ("exact", True, [0.0, 0.5, 0.5, 0.25]),
+                                 ("inexact", False, [0.5, 0.5, 0.5, 0.25])):
+        draft: dict[str, object] = {"schema_version": "1", "insights": items, "edges": edges}
+        if exact is not None:
+            draft = {"schema_version": "1", "exact_weights": exact, "insights": items, "edges": edges}
+        assert cli.ok("--store", store, "import", _write(tmp_path, draft, f"{store}.json"))["edges_inserted"] == 4
+        got = sorted((s, w) for s, t, k, w, m in _edges(cli.data_dir, store) if k == "causal")
+        assert [w for _, w in got] == wanted, store
+    # exact_weights after the edges: the whole parse reads it (the stream cannot), same weights
+    late = {"schema_version": "1", "insights": items, "edges": edges, "exact_weights": True}
+    cli.ok("--store", "late", "import", _write(tmp_path, late, "late.json"))
+    assert sorted((s, w) for s, t, k, w, m in _edges(cli.data_dir, "late") if k == "causal") == sorted(
+        (s, w) for s, t, k, w, m in _edges(cli.data_dir, "exact") if k == "causal")
 
 
 def test_an_export_or_graph_over_a_stores_own_files_is_refused(cli, tmp_path):

@@ -765,17 +765,23 @@ class ImportPipeline:
             for ins in active
         ]
         out_edges: list[dict[str, object]] = []
+        self_edges: list[dict[str, object]] = []
         for edge in edges.all_edges(conn):
             s, t = position.get(edge.source_id), position.get(edge.target_id)
-            if s is None or t is None or s == t:
+            if s is None or t is None:
                 continue
-            row: dict[str, object] = {
-                "source_index": s, "target_index": t, "edge_type": edge.edge_type, "weight": edge.weight,
-            }
+            row: dict[str, object] = (
+                {"source_index": s, "target_index": t} if s != t else {"index": s}  # a link to itself (§3.8)
+            )
+            row["edge_type"], row["weight"] = edge.edge_type, edge.weight
             if edge.metadata.get("reason"):
                 row["reason"] = edge.metadata["reason"]
-            out_edges.append(row)
-        return {"schema_version": "1", "insights": items, "edges": out_edges}
+            (out_edges if s != t else self_edges).append(row)
+        # exact_weights: a stored weight 0 is imported as 0, not as the default 0.5 (drafts.py)
+        draft: dict[str, object] = {"schema_version": "1", "exact_weights": True, "insights": items, "edges": out_edges}
+        if self_edges:
+            draft["self_edges"] = self_edges
+        return draft
 
 
 def _release(items: Any) -> None:

@@ -81,8 +81,8 @@ class ExplicitEdges:
             self.reason[ks].tolist(),
         ):
             source_id, target_id = ids[s], ids[t]
-            if source_id is None or target_id is None or source_id == target_id:
-                continue  # (an item inserted twice over, never: the finalize warns, as before)
+            if source_id is None or target_id is None or (source_id == target_id and s != t):
+                continue  # (an item inserted twice over, never: the finalize warns, as before; a self-edge is kept)
             edge_type = EDGE_TYPES[kind]
             out[(source_id, target_id, edge_type)] = (source_id, target_id, edge_type, weight, metas[reason], stamp)
 
@@ -101,7 +101,7 @@ class ExplicitEdges:
         )
         cs, ct = code[self.source], code[self.target]
         missing = (cs < 0) | (ct < 0)
-        dropped = missing | (cs == ct)
+        dropped = missing | ((cs == ct) & (self.source != self.target))  # two items mapped to one insight; not a self-edge
         for k in np.flatnonzero(dropped).tolist():
             if missing[k]:
                 notice(f"warning: edges[{k}]: endpoint was not imported; edge skipped")
