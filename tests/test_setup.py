@@ -156,6 +156,62 @@ def test_a_read_only_settings_file_is_refused_before_anything_is_written(cli, ho
     assert path.read_bytes() == before
 
 
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every path below ``root`` with a file's bytes (None for a directory)."""
+    return {str(p.relative_to(root)): (p.read_bytes() if p.is_file() else None) for p in sorted(root.rglob("*"))}
+
+
+def test_several_hosts_with_one_refused_write_nothing_for_any_of_them(cli, host, data_dir):
+    """setup installed the hosts before a refused one and stopped there: those stayed installed and the prompts
+    were never written. Now every host's checks run before the first write, and the error names the host."""
+    home, project = host
+    codex = project / SETTINGS_FILE["codex"]
+    codex.parent.mkdir(parents=True)
+    codex.write_text(json.dumps(USER_SETTINGS["codex"], indent=4))
+    codex.chmod(0o444)
+    before = tree(project), tree(home)
+    res = cli("setup", "--target", "claude-code,codex", "--target", "cursor,opencode")
+    assert res.code == 1 and "Traceback" not in res.err and res.out == ""
+    assert res.err.startswith("Error: nothing was installed, 1 of 4 hosts refused: codex: ")
+    assert f"{codex} is read-only (mode 0444)" in res.err and res.err.count("\n") == 1
+    assert (tree(project), tree(home)) == before
+    assert not data_dir.exists()  # neither the prompts nor the default store
+    codex.chmod(0o644)
+    assert cli("setup", "--target", "claude-code,codex,cursor,opencode").code == 0
+
+
+def test_every_refused_host_is_named_and_eject_of_several_removes_nothing_when_one_is_refused(cli, host):
+    home, project = host
+    assert cli("setup", "--target", "claude-code,codex,openclaw").code == 0
+    codex, openclaw = project / SETTINGS_FILE["codex"], project / ".openclaw/openclaw.json"
+    codex.chmod(0o444)
+    openclaw.chmod(0o444)
+    installed = tree(project)
+    res = cli("setup", "--target", "claude-code,codex,openclaw", "--eject")
+    assert res.code == 1 and res.out == ""
+    assert res.err.startswith("Error: nothing was ejected, 2 of 3 hosts refused: codex: ")
+    assert f"; openclaw: {openclaw} is read-only" in res.err
+    assert tree(project) == installed  # claude-code's hooks, skill and settings are all still there
+    codex.chmod(0o644)
+    openclaw.chmod(0o644)
+    assert cli("setup", "--target", "claude-code,codex,openclaw", "--eject").code == 0
+    assert not (project / ".claude").exists() and not (project / ".openclaw").exists()
+
+
+@pytest.mark.parametrize("target,rel", [("opencode", "opencode.json"), ("openclaw", ".openclaw/openclaw.json")])
+def test_a_plugin_hosts_read_only_config_is_refused_before_its_files_are_written(cli, host, target, rel):
+    """The plugin hosts checked their config's mode only when they wrote it, after the skill and the plugin."""
+    _, project = host
+    path = project / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("{}\n")
+    path.chmod(0o444)
+    before = tree(project)
+    res = cli("setup", "--target", target)
+    assert res.code == 1 and res.err.startswith(f"Error: {path} is read-only (mode 0444)")
+    assert tree(project) == before
+
+
 def test_compact_hook_is_opt_in_and_user_groups_mixing_our_hook_keep_theirs(cli, host):
     _, project = host
     assert cli("setup", "--target", "claude-code", "--compact", "--no-nudge").code == 0

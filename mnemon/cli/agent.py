@@ -69,15 +69,26 @@ def setup(
     def confirm_markdown(path: Path) -> bool:
         return not interactive or typer.confirm(f"Remove the mnemon block from {path}?", default=True)
 
-    installed = False
+    # Every host's checks before the first write for any of them: one refused host once left the hosts before
+    # it installed (or ejected) and the prompts unwritten. Refused hosts are named together; nothing is written.
+    steps, refused = [], []
     for t in {t.name: t for t in chosen}.values():
         placement = installer.place(t, is_global=is_global, home=home, project=project, env=env)
         hooks = installer.default_hooks(t, compact=compact, remind=not no_remind, nudge=not no_nudge)
         options = installer.Options(settings.data_dir, hooks, recall_on_prompt, _version(), confirm_markdown)
-        report = installer.eject(placement, options) if eject else installer.install(placement, options)
-        installed = installed or not eject
-        render.emit_text("\n".join(report.lines))
-    if not installed:
+        try:
+            steps.append(installer.plan_eject(placement, options) if eject else installer.plan_install(placement, options))
+        except InputError as exc:
+            refused.append((t.name, str(exc)))
+    if refused and len(steps) + len(refused) == 1:
+        raise InputError(refused[0][1])  # the one host the user named: its own message
+    if refused:
+        raise InputError(f"nothing was {'ejected' if eject else 'installed'}, {len(refused)} of "
+                         f"{len(steps) + len(refused)} hosts refused: "
+                         + "; ".join(f"{name}: {message}" for name, message in refused))
+    for step in steps:
+        render.emit_text("\n".join(step().lines))
+    if eject:
         return
     for path in installer.write_prompts(settings.data_dir):
         render.emit_text(f"  prompt   {path}")

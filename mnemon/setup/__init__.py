@@ -4,9 +4,10 @@ Owns contract §3.18 and setup-targets.md. ``install`` writes ``<config>/skills/
 scripts in ``<config>/<hook_subdir>/`` and their registration in the host's config file (through the
 registrar the target names), plus a manifest of what it had to create; ``eject`` removes exactly that,
 so the host's config compares byte for byte with what it was before setup. Plugin hosts (OpenClaw,
-OpenCode, Pi) plug in through ``Target.module``: a module with ``install(placement, options) -> Report``
-and ``eject(placement, options) -> Report`` (and optionally ``installed(placement) -> bool``) that uses the
-helpers here. The shared prompts go to ``<data-dir>/prompt/`` (``write_prompts``). Paths and the
+OpenCode, Pi) plug in through ``Target.module``: a module with ``plan_install(placement, options) -> Step``
+and ``plan_eject(placement, options) -> Step`` (and optionally ``installed(placement) -> bool``) that uses the
+helpers here. A plan runs every check and reads what it must; only its ``Step`` writes, so ``setup`` with
+several hosts writes nothing when any of them is refused. The shared prompts go to ``<data-dir>/prompt/`` (``write_prompts``). Paths and the
 environment come in as arguments: nothing here reads ``os.environ``. stdlib only (PyYAML is imported
 inside the Hermes registrar).
 """
@@ -33,14 +34,15 @@ from mnemon.setup import manifest as manifest_records
 from mnemon.setup.targets import ALL_HOOKS, TARGETS, Target
 
 __all__ = [
-    "Detection", "Options", "available", "check_prompt_dir", "Placement", "Report", "TARGETS", "Target", "detect", "eject", "install", "place",
-    "read_manifest", "resolve_target", "strip_markdown", "write_manifest", "write_prompts", "write_skill",
+    "Detection", "Options", "available", "check_prompt_dir", "Placement", "Report", "Step", "TARGETS", "Target", "detect", "eject",
+    "install", "place", "plan_eject", "plan_install", "read_manifest", "resolve_target", "strip_markdown", "write_manifest", "write_prompts", "write_skill",
 ]
 
 MANIFEST = manifest_records.NAME
 read_manifest = manifest_records.read  # (directory) -> dict | None
 write_manifest = manifest_records.write  # (directory, dict)
 BLOCK_START, BLOCK_END = "<!-- mnemon:start -->", "<!-- mnemon:end -->"
+Step = Callable[[], "Report"]  # the writes of one planned install or eject
 VERSION_TIMEOUT_SECONDS = 3.0
 # Hosts whose Go eject also removes their config dir when it is left empty, even without our manifest.
 _EJECT_REMOVES_EMPTY_CONFIG = ("kimi", "minimax-code", "nanobot")
@@ -214,13 +216,19 @@ def available(target: Target) -> bool:
 
 def install(placement: Placement, options: Options) -> Report:
     """Install for one target; re-running replaces our own entries only (idempotent)."""
+    return plan_install(placement, options)()
+
+
+def plan_install(placement: Placement, options: Options) -> Step:
+    """Every check of an install and its config edit, planned; nothing is written until the returned step
+    runs. ``setup`` plans every chosen host before it runs the first step: a host refused after others were
+    installed once left those installed and the prompts unwritten."""
     target = placement.target
     # Its paths go into text (hook scripts, host configs, the manifest): a directory name that is not UTF-8
     # (a project under /tmp/caf\xe9) once failed with a UnicodeEncodeError traceback, half the files written.
     check_text(str(placement.config_dir), f"the {target.display} config directory path")
     if target.module:
-        return _host_module(target).install(placement, options)
-    report = Report.start(placement)
+        return _host_module(target).plan_install(placement, options)
     hooks = [h for h in options.hooks if h in target.events] if placement.installs_hooks else []
     previous = read_manifest(placement.hook_dir) or {}
     created_dirs: list[str] = list(previous.get("created_dirs", []))
@@ -233,6 +241,13 @@ def install(placement: Placement, options: Options) -> Report:
         files.check_writable(placement.settings_path)
         new_config = _registrar(target).plan_install(target, placement.settings_path, placement.hook_dir, scripts,
                                                      manifest)
+    return lambda: _write_install(placement, options, scripts, manifest, created_dirs, new_config)
+
+
+def _write_install(placement: Placement, options: Options, scripts: dict[str, Path], manifest: dict[str, Any],
+                   created_dirs: list[str], new_config: str | None) -> Report:
+    target = placement.target
+    report = Report.start(placement)
     report.add("skill", write_skill(placement, created_dirs))
     if not placement.installs_hooks:
         if target.global_hooks_only:
@@ -291,6 +306,11 @@ def strip_markdown(path: Path) -> bool:
 
 def eject(placement: Placement, options: Options) -> Report:
     """Remove our skill, hook scripts and config entries for one target, and nothing else."""
+    return plan_eject(placement, options)()
+
+
+def plan_eject(placement: Placement, options: Options) -> Step:
+    """Every check of an eject and its config edit, planned; the returned step removes (see plan_install)."""
     target = placement.target
     markdown = placement.markdown_path
     if markdown is not None and _has_block(markdown):
@@ -298,13 +318,22 @@ def eject(placement: Placement, options: Options) -> Report:
         # files already gone, no report printed, and the hosts after it in the run never ejected.
         files.check_writable(markdown)
     if target.module:
-        return _host_module(target).eject(placement, options)
-    report = Report.start(placement)
+        return _host_module(target).plan_eject(placement, options)
     manifest = read_manifest(placement.hook_dir)
+    original: bytes | None = None
+    cleaned: str | None = None
     if target.has_hooks and target.registration and placement.settings_path.exists():
         files.check_writable(placement.settings_path)  # before anything is removed
         original = (files.read_config(placement.settings_path) or "").encode("utf-8")  # a directory: InputError
         cleaned = _registrar(target).plan_eject(target, placement.settings_path, placement.hook_dir, manifest)
+    return lambda: _write_eject(placement, options, manifest, original, cleaned)
+
+
+def _write_eject(placement: Placement, options: Options, manifest: dict[str, Any] | None, original: bytes | None,
+                 cleaned: str | None) -> Report:
+    target = placement.target
+    report = Report.start(placement)
+    if original is not None:  # the config was there and planned
         if cleaned is None:
             files.remove_file(placement.settings_path)
             report.add("removed", placement.settings_path)

@@ -74,32 +74,46 @@ def drop_created(doc: jsonc.Document, created: Sequence[str]) -> None:
             doc.delete(path)
 
 
-def unregister(config: Path, manifest: dict[str, Any] | None, report: Report, *, json5: bool = False,
-               strip: Callable[[jsonc.Document, dict[str, Any] | None], None], go_removes_empty: bool) -> None:
-    """Take our entries out of a host config with ``strip``; a config that does not parse is left alone
-    (as the Go program does). A config setup created (or, without a manifest, one that Go's
-    WriteOrRemove would delete) goes when nothing is left in it."""
+def plan_unregister(config: Path, manifest: dict[str, Any] | None, *, json5: bool = False,
+                    strip: Callable[[jsonc.Document, dict[str, Any] | None], None],
+                    go_removes_empty: bool) -> Callable[[Report], None]:
+    """Plan taking our entries out of a host config with ``strip``: the returned step makes the change. A config
+    that does not parse is left alone (as the Go program does). A config setup created (or, without a
+    manifest, one that Go's WriteOrRemove would delete) goes when nothing is left in it. A config to rewrite
+    that nobody may write is refused here, before any host's eject removed anything."""
     try:
         doc = jsonc.read(config, json5=json5)
     except InputError:
-        return
+        return _unchanged
     if doc is None:
-        return
+        return _unchanged
     before = doc.text
     strip(doc, manifest)
     if doc.text == before:
-        return
+        return _unchanged
+    files.check_writable(config)  # a frozen config is neither rewritten nor removed (as the hook hosts' eject)
     if manifest is not None and isinstance(manifest.get("empty_text"), str) and doc.value in ({}, None):
-        files.write_text(config, manifest["empty_text"])  # it was empty (or only comments) before setup
-        report.add("cleaned", config)
-        return
+        return _rewrite(config, manifest["empty_text"])  # it was empty (or only comments) before setup
     created_file = manifest.get("created_file", False) if manifest is not None else go_removes_empty
     if created_file and doc.value in ({}, None):
-        files.remove_file(config)
-        report.add("removed", config)
-        return
-    files.write_text(config, doc.text)
-    report.add("cleaned", config)
+        def remove(report: Report) -> None:
+            files.remove_file(config)
+            report.add("removed", config)
+
+        return remove
+    return _rewrite(config, doc.text)
+
+
+def _unchanged(report: Report) -> None:
+    pass
+
+
+def _rewrite(config: Path, text: str) -> Callable[[Report], None]:
+    def write(report: Report) -> None:
+        files.write_text(config, text)
+        report.add("cleaned", config)
+
+    return write
 
 
 def remove_owned(placement: Placement, owned: Sequence[str], report: Report) -> None:

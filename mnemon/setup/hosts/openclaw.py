@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mnemon.setup import Options, Placement, Report, files, jsonc, read_manifest, write_skill
+from mnemon.setup import Options, Placement, Report, Step, files, jsonc, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, asset, openclaw_manifest, render_code
 from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, empty_text, missing_objects,
-                                       remove_empty_dirs, remove_owned, unregister)
+                                       plan_unregister, remove_empty_dirs, remove_owned)
 
 ENTRY = ["plugins", "entries", "mnemon"]
 OWNED = ("skills/mnemon", "hooks/mnemon-prime", "extensions/mnemon")
@@ -29,33 +29,42 @@ def _config_path(placement: Placement) -> Path:
     return placement.config_dir / "openclaw.json"
 
 
-def install(placement: Placement, options: Options) -> Report:
+def plan_install(placement: Placement, options: Options) -> Step:
     config_path = _config_path(placement)
     doc = jsonc.read(config_path, json5=True) or jsonc.Document("", json5=True)  # refuses a broken file first
     missing = missing_objects(doc, ENTRY, config_path)
+    files.check_writable(config_path)
     hook_dir, plugin_dir = placement.config_dir / "hooks" / "mnemon-prime", placement.config_dir / "extensions" / "mnemon"
     run = Install(placement, hook_dir, plugin_dir)
     before = empty_text(run, doc, config_path)
     plugin = PluginConfig(options.data_dir, options.hooks, options.recall(placement.target))
-    run.report.add("skill", write_skill(placement, run.created))
-    run.write(hook_dir / "HOOK.md", asset("openclaw/hook/HOOK.md"))
-    run.write(hook_dir / "handler.js", render_code("openclaw/hook/handler.js", plugin))
-    run.report.add("hook", f"{hook_dir}  (agent:bootstrap)")
-    run.write(plugin_dir / "package.json", asset("openclaw/extension/package.json"))
-    run.write(plugin_dir / "openclaw.plugin.json", openclaw_manifest(options.version))
-    run.write(plugin_dir / "index.js", render_code("openclaw/extension/index.js", plugin))
-    run.report.add("plugin", f"{plugin_dir}  (before_prompt_build)")
+    hook_files = {"HOOK.md": asset("openclaw/hook/HOOK.md"),
+                  "handler.js": render_code("openclaw/hook/handler.js", plugin)}
+    plugin_files = {"package.json": asset("openclaw/extension/package.json"),
+                    "openclaw.plugin.json": openclaw_manifest(options.version),
+                    "index.js": render_code("openclaw/extension/index.js", plugin)}
     # OpenClaw (docs/plugins/hooks.md, 2026.9) runs a non-bundled plugin's before_prompt_build and agent_end
     # only with hooks.allowConversationAccess; the Go program's entry lacks it, so its plugin stays silent.
     doc.set(ENTRY, {"enabled": True, "hooks": {"allowConversationAccess": True},
                     "config": {s: s in options.hooks for s in SWITCHES}})
     created_file = run.previous.get("created_file", not config_path.exists())
     created_keys = sorted(set(run.previous.get("created_keys", [])) | set(missing))
-    run.write(config_path, doc.text, mode=files.PRIVATE_MODE)
-    run.note_recall(plugin.recall_on_prompt)
-    run.report.add("config", config_path)
-    run.report.lines.append("  Restart the OpenClaw gateway to activate.")
-    return run.finish(created_file=created_file, created_keys=created_keys, **before)
+
+    def write() -> Report:
+        run.report.add("skill", write_skill(placement, run.created))
+        for name, text in hook_files.items():
+            run.write(hook_dir / name, text)
+        run.report.add("hook", f"{hook_dir}  (agent:bootstrap)")
+        for name, text in plugin_files.items():
+            run.write(plugin_dir / name, text)
+        run.report.add("plugin", f"{plugin_dir}  (before_prompt_build)")
+        run.write(config_path, doc.text, mode=files.PRIVATE_MODE)
+        run.note_recall(plugin.recall_on_prompt)
+        run.report.add("config", config_path)
+        run.report.lines.append("  Restart the OpenClaw gateway to activate.")
+        return run.finish(created_file=created_file, created_keys=created_keys, **before)
+
+    return write
 
 
 def _strip(doc: jsonc.Document, manifest: dict | None) -> None:
@@ -66,11 +75,16 @@ def _strip(doc: jsonc.Document, manifest: dict | None) -> None:
     drop_created(doc, (manifest or {}).get("created_keys", []))
 
 
-def eject(placement: Placement, options: Options) -> Report:
-    report = Report.start(placement)
+def plan_eject(placement: Placement, options: Options) -> Step:
     manifest = read_manifest(placement.skill_dir)
     # The Go eject rewrites openclaw.json even when emptied; only a file we created goes.
-    unregister(_config_path(placement), manifest, report, json5=True, strip=_strip, go_removes_empty=False)
-    remove_owned(placement, OWNED, report)
-    remove_empty_dirs(placement, manifest, GO_PARENTS)
-    return eject_markdown(placement, options, report)
+    unregister = plan_unregister(_config_path(placement), manifest, json5=True, strip=_strip, go_removes_empty=False)
+
+    def remove() -> Report:
+        report = Report.start(placement)
+        unregister(report)
+        remove_owned(placement, OWNED, report)
+        remove_empty_dirs(placement, manifest, GO_PARENTS)
+        return eject_markdown(placement, options, report)
+
+    return remove

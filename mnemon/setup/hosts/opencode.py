@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from mnemon.errors import InputError
-from mnemon.setup import Options, Placement, Report, jsonc, read_manifest, write_skill
+from mnemon.setup import Options, Placement, Report, Step, files, jsonc, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, render_code
-from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, empty_text, remove_empty_dirs, remove_owned,
-                                       unregister)
+from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, empty_text, plan_unregister,
+                                       remove_empty_dirs, remove_owned)
 
 SCHEMA = "https://opencode.ai/config.json"
 # Instruction paths an earlier setup (ours or the Go program's) registered.
@@ -44,21 +44,20 @@ def _guide_test(data_dir: Path):
     return is_guide
 
 
-def install(placement: Placement, options: Options) -> Report:
+def plan_install(placement: Placement, options: Options) -> Step:
     path = config_path(placement)
     doc = jsonc.read(path) or jsonc.Document("")  # refuses a broken file before anything is written
     instructions = doc.node(["instructions"])
     if instructions is not None and instructions.kind != "array":
         raise InputError(f'"instructions" in {path} is not a list; fix it, then run setup again')
+    files.check_writable(path)
     run = Install(placement, placement.config_dir / "plugins", path.parent)
     created_keys = set(run.previous.get("created_keys", []))
     created_file = run.previous.get("created_file", not path.exists())
     before = empty_text(run, doc, path)
     recall = options.recall(placement.target)
-    run.report.add("skill", write_skill(placement, run.created))
     plugin = placement.config_dir / "plugins" / "mnemon.js"
-    run.write(plugin, render_code("opencode/mnemon.js", PluginConfig(options.data_dir, recall_on_prompt=recall)))
-    run.report.add("plugin", plugin)
+    code = render_code("opencode/mnemon.js", PluginConfig(options.data_dir, recall_on_prompt=recall))
     if doc.node(["$schema"]) is None:
         doc.set(["$schema"], SCHEMA)
         created_keys.add("$schema")
@@ -69,10 +68,17 @@ def install(placement: Placement, options: Options) -> Report:
     else:
         doc.remove_items(["instructions"], _guide_test(options.data_dir))
         doc.append(["instructions"], guide)
-    run.write(path, doc.text)
-    run.note_recall(recall)
-    run.report.add("config", path)
-    return run.finish(created_file=created_file, created_keys=sorted(created_keys), **before)
+
+    def write() -> Report:
+        run.report.add("skill", write_skill(placement, run.created))
+        run.write(plugin, code)
+        run.report.add("plugin", plugin)
+        run.write(path, doc.text)
+        run.note_recall(recall)
+        run.report.add("config", path)
+        return run.finish(created_file=created_file, created_keys=sorted(created_keys), **before)
+
+    return write
 
 
 def _strip(doc: jsonc.Document, manifest: dict | None, data_dir: Path) -> None:
@@ -91,14 +97,19 @@ def _strip(doc: jsonc.Document, manifest: dict | None, data_dir: Path) -> None:
         doc.delete(["$schema"])
 
 
-def eject(placement: Placement, options: Options) -> Report:
-    report = Report.start(placement)
+def plan_eject(placement: Placement, options: Options) -> Step:
     manifest = read_manifest(placement.skill_dir)
-    unregister(config_path(placement), manifest, report, go_removes_empty=True,
-               strip=lambda doc, record: _strip(doc, record, options.data_dir))
-    remove_owned(placement, OWNED, report)
-    remove_empty_dirs(placement, manifest, GO_PARENTS)
-    return eject_markdown(placement, options, report)
+    unregister = plan_unregister(config_path(placement), manifest, go_removes_empty=True,
+                                 strip=lambda doc, record: _strip(doc, record, options.data_dir))
+
+    def remove() -> Report:
+        report = Report.start(placement)
+        unregister(report)
+        remove_owned(placement, OWNED, report)
+        remove_empty_dirs(placement, manifest, GO_PARENTS)
+        return eject_markdown(placement, options, report)
+
+    return remove
 
 
 def installed(placement: Placement) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mnemon import prompts
-from mnemon.setup import Options, Placement, Report, files, read_manifest, write_skill
+from mnemon.setup import Options, Placement, Report, Step, files, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, render_code
 from mnemon.setup.plugin_hosts import Install, eject_markdown, remove_empty_dirs, remove_owned
 
@@ -30,25 +30,33 @@ def write_prompts(data_dir: Path) -> list[Path]:
     return written
 
 
-def install(placement: Placement, options: Options) -> Report:
+def plan_install(placement: Placement, options: Options) -> Step:
     run = Install(placement, placement.config_dir / "extensions", options.data_dir.absolute() / "prompt" / "pi")
     recall = options.recall(placement.target)
-    skill = write_skill(placement, run.created)
-    run.report.add("skill", skill)
-    config = PluginConfig(options.data_dir, recall_on_prompt=recall, prompt_subdir="pi", skills_dir=skill.parent.parent)
     extension = placement.config_dir / "extensions" / "mnemon.ts"
-    run.write(extension, render_code("pi/mnemon.ts", config))
-    run.report.add("plugin", extension)
-    for path in write_prompts(options.data_dir):
-        run.report.add("prompt", path)
-    run.note_recall(recall)
-    run.report.lines.append("  Start a new Pi session or run /reload")
-    return run.finish()
+
+    def write() -> Report:
+        skill = write_skill(placement, run.created)
+        run.report.add("skill", skill)
+        config = PluginConfig(options.data_dir, recall_on_prompt=recall, prompt_subdir="pi",
+                              skills_dir=skill.parent.parent)
+        run.write(extension, render_code("pi/mnemon.ts", config))
+        run.report.add("plugin", extension)
+        for path in write_prompts(options.data_dir):
+            run.report.add("prompt", path)
+        run.note_recall(recall)
+        run.report.lines.append("  Start a new Pi session or run /reload")
+        return run.finish()
+
+    return write
 
 
-def eject(placement: Placement, options: Options) -> Report:
-    report = Report.start(placement)
-    manifest = read_manifest(placement.skill_dir)
-    remove_owned(placement, OWNED, report)
-    remove_empty_dirs(placement, manifest, GO_PARENTS)
-    return eject_markdown(placement, options, report)
+def plan_eject(placement: Placement, options: Options) -> Step:
+    def remove() -> Report:
+        report = Report.start(placement)
+        manifest = read_manifest(placement.skill_dir)
+        remove_owned(placement, OWNED, report)
+        remove_empty_dirs(placement, manifest, GO_PARENTS)
+        return eject_markdown(placement, options, report)
+
+    return remove
