@@ -13,6 +13,7 @@ import pytest
 
 from mnemon import __version__
 from mnemon.setup import jsonc
+from tests.conftest import Cli, Result
 
 OPENCLAW_FILES = ("skills/mnemon/SKILL.md", "hooks/mnemon-prime/HOOK.md", "hooks/mnemon-prime/handler.js",
                   "extensions/mnemon/package.json", "extensions/mnemon/openclaw.plugin.json",
@@ -201,6 +202,41 @@ def test_opencode_replaces_an_older_guide_and_refuses_a_broken_config(cli, host,
     res = cli("setup", "--yes", "--target", "opencode")
     assert res.code == 1 and "opencode.json is not valid JSON" in res.err
     assert config.read_text() == '{"instructions": [,]}' and not (project / ".opencode").exists()
+
+
+@pytest.mark.parametrize("move", ["--data-dir", "MNEMON_DATA_DIR"])
+def test_opencode_follows_a_moved_data_dir_and_a_rerun_changes_no_byte(host, capsys, monkeypatch, tmp_path, move):
+    """Setup again with another data dir left the old guide path in opencode.json beside the new one (a data
+    dir such as .../agent-data/prompt/guide.md carries none of the marks an older guide is known by)."""
+    home, project = host
+    config = project / "opencode.json"
+    config.write_text(OPENCODE_USER)
+
+    def setup_with(data: Path, *args: str) -> None:
+        if move == "--data-dir":
+            res = Cli(data, capsys)("setup", "--yes", "--target", "opencode", *args)
+        else:
+            monkeypatch.setenv("MNEMON_DATA_DIR", str(data))
+            capsys.readouterr()
+            from mnemon.cli import main
+
+            res = Result(main(["setup", "--yes", "--target", "opencode", *args]), *capsys.readouterr())
+        assert res.code == 0, res.err
+
+    first, second = tmp_path / "agent-data", tmp_path / "moved" / "agent-data"
+    setup_with(first)
+    setup_with(second)
+    guide = str(second / "prompt" / "guide.md")
+    assert jsonc.loads(config.read_text())["instructions"] == ["CONTRIBUTING.md", "docs/style.md", guide]
+    text = config.read_text()
+    config.write_text(text.replace('"docs/style.md",', '"docs/style.md",\n    "extra.md",', 1)
+                      .replace(guide + '"', guide + '",\n    "later.md"', 1))  # the user's own after ours
+    edited = config.read_bytes()
+    setup_with(second)
+    assert config.read_bytes() == edited  # same data dir: not a byte changes
+    setup_with(tmp_path / "third", "--eject")  # eject finds the guide it registered, whatever the data dir now
+    assert jsonc.loads(config.read_text())["instructions"] == ["CONTRIBUTING.md", "docs/style.md", "extra.md",
+                                                               "later.md"]
 
 
 def test_opencode_global_honours_opencode_config_dir(cli, host, tmp_path, monkeypatch, data_dir):

@@ -33,13 +33,18 @@ def config_path(placement: Placement) -> Path:
     return placement.config_dir / "opencode.json"
 
 
-def _guide_test(data_dir: Path):
-    """Matches our guide path for this data dir, and any guide path an earlier setup registered
-    (the Go program's test is only the ``mnemon/prompt/guide.md`` substring)."""
-    ours = str(data_dir.absolute() / "prompt" / "guide.md")
+def _guide_test(data_dir: Path, manifest: dict | None = None):
+    """Matches our guide path for this data dir, the one our last install registered (the manifest's
+    ``guide``: a data dir moved by --data-dir or MNEMON_DATA_DIR once left the old path registered beside the
+    new one, since a path like /srv/agent-data/prompt/guide.md carries none of the marks), and any guide path
+    an earlier setup registered (the Go program's test is only the ``mnemon/prompt/guide.md`` substring)."""
+    ours = {str(data_dir.absolute() / "prompt" / "guide.md")}
+    recorded = (manifest or {}).get("guide")
+    if isinstance(recorded, str):
+        ours.add(recorded)
 
     def is_guide(item: object) -> bool:
-        return isinstance(item, str) and (item == ours or any(m in item.replace("\\", "/") for m in GUIDE_MARKS))
+        return isinstance(item, str) and (item in ours or any(m in item.replace("\\", "/") for m in GUIDE_MARKS))
 
     return is_guide
 
@@ -66,8 +71,12 @@ def plan_install(placement: Placement, options: Options) -> Step:
         doc.set(["instructions"], [guide])
         created_keys.add("instructions")
     else:
-        doc.remove_items(["instructions"], _guide_test(options.data_dir))
-        doc.append(["instructions"], guide)
+        # Stale guides go; ours stays where it is (re-running with the same data dir changes no byte, even
+        # when the user's own instructions follow it), or is appended.
+        is_guide = _guide_test(options.data_dir, run.previous)
+        doc.remove_items(["instructions"], lambda item: is_guide(item) and item != guide)
+        if guide not in (doc.get(["instructions"]) or []):
+            doc.append(["instructions"], guide)
 
     def write() -> Report:
         run.report.add("skill", write_skill(placement, run.created))
@@ -76,13 +85,13 @@ def plan_install(placement: Placement, options: Options) -> Step:
         run.write(path, doc.text)
         run.note_recall(recall)
         run.report.add("config", path)
-        return run.finish(created_file=created_file, created_keys=sorted(created_keys), **before)
+        return run.finish(created_file=created_file, created_keys=sorted(created_keys), guide=guide, **before)
 
     return write
 
 
 def _strip(doc: jsonc.Document, manifest: dict | None, data_dir: Path) -> None:
-    if not doc.remove_items(["instructions"], _guide_test(data_dir)):
+    if not doc.remove_items(["instructions"], _guide_test(data_dir, manifest)):
         return
     if manifest is not None:
         # What setup added goes (the $schema too, while it is still the one we wrote): byte-for-byte restore.
