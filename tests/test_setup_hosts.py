@@ -358,6 +358,25 @@ def test_kimi_eject_keeps_the_comment_heading_a_table_added_after_our_blocks(cli
     assert path.read_text() == added
 
 
+def test_kimi_eject_of_go_blocks_takes_the_blank_lines_after_them_and_keeps_the_users_comments(cli, host):
+    """Blank lines after the last removed block stayed behind (the Go eject takes every line up to the next
+    table with a block). They go now where nothing but blank lines follows; a comment is the user's and stays."""
+    home, _ = host
+    path = home / ".kimi-code/config.toml"
+    path.parent.mkdir(parents=True)
+    hooks = home / ".kimi-code/hooks/mnemon"
+    go_blocks = "".join(f'[[hooks]]\nevent = "{event}"\ncommand = "{hooks}/{script}"\ntimeout = 10\n\n'
+                        for event, script in (("SessionStart", "prime.sh"), ("UserPromptSubmit", "user_prompt.sh"),
+                                              ("Stop", "stop.sh")))
+    user = 'default_model = "k"\n'
+    for tail, left in (("", user), ("\n\n", user), ("# my note\n", user + "\n# my note\n"),
+                       ("\n# the model\n[models.k]\n", user + "\n\n# the model\n[models.k]\n")):
+        path.write_text(user + "\n" + go_blocks + tail)  # the Go program's install: no manifest of ours
+        res = cli("setup", "--target", "kimi", "--eject")
+        assert res.code == 0, res.err
+        assert path.read_text() == left, tail
+
+
 @pytest.mark.parametrize("layout", ["hooks: {}\n", "model: x\nhooks:\n", "hooks: {on_session_start: []}\n",
                                     "hooks:\n  on_session_start: []\n"])
 def test_hermes_inline_or_empty_hooks(cli, host, layout):

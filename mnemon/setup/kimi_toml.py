@@ -6,8 +6,10 @@ eject removes exactly the ``[[hooks]]`` blocks whose command points into our hoo
 blank line before each, so the rest of the file comes back byte for byte. A block runs from its
 ``[[hooks]]`` line to the next line that starts a table (``[``), which is how the Go program finds them
 too. Kimi refuses a config with unknown keys, so the file is checked with ``tomllib`` before and after
-the edit; a file that does not parse is left alone with an error. Kimi runs ``command`` with ``sh -c``,
-hence the shell quoting. stdlib only.
+the edit; a file that does not parse is left alone with an error. The Go eject removes a block with every
+blank and comment line up to the next table; ours keeps a comment there (it may head the user's next table,
+and setup never writes one) and removes the blank lines only where nothing but blank lines follows
+(``strip_blocks``). Kimi runs ``command`` with ``sh -c``, hence the shell quoting. stdlib only.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ def _check(text: str, path: Path, what: str) -> None:
 
 
 def strip_blocks(text: str, marks: tuple[str, ...]) -> tuple[str, int]:
-    """``text`` without the ``[[hooks]]`` blocks that mention our hook dir (and the blank line before each)."""
+    """``text`` without the ``[[hooks]]`` blocks that mention our hook dir (and the blank line before each, and
+    the blank lines that end the file after one)."""
     lines = text.splitlines(keepends=True)
     out: list[str] = []
     removed = 0
@@ -63,6 +66,12 @@ def strip_blocks(text: str, marks: tuple[str, ...]) -> tuple[str, int]:
                     out.pop()
                 removed += 1
                 i = j
+                if all(not line.strip() for line in lines[j:]):
+                    # Only blank lines left after our block: they trail what a setup wrote (ours never writes
+                    # any there; the Go installer's layout or an editor may), not text of the user's, and the Go
+                    # eject drops every line up to the next table, so they go with the block. Comment lines
+                    # stay: a comment is the user's, wherever it is (the Go eject drops those too).
+                    i = len(lines)
                 continue
         out.append(lines[i])
         i += 1
