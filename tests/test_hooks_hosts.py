@@ -9,6 +9,7 @@ import shlex
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -224,6 +225,63 @@ def test_hermes_recalls_the_user_message_by_default(cli, tmp_path, monkeypatch, 
     for event in ({"hook_event_name": "pre_llm_call", "extra": {"user_message": RELEVANT}}, by_history):
         text = json.loads(run_hook("hermes", hooks / "remind.sh", event, env=env).stdout)["context"]
         assert recall_lines(text)[0].endswith(QDRANT_FACT)
+
+
+def feed(target: str, script: Path, event: bytes, env: dict[str, str]) -> tuple[int, str, str, list[Exception]]:
+    """Run a hook as a host does, writing its event in a thread while reading its output: (exit status, stdout,
+    stderr, what the writer met: a BrokenPipeError when the hook stopped reading before the end)."""
+    base = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": os.environ["HOME"],
+            "MNEMON_EMBED_ENDPOINT": "http://127.0.0.1:9"}
+    proc = subprocess.Popen(host_argv(target, script), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env={**base, **env}, cwd="/")
+    met: list[Exception] = []
+
+    def write() -> None:
+        try:
+            assert proc.stdin is not None
+            proc.stdin.write(event)
+            proc.stdin.close()
+        except OSError as exc:  # BrokenPipeError: EPIPE
+            met.append(exc)
+
+    errors: list[bytes] = []
+    threads = [threading.Thread(target=write),
+               threading.Thread(target=lambda: errors.append(proc.stderr.read()))]  # type: ignore[union-attr]
+    for thread in threads:
+        thread.start()
+    assert proc.stdout is not None
+    out = proc.stdout.read()  # not communicate(): it closes stdin under the writer
+    proc.wait(timeout=60)
+    for thread in threads:
+        thread.join(timeout=60)
+    return proc.returncode, out.decode(), b"".join(errors).decode(), met
+
+
+@pytest.mark.parametrize("size", [6 << 20, 20 << 20], ids=["6MB", "20MB"])
+def test_an_event_past_4mb_is_read_to_its_end_and_still_recalled(cli, tmp_path, monkeypatch, store_1k, size):
+    """Hooks read at most 4 MB of an event: recall was skipped and the rest of stdin left unread, so the host
+    writing it met EPIPE. Now the whole event is read (16 MB kept, the rest dropped), and a prompt whose event
+    is too big to keep is recalled from its head."""
+    hooks = install(cli, tmp_path, monkeypatch, "codebuddy", "--recall-on-prompt")
+    env = {"MNEMON_DATA_DIR": str(store_1k)}
+    padded = json.dumps({"hook_event_name": "UserPromptSubmit", "transcript": "y" * size, "prompt": RELEVANT})
+    # A question with a pasted blob after it: the query is the head of the prompt, as in the plugins.
+    huge = json.dumps({"hook_event_name": "UserPromptSubmit", "prompt": RELEVANT + "\n\n" + "A" * size})
+    for event in (padded, huge):
+        code, out, err, met = feed("codebuddy", hooks / "user_prompt.sh", event.encode(), env)
+        assert met == [] and code == 0 and err == ""
+        text = context(out, "UserPromptSubmit")
+        if event is padded and size > 16 << 20:  # too big to keep, and no prompt at its head: no recall
+            assert text == REMINDER
+        else:
+            assert recall_lines(text)[0].endswith(QDRANT_FACT)
+    # Stop: the payload read by sh, then handed to the helper (does the answer mention memory?)
+    code, out, err, met = feed("codebuddy", hooks / "stop.sh", json.dumps({"last_assistant_message": "y" * size}).encode(),
+                               env)
+    assert met == [] and code == 0 and json.loads(out)["decision"] == "block"
+    nudge = install(cli, tmp_path, monkeypatch, "hermes") / "nudge.sh"  # cat piped into the helper
+    code, out, err, met = feed("hermes", nudge, json.dumps({"extra": {"response_text": "y" * size}}).encode(), env)
+    assert met == [] and code == 0 and out == "{}\n"
 
 
 def test_recall_hook_wall_time_on_a_1k_store(cli, tmp_path, monkeypatch, store_1k, capsys):

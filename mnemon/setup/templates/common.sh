@@ -72,6 +72,9 @@ mnemon_recall_hits() {
         mnemon_helper recall "$MNEMON_HOOK_DATA_DIR" "$MNEMON_RECALL_LIMIT" "$MNEMON_RECALL_FLOOR" \
             "$MNEMON_RECALL_BUDGET" "$MNEMON_SCRIPT"
     fi
+    # 0: the helper read the event to its end. Otherwise (stopped while the host was still writing, killed
+    # at the budget, no interpreter) the rest is read here: a host writing into a closed pipe gets EPIPE.
+    [ $? -eq 0 ] || mnemon_payload >/dev/null
     return 0
 }
 

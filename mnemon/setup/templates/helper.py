@@ -16,25 +16,64 @@ PROMPT_CHARS = 500
 MEMORY_WORDS = ("mnemon", "durable memory", "\u6301\u4e45\u8bb0\u5fc6", "\u5199\u5165\u8bb0\u5fc6")
 
 
+EVENT_MAX = 16 << 20  # bytes of an event kept; the rest is read and dropped
+DRAIN_SECONDS = 10.0  # the longest a hook goes on reading an event whose bytes keep coming
+IDLE_SECONDS = 0.3  # a pause this long after the deadline: the host is not writing (it may keep stdin open)
+PROMPT_KEYS = ("prompt", "user_prompt", "user_message")
+DRAINED = [True]  # False when the read stopped while the host was still writing
+
+
 def read_event(deadline):
-    # Bounded read: a host that keeps stdin open must not hold us past the deadline.
+    # The whole event is read, whatever its size: a hook that stops reading leaves the host writing into a
+    # closed pipe (EPIPE; 4 MB was once the most read). Up to EVENT_MAX bytes are kept, the rest is dropped
+    # as it comes. The deadline bounds only the wait for bytes that do not come (a host that keeps stdin
+    # open): while they flow the read goes on, up to DRAIN_SECONDS.
     chunks, size = [], 0
     fd = sys.stdin.fileno()
     if os.isatty(fd):
         return None
-    while size < 4 << 20:
-        wait = deadline - time.monotonic()
+    limit = time.monotonic() + DRAIN_SECONDS
+    until = deadline
+    while True:
+        wait = min(until, limit) - time.monotonic()
         if wait <= 0 or not select.select([fd], [], [], wait)[0]:
+            DRAINED[0] = time.monotonic() < limit  # stopped at the cap: the shell drains the rest
             break
-        chunk = os.read(fd, 65536)
+        chunk = os.read(fd, 1 << 20)
         if not chunk:
             break
-        chunks.append(chunk)
+        if size < EVENT_MAX:
+            chunks.append(chunk[:EVENT_MAX - size])
         size += len(chunk)
+        until = max(deadline, time.monotonic() + IDLE_SECONDS)
+    text = b"".join(chunks).decode("utf-8", "replace")
     try:
-        return json.loads(b"".join(chunks).decode("utf-8", "replace"))
+        return json.loads(text)
     except ValueError:
-        return None
+        return head_prompt(text) if size > EVENT_MAX else None
+
+
+def head_prompt(text):
+    # An event past EVENT_MAX is all but certainly a huge prompt (a pasted log or file): recall reads only
+    # the first PROMPT_CHARS characters of the prompt anyway, so they are taken from the kept head when the
+    # prompt field starts there, as {"prompt": ...}; a field cut short still gives its beginning.
+    decoder = json.JSONDecoder()
+    for key in PROMPT_KEYS:
+        at = text.find(json.dumps(key) + ":")
+        while at >= 0:
+            start = at + len(key) + 3
+            while text[start:start + 1] in (" ", "\t", "\r", "\n"):
+                start += 1
+            if text[start:start + 1] == "\"":
+                piece = text[start:start + PROMPT_CHARS * 16]
+                for cut in range(8):  # a cut inside an escape sequence: drop its last characters
+                    try:
+                        value = decoder.raw_decode(piece[:len(piece) - cut] + "\"")[0]
+                    except ValueError:
+                        continue
+                    return {"prompt": value} if isinstance(value, str) else None
+            at = text.find(json.dumps(key) + ":", at + 1)
+    return None
 
 
 def field(event, dotted):
@@ -71,7 +110,10 @@ def prompt_of(event):
 
 def recall(data_dir, limit, floor, budget, script=""):
     deadline = START + float(budget) - 0.1
-    prompt = " ".join(prompt_of(read_event(START + min(0.3, float(budget) / 4))).split())[:PROMPT_CHARS]
+    # The query is the head of the prompt (PROMPT_CHARS, as in the plugins): a huge prompt is cut before its
+    # words are split, so a pasted log costs no more than its head.
+    prompt = " ".join(prompt_of(read_event(START + min(0.3, float(budget) / 4)))[:PROMPT_CHARS * 16].split())
+    prompt = prompt[:PROMPT_CHARS]
     if len(prompt) < 3:
         return
     mnemon = [script] if script and os.access(script, os.X_OK) else [sys.executable, "-m", "mnemon"]
@@ -109,7 +151,7 @@ def main(args):
     try:
         if args[:1] == ["recall"] and len(args) in (5, 6):
             recall(*args[1:])
-            return 0
+            return 0 if DRAINED[0] else 3  # 3: stdin not read to its end, the shell drains it
         if args[:1] == ["mentions"]:
             return mentions(args[1:])
     except Exception:
