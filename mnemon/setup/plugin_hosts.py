@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mnemon.errors import InputError
-from mnemon.setup import Options, Placement, Report, files, jsonc, read_manifest, strip_markdown, write_manifest
+from mnemon.setup import Options, Placement, Report, Step, files, jsonc, read_manifest, strip_markdown, write_manifest
 
 
 class Install:
@@ -114,6 +114,20 @@ def _rewrite(config: Path, text: str) -> Callable[[Report], None]:
         report.add("cleaned", config)
 
     return write
+
+
+def eject_step(placement: Placement, options: Options, owned: Sequence[str], go_parents: Sequence[str],
+               manifest: dict[str, Any] | None, unregister: Callable[[Report], None] = _unchanged) -> Step:
+    """A plugin host's eject once planned: its config's registration (``plan_unregister``), the files it owns,
+    the directories setup created (``manifest``, read with the plan) once empty, then AGENTS.md's block."""
+    def remove() -> Report:
+        report = Report.start(placement)
+        unregister(report)
+        remove_owned(placement, owned, report)
+        remove_empty_dirs(placement, manifest, go_parents)
+        return eject_markdown(placement, options, report)
+
+    return remove
 
 
 def remove_owned(placement: Placement, owned: Sequence[str], report: Report) -> None:

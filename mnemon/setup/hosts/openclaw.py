@@ -16,8 +16,8 @@ from pathlib import Path
 
 from mnemon.setup import Options, Placement, Report, Step, files, jsonc, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, asset, openclaw_manifest, render_code
-from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, empty_text, missing_objects,
-                                       plan_unregister, remove_empty_dirs, remove_owned)
+from mnemon.setup.plugin_hosts import (Install, drop_created, eject_step, empty_text, missing_objects,
+                                       plan_unregister)
 
 ENTRY = ["plugins", "entries", "mnemon"]
 OWNED = ("skills/mnemon", "hooks/mnemon-prime", "extensions/mnemon")
@@ -79,12 +79,4 @@ def plan_eject(placement: Placement, options: Options) -> Step:
     manifest = read_manifest(placement.skill_dir)
     # The Go eject rewrites openclaw.json even when emptied; only a file we created goes.
     unregister = plan_unregister(_config_path(placement), manifest, json5=True, strip=_strip, go_removes_empty=False)
-
-    def remove() -> Report:
-        report = Report.start(placement)
-        unregister(report)
-        remove_owned(placement, OWNED, report)
-        remove_empty_dirs(placement, manifest, GO_PARENTS)
-        return eject_markdown(placement, options, report)
-
-    return remove
+    return eject_step(placement, options, OWNED, GO_PARENTS, manifest, unregister)

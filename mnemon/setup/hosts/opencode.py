@@ -16,8 +16,7 @@ from pathlib import Path
 from mnemon.errors import InputError
 from mnemon.setup import Options, Placement, Report, Step, files, jsonc, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, render_code
-from mnemon.setup.plugin_hosts import (Install, drop_created, eject_markdown, empty_text, plan_unregister,
-                                       remove_empty_dirs, remove_owned)
+from mnemon.setup.plugin_hosts import Install, drop_created, eject_step, empty_text, plan_unregister
 
 SCHEMA = "https://opencode.ai/config.json"
 # Instruction paths an earlier setup (ours or the Go program's) registered.
@@ -110,15 +109,7 @@ def plan_eject(placement: Placement, options: Options) -> Step:
     manifest = read_manifest(placement.skill_dir)
     unregister = plan_unregister(config_path(placement), manifest, go_removes_empty=True,
                                  strip=lambda doc, record: _strip(doc, record, options.data_dir))
-
-    def remove() -> Report:
-        report = Report.start(placement)
-        unregister(report)
-        remove_owned(placement, OWNED, report)
-        remove_empty_dirs(placement, manifest, GO_PARENTS)
-        return eject_markdown(placement, options, report)
-
-    return remove
+    return eject_step(placement, options, OWNED, GO_PARENTS, manifest, unregister)
 
 
 def installed(placement: Placement) -> bool:

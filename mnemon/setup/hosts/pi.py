@@ -13,7 +13,7 @@ from pathlib import Path
 from mnemon import prompts
 from mnemon.setup import Options, Placement, Report, Step, files, read_manifest, write_skill
 from mnemon.setup.plugin_files import PluginConfig, render_code
-from mnemon.setup.plugin_hosts import Install, eject_markdown, remove_empty_dirs, remove_owned
+from mnemon.setup.plugin_hosts import Install, eject_step
 
 OWNED = ("extensions/mnemon.ts", "skills/mnemon")
 GO_PARENTS = ("extensions", "skills")
@@ -52,11 +52,5 @@ def plan_install(placement: Placement, options: Options) -> Step:
 
 
 def plan_eject(placement: Placement, options: Options) -> Step:
-    def remove() -> Report:
-        report = Report.start(placement)
-        manifest = read_manifest(placement.skill_dir)
-        remove_owned(placement, OWNED, report)
-        remove_empty_dirs(placement, manifest, GO_PARENTS)
-        return eject_markdown(placement, options, report)
-
-    return remove
+    # No config registers Pi's extension: its files, the directories setup made, AGENTS.md's block.
+    return eject_step(placement, options, OWNED, GO_PARENTS, read_manifest(placement.skill_dir))
