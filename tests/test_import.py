@@ -501,3 +501,25 @@ def test_explicit_edges_last_per_key_wins_across_chunks_and_duplicates(cli, tmp_
     stored = {(s, t, kind): (w, meta.get("reason")) for s, t, kind, w, meta in _edges(cli.data_dir)}
     for key, value in expected.items():
         assert stored[key] == value, key
+
+
+def test_a_skipped_edges_warning_names_its_place_in_the_draft_self_edges_included() -> None:
+    # A draft's self_edges follow its edges in the import's one list: a warning about one of them names
+    # self_edges[j], not edges[k] past the end of edges (ids: item 1's statement failed, so it has none).
+    from mnemon.drafts import parse_draft
+    from mnemon.engine.bulkedges import ExplicitEdges
+
+    draft = parse_draft(json.dumps({
+        "schema_version": "1",
+        "insights": [{"content": "a"}, {"content": "b"}, {"content": "c"}],
+        "edges": [{"source_index": 0, "target_index": 1, "edge_type": "causal"},
+                  {"source_index": 0, "target_index": 2, "edge_type": "causal"}],
+        "self_edges": [{"index": 2, "edge_type": "entity"}, {"index": 1, "edge_type": "causal"}],
+    }))
+    assert [(e.source_index, e.target_index) for e in draft.edges] == [(0, 1), (0, 2), (2, 2), (1, 1)]
+    warnings: list[str] = []
+    explicit = ExplicitEdges(draft.edges, 3)
+    explicit.chunk_rows(0, [True, False, True], ["id-a", None, "id-c"], "2026-01-01T00:00:00Z", {})
+    explicit.finish(["id-a", None, "id-c"], warnings.append, "2026-01-01T00:00:00Z")
+    assert warnings == ["warning: edges[0]: endpoint was not imported; edge skipped",
+                        "warning: self_edges[1]: endpoint was not imported; edge skipped"]

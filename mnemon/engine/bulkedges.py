@@ -102,11 +102,15 @@ class ExplicitEdges:
         cs, ct = code[self.source], code[self.target]
         missing = (cs < 0) | (ct < 0)
         dropped = missing | ((cs == ct) & (self.source != self.target))  # two items mapped to one insight; not a self-edge
+        # A draft's self_edges follow its edges (drafts.py), and only they join an item to itself: each warning
+        # names the item in the draft's own list.
+        first_self = int(np.count_nonzero(self.source != self.target))
         for k in np.flatnonzero(dropped).tolist():
+            where = f"self_edges[{k - first_self}]" if self.source[k] == self.target[k] else f"edges[{k}]"
             if missing[k]:
-                notice(f"warning: edges[{k}]: endpoint was not imported; edge skipped")
+                notice(f"warning: {where}: endpoint was not imported; edge skipped")
             else:
-                notice(f"warning: edges[{k}]: both ends map to insight {ids[int(self.source[k])]}; edge skipped")
+                notice(f"warning: {where}: both ends map to insight {ids[int(self.source[k])]}; edge skipped")
         kept = ~dropped
         by_code = list(codes)
         ends = np.unique(np.concatenate((cs[kept], ct[kept])))
