@@ -656,6 +656,41 @@ def test_doctor_repair_recreates_dropped_triggers(tmp_path, capsys, pg_db) -> No
     assert cli.ok("--store", "team", "doctor")["ok"] is True
 
 
+def test_non_finite_numbers_read_as_fallbacks_and_doctor_repairs_them(tmp_path, capsys, pg_db) -> None:
+    """PostgreSQL's typed columns hold no text, but its doubles hold NaN and Infinity: doctor names them
+    (the candidates' SQL runs on both backends), every reader takes them as store.numeric's fallbacks (a
+    NaN weight was exported as JSON's invalid NaN) and --repair writes the fallbacks."""
+    from mnemon.store import numeric
+
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    a = cli.ok("--store", "team", "remember", "Kafka retries are capped at five")["id"]
+    b = cli.ok("--store", "team", "remember", "Kafka consumer lag is watched hourly")["id"]
+    cli.ok("--store", "team", "link", a, b, "--type", "causal", "--weight", "0.9")
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")  # the schema's triggers name its sequence unqualified
+        conn.execute("UPDATE insights SET effective_importance = 'Infinity' WHERE id = %s", (a,))
+        conn.execute("UPDATE edges SET weight = 'NaN' WHERE source_id = %s AND target_id = %s AND edge_type = 'causal'",
+                     (a, b))
+    found = cli("--store", "team", "doctor")
+    assert found.code == 1 and "numeric_values" in found.err
+    detail = next(c["detail"] for c in json.loads(found.out)["checks"] if c["name"] == "numeric_values")
+    assert detail.startswith("2 problem(s): ")
+    assert f"insight {a}: effective_importance inf" in detail and f"edge {a} -> {b} (causal): weight nan" in detail
+    exported = cli.ok("--store", "team", "export")
+    index = {i["content"]: k for k, i in enumerate(exported["insights"])}
+    ends = (index["Kafka retries are capped at five"], index["Kafka consumer lag is watched hourly"])
+    assert [e["weight"] for e in exported["edges"]
+            if (e["source_index"], e["target_index"], e["edge_type"]) == (*ends, "causal")] == [numeric.WEIGHT_FALLBACK]
+    for args in (["recall", "Kafka"], ["viz"], ["gc"], ["remember", "Kafka brokers run on three hosts"]):
+        res = cli("--store", "team", *args)
+        assert res.code == 0 and "Traceback" not in res.err, (args, res.err)
+    repaired = cli("--store", "team", "doctor", "--repair")
+    assert "malformed numeric value(s)" in repaired.out
+    assert rows(pg_db, "SELECT weight FROM mnemon_team.edges WHERE source_id = %s AND target_id = %s "
+                       "AND edge_type = 'causal'", (a, b)) == [(numeric.WEIGHT_FALLBACK,)]
+    assert "numeric_values" not in cli("--store", "team", "doctor").err
+
+
 FOREIGN_KEYS_OF_EDGES = (
     "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass"
 )

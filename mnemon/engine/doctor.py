@@ -2,14 +2,16 @@
 
 Checks (each ``{name, ok, detail}``): SQLite ``integrity_check`` and ``foreign_key_check``; edges
 pointing at missing or soft-deleted insights; half-written or out-of-contract insight rows;
-embedding blobs that are mis-sized, non-finite or of a minority dimension; oplog sanity; the
-status counters against a real count (``mnemon.store.counts``); the ``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
+numeric columns holding no number (``numeric_values``); embedding blobs that are mis-sized, non-finite or of a
+minority dimension; oplog sanity; the status counters against a real count (``mnemon.store.counts``); the ``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
 derived files 0600, the derived folder 0700); and the derived index files in ``<db>.index/`` (asked whether they are
 readable and current when the index module exists, otherwise "not present").
 
-``repair`` removes dangling edges in one write transaction, recounts counters that disagree, deletes every derived file (the next
-command rebuilds it from SQLite, which stays the truth), tightens permissions, and then checks
-again. It never touches insight rows: a failing ``integrity_check`` needs a backup, not a guess.
+``repair`` removes dangling edges and rewrites malformed numbers (text, a blob, NULL or an infinity in a numeric
+column: ``store.numeric``, each as the value every command already reads it as) in one write transaction,
+recounts counters that disagree, deletes every derived file (the next command rebuilds it from SQLite, which
+stays the truth), tightens permissions, and then checks again. Beyond those numbers it never touches insight
+rows: a failing ``integrity_check`` needs a backup, not a guess.
 The SQL lives in ``mnemon.store.check``; this module never prints.
 """
 
@@ -24,7 +26,7 @@ from typing import Any
 
 from mnemon.engine.core import EngineBase
 from mnemon.errors import NotFoundError, StoreError
-from mnemon.store import check, counts, derived, registration
+from mnemon.store import check, counts, derived, numeric, registration
 from mnemon.store.connection import DIR_MODE, FILE_MODE
 from mnemon.store.layout import SIDE_SUFFIXES
 from mnemon.store.schema import SCHEMA_VERSION
@@ -103,6 +105,7 @@ class DoctorPipeline:
         out.append(_entry("dangling_edges", check.describe_edges(check.dangling_edges(conn))))
         out.append(_entry("edge_values", check.describe_edges(check.bad_edge_values(conn))))
         out.append(_entry("insights", [f"{i}: incomplete or out-of-contract row" for i in check.bad_insights(conn)]))
+        out.append(_entry("numeric_values", numeric.describe(numeric.malformed(conn))))
         out.append(_entry("embeddings", check.bad_embeddings(conn, self.ctx.store.embedding_format)))
         out.append(_entry("oplog", check.oplog_problems(conn)))
         out.append(_entry("counters", counts.problems(conn) + self.ctx.store.trigger_problems()))
@@ -212,11 +215,15 @@ class DoctorPipeline:
         done: list[str] = []
         conn = self.ctx.store.conn
         if not check.integrity(conn):
-            # One transaction, and a generation bump so any derived index notices the edge change.
+            # One transaction, and a generation bump so any derived index notices the change. The malformed
+            # numbers are found inside it, so what is rewritten is what the transaction sees.
             with self.ctx.store.transaction("doctor --repair") as tx:
                 removed = check.remove_dangling_edges(tx)
+                rewritten = numeric.repair(tx, numeric.malformed(tx))
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
+            if rewritten:
+                done.append(f"rewrote {rewritten} malformed numeric value(s) as the value commands read them as")
             if counts.problems(conn) or self.ctx.store.trigger_problems():
                 with self.ctx.store.transaction("doctor --repair") as tx:
                     self.ctx.store.reinstall_triggers(tx)  # recreates a dropped trigger, recounts every counter

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mnemon.store import insights
+from mnemon.store import insights, numeric
 from mnemon.text import insight_tokens
 
 if TYPE_CHECKING:
@@ -44,7 +44,8 @@ def _scan_row(r: tuple[object, ...]) -> ScanRow:
     # the store's tolerant reading (as show and recall have it): a malformed tags or entities column
     # (a Go store may hold one) is no list, not a JSONDecodeError that failed every search and remember
     tokens = frozenset(insight_tokens(str(r[1]), insights.load_list(r[5]), insights.load_list(r[6])))
-    return ScanRow(str(r[0]), str(r[1]), str(r[2]), int(r[3]), str(r[4]), tokens)  # type: ignore[call-overload]
+    importance = numeric.integer(r[3], numeric.IMPORTANCE_FALLBACK)  # a malformed one: store.numeric
+    return ScanRow(str(r[0]), str(r[1]), str(r[2]), importance, str(r[4]), tokens)
 
 
 class ActiveTokens:

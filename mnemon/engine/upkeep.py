@@ -21,7 +21,7 @@ from mnemon.records import (
     IMMUNE_IMPORTANCE,
     Insight,
 )
-from mnemon.store import counts, edges, insights, oplog
+from mnemon.store import counts, edges, insights, numeric, oplog
 from mnemon.validate import check_text
 
 if TYPE_CHECKING:
@@ -74,7 +74,9 @@ def refresh_effective_importance(conn: apsw.Connection, ids: Iterable[str], now:
         by_id = {i.id: (i.importance, i.access_count, i.last_accessed_at, i.created_at) for i in found}
     else:  # import: set-based, a few statements instead of two per id, and only the EI columns
         by_id = {
-            str(r[0]): (int(r[1]), int(r[2] or 0), None if r[3] is None else str(r[3]), str(r[4]))
+            str(r[0]): (numeric.integer(r[1], numeric.IMPORTANCE_FALLBACK),
+                        numeric.integer(r[2], numeric.ACCESS_COUNT_FALLBACK), None if r[3] is None else str(r[3]),
+                        str(r[4]))
             for r in insights.ei_inputs_many(conn, wanted)
         }
         touching = edges.count_touching_many(conn, list(by_id))

@@ -89,6 +89,7 @@ _SQL_CATEGORIES = (
 _SQL_ALL = "SELECT key, n FROM mnemon_counts WHERE n != 0"
 _SQL_ALL_ENTITIES = "SELECT entity, n FROM entity_counts"
 _SQL_TOP = "SELECT entity, n FROM entity_counts WHERE n > 0 ORDER BY n DESC, entity ASC LIMIT ?"
+_SQL_REAL_TOP = "SELECT entity, COUNT(*) AS n FROM insight_entities GROUP BY entity ORDER BY n DESC, entity ASC LIMIT ?"
 _SQL_ADD_EDGES = _bump("'edges'", "?")
 _SQL_DROP_EDGES_BI = "DROP TRIGGER IF EXISTS edges_count_bi"
 
@@ -154,9 +155,24 @@ def available(conn: apsw.Connection) -> bool:
     return int(scalar(conn, _SQL_HAS)) == 2
 
 
+# A counter holding no integer (a hand-edited store: SQLite keeps the text 'x' as given) is read as the
+# real count, what doctor --repair recounts it to; int() of it failed status, and every recall through
+# the hot index's edge guard. Whole-table counts, but only for a damaged store.
+
+
+def _real(conn: apsw.Connection) -> dict[str, int]:
+    return {str(k): int(n) for k, n in conn.execute(_SQL_REAL)}
+
+
+def _kept(conn: apsw.Connection, key: str) -> int:
+    row = conn.execute(_SQL_GET, (key,)).fetchone()
+    if row is None:
+        return 0
+    return row[0] if type(row[0]) is int else _real(conn).get(key, 0)
+
+
 def edge_count(conn: apsw.Connection) -> int:
-    row = conn.execute(_SQL_GET, ("edges",)).fetchone()
-    return int(row[0]) if row else 0
+    return _kept(conn, "edges")
 
 
 def active_count(conn: apsw.Connection) -> int:
@@ -165,19 +181,24 @@ def active_count(conn: apsw.Connection) -> int:
 
 
 def deleted_count(conn: apsw.Connection) -> int:
-    row = conn.execute(_SQL_GET, ("deleted",)).fetchone()
-    return int(row[0]) if row else 0
+    return _kept(conn, "deleted")
 
 
 def by_category(conn: apsw.Connection) -> dict[str, int]:
     """Active insights per category (categories with none are absent, as in a GROUP BY)."""
     bounds = (CATEGORY_PREFIX, CATEGORY_PREFIX[:-1] + chr(ord(CATEGORY_PREFIX[-1]) + 1))
-    return {str(c): int(n) for c, n in conn.execute(_SQL_CATEGORIES, bounds)}
+    kept = [(str(c), n) for c, n in conn.execute(_SQL_CATEGORIES, bounds)]
+    if all(type(n) is int for _, n in kept):
+        return dict(kept)
+    return {k[len(CATEGORY_PREFIX):]: n for k, n in _real(conn).items() if k.startswith(CATEGORY_PREFIX) and n}
 
 
 def top_entities(conn: apsw.Connection, limit: int) -> list[tuple[str, int]]:
     """Entities by number of active insights, ties by name: ``limit`` rows of an index."""
-    return [(str(e), int(n)) for e, n in conn.execute(_SQL_TOP, (limit,))]
+    top = [(str(e), n) for e, n in conn.execute(_SQL_TOP, (limit,))]
+    if all(type(n) is int for _, n in top):  # (text and blobs sort above every number: a damaged one is here)
+        return top
+    return [(str(e), int(n)) for e, n in conn.execute(_SQL_REAL_TOP, (limit,))]
 
 
 def problems(conn: apsw.Connection) -> list[str]:
@@ -192,8 +213,10 @@ def problems(conn: apsw.Connection) -> list[str]:
         ("entity counter", _SQL_REAL_ENTITIES, _SQL_ALL_ENTITIES),
     ):
         real = {str(k): int(n) for k, n in conn.execute(real_sql) if int(n)}
-        kept = {str(k): int(n) for k, n in conn.execute(kept_sql) if int(n)}
+        # a kept value that is no integer ('x') differs from every real count: named, and recounted by --repair
+        kept = {str(k): n for k, n in conn.execute(kept_sql) if n != 0}
         for key in sorted(real.keys() | kept.keys()):
             if real.get(key, 0) != kept.get(key, 0):
-                out.append(f"{label} {key}: kept {kept.get(key, 0)}, real {real.get(key, 0)}")
+                shown = kept.get(key, 0)
+                out.append(f"{label} {key}: kept {shown if type(shown) is int else repr(shown)}, real {real.get(key, 0)}")
     return out

@@ -12,7 +12,7 @@ from collections.abc import Iterable
 import apsw
 
 from mnemon.records import Edge
-from mnemon.store import counts
+from mnemon.store import counts, numeric
 from mnemon.store.connection import scalar
 
 _SQL_UPSERT = (
@@ -79,7 +79,9 @@ def load_metadata(raw: object) -> dict[str, str]:
 
 
 def _row_to_edge(row: tuple[object, ...]) -> Edge:
-    return Edge(str(row[0]), str(row[1]), str(row[2]), float(row[3]), load_metadata(row[4]), str(row[5]))  # type: ignore[arg-type]
+    # a malformed weight (text, NULL, an infinity) reads as store.numeric's fallback, not a ValueError
+    weight = numeric.real(row[3], numeric.WEIGHT_FALLBACK)
+    return Edge(str(row[0]), str(row[1]), str(row[2]), weight, load_metadata(row[4]), str(row[5]))
 
 
 def upsert(conn: apsw.Connection, edge: Edge) -> None:

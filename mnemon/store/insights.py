@@ -13,6 +13,7 @@ from typing import Any
 import apsw
 
 from mnemon.records import MAX_CONTENT_BYTES, Insight
+from mnemon.store import numeric
 from mnemon.store.connection import scalar
 
 INSIGHT_COLUMNS = (
@@ -154,21 +155,27 @@ def load_list(raw: object) -> list[str]:
 
 
 def row_to_insight(row: Sequence[Any]) -> Insight:
-    """Build an Insight from a row selected with INSIGHT_COLUMNS."""
+    """Build an Insight from a row selected with INSIGHT_COLUMNS.
+
+    A malformed number (text, a blob, NULL, an infinity: a hand-edited or Go store) reads as its
+    column's fallback (``store.numeric``), never a ValueError that fails every command touching the row;
+    the type tests cost less than the ``int()`` calls they replace.
+    """
+    importance, access_count, ei = row[3], row[7], row[12]
     return Insight(
         id=str(row[0]),
         content=str(row[1]),
         category=str(row[2]),
-        importance=int(row[3]),
+        importance=importance if type(importance) is int else numeric.IMPORTANCE_FALLBACK,
         tags=load_list(row[4]),
         entities=load_list(row[5]),
         source=str(row[6]),
-        access_count=int(row[7] or 0),
+        access_count=access_count if type(access_count) is int else numeric.ACCESS_COUNT_FALLBACK,
         created_at=str(row[8]),
         updated_at=str(row[9]),
         deleted_at=None if row[10] is None else str(row[10]),
         last_accessed_at=None if row[11] is None else str(row[11]),
-        effective_importance=float(row[12]) if row[12] is not None else 0.5,
+        effective_importance=numeric.real(ei, numeric.EFFECTIVE_IMPORTANCE_FALLBACK),
     )
 
 

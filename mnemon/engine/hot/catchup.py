@@ -22,11 +22,13 @@ from mnemon.engine.hot.derived import Derived
 from mnemon.engine.hot.edges import _LOAD_CHUNK, EdgeList
 from mnemon.records import CATEGORIES
 from mnemon.store import hotindex
+from mnemon.store.numeric import IMPORTANCE_FALLBACK
 from mnemon.store.hotindex import Fingerprint
 from mnemon.text import insight_views
 
 if TYPE_CHECKING:
     import apsw
+    import numpy as np
 
 _Index = TypeVar("_Index", bound="Currency")
 
@@ -49,6 +51,18 @@ def _loads(raw: object) -> list[str]:
     except ValueError:
         return []
     return [str(v) for v in value] if isinstance(value, list) else []
+
+
+def _int8(values: list[int]) -> np.ndarray:
+    """Importances as the index's int8 column. An integer past int8 (a hand-edited 1000: well-formed, only
+    out of the contract's 1-5, which doctor reports) is clipped, so the order of importances is kept,
+    instead of numpy's OverflowError failing every catch-up (and so every recall) of the store."""
+    import numpy as np
+
+    try:
+        return np.array(values, dtype=np.int8)
+    except OverflowError:
+        return np.clip(np.array(values, dtype=np.int64), -128, 127).astype(np.int8)
 
 
 class Currency(Derived, EdgeList):
@@ -111,7 +125,9 @@ class Currency(Derived, EdgeList):
             e_lists.append([eid(e) for e in dict.fromkeys(ents)])
             ids.append(str(ins_id))
             created.append(str(created_at).encode("utf-8"))
-            imp.append(int(importance))
+            # a malformed importance reads as store.numeric's fallback, as every other reader has it (a
+            # type test: cheaper than the int() it replaced)
+            imp.append(importance if type(importance) is int else IMPORTANCE_FALLBACK)
             cat.append(CATEGORIES.index(category) if category in CATEGORIES else -1)
             srcs.append(src_index.setdefault(str(source), len(src_index)))
             doc_len.append(content_len)
@@ -131,7 +147,7 @@ class Currency(Derived, EdgeList):
         # new parts (joining promotes to the widest part's width)
         self._append_part("id_blob", np.array(ids, dtype=f"S{max([len(i) for i in ids] + [1])}"))
         self._append_part("created", np.array(created, dtype=f"S{max([len(c) for c in created] + [1])}"))
-        self._extend("importance", np.array(imp, dtype=np.int8))
+        self._extend("importance", _int8(imp))
         self._extend("category", np.array(cat, dtype=np.int8))
         self._extend("source", np.array(srcs, dtype=np.int32))
         self._extend("active", np.ones(len(ids), dtype=np.bool_))

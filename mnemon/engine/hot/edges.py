@@ -9,13 +9,13 @@ counter (one row read), which catches an edge row deleted or replaced behind the
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from itertools import islice, repeat
 from typing import TYPE_CHECKING, Any
 
 from mnemon.engine.hot.graph import _CSR_KEYS, _LINK_KEYS, EDGE_CODES, EdgeGraph
 from mnemon.engine.hot.rowids import RowIds
-from mnemon.store import hotindex
+from mnemon.store import hotindex, numeric
 
 if TYPE_CHECKING:
     import apsw
@@ -30,6 +30,18 @@ _BULK_LOOKUP = 4096  # edge rows per batch above which ids are resolved through 
 # of two UUID strings and more, about 400 bytes an edge, so a million-row slice peaked at 400 MB
 # (140 MB for the 350k edges of a 10k import); at 50k a slice costs about 20 MB, for the same CPU.
 _LOAD_CHUNK = 50_000
+
+
+def _weights(weights: Sequence[Any]) -> np.ndarray:
+    """The rows' weights as float64, a malformed one (text, a blob, NULL, an infinity) read as store.numeric's
+    fallback, as ``store.edges`` reads it. Without a dtype numpy reports anything but floats (a str dtype, an
+    object one), which costs no more than the conversion to float64 (which would parse "3" or "nan" as text)."""
+    import numpy as np
+
+    array = np.array(weights)
+    if array.dtype == np.float64 and np.isfinite(array).all():
+        return array
+    return np.array([numeric.real(w, numeric.WEIGHT_FALLBACK) for w in weights], dtype=np.float64)
 
 
 class EdgeList(RowIds, EdgeGraph):
@@ -63,7 +75,7 @@ class EdgeList(RowIds, EdgeGraph):
             self._append_part("edge_src", src[keep].astype(np.int32))
             self._append_part("edge_dst", dst[keep].astype(np.int32))
             self._append_part("edge_type", typ[keep].astype(np.int8))
-            self._append_part("edge_weight", np.array(weights, dtype=np.float64)[keep])
+            self._append_part("edge_weight", _weights(weights)[keep])
             self._append_part("edge_backbone", np.array(backbone, dtype=np.bool_)[keep])
         return k
 
