@@ -134,7 +134,8 @@ def read_active(data_dir: Path) -> str | None:
 # --- Go durations (§3.2 MNEMON_AUTO_PRUNE_MIN_AGE, §3.12 prune detail) ----------------------
 
 _DURATION_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
-_DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+# [0-9], not \d: Go's ParseDuration reads ASCII digits only (\d took "٣h", float() read it as 3)
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(ns|us|µs|ms|s|m|h)")
 # Go's longest Duration (int64 nanoseconds, about 292 years): its ParseDuration refuses more. A longer
 # grace made the prune cutoff (now - grace) overflow a datetime: the remember that pruned crashed.
 _MAX_DURATION_SECONDS = (2**63 - 1) / 1e9
@@ -149,7 +150,7 @@ def parse_duration(text: str) -> float:
     s = text.strip()
     if s == "0":
         return 0.0
-    day = re.fullmatch(r"(\d+(?:\.\d+)?)d", s)
+    day = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)d", s)
     if day:
         return _bounded(float(day.group(1)) * 86400.0, text)
     if not s or s.startswith("-"):
@@ -173,12 +174,25 @@ def _bounded(seconds: float, text: str) -> float:
     return seconds
 
 
-def _go_int(text: str) -> int:
-    """An integer variable read as Go's strconv.Atoi reads it: a value past int64 is unparsable (ValueError), so
-    it gets the warning and the default instead of being used as given (sent to the embedding server, shown)."""
+# Go's strconv.Atoi (and pflag's int flags): an optional sign, then ASCII digits only. Python's int() also takes
+# surrounding spaces, other scripts' digits ("٣") and underscores ("1_000"), which Go refuses.
+_GO_INT = re.compile(r"[+-]?[0-9]+", re.ASCII)
+_INT64_DIGITS = len(str(2**63))  # 19: more significant digits than this are out of range whatever they are
+
+
+def parse_go_int(text: str) -> int:
+    """``text`` read as Go's strconv.Atoi reads it into an int64; ValueError("invalid syntax") or ValueError("value
+    out of range") (strconv's own reasons) otherwise. The integer flags (``cli.intflag``) and the integer variables
+    read here use it: an unparsable variable (a value past int64 included) gets the warning and the default (§3.2)
+    instead of being used as given (sent to the embedding server, shown)."""
+    if _GO_INT.fullmatch(text) is None:
+        raise ValueError("invalid syntax")
+    # (counted before int(): Python refuses to convert more than 4,300 digits with an error of its own)
+    if len(text.lstrip("+-").lstrip("0")) > _INT64_DIGITS:
+        raise ValueError("value out of range")
     value = int(text)
     if not -(2**63) <= value <= 2**63 - 1:
-        raise ValueError(text)
+        raise ValueError("value out of range")
     return value
 
 
@@ -207,7 +221,7 @@ def resolve(
     raw_dims = env.get("MNEMON_EMBED_DIMENSIONS", "").strip()
     if raw_dims:
         try:
-            dimensions = _go_int(raw_dims)
+            dimensions = parse_go_int(raw_dims)
             if dimensions <= 0:
                 raise ValueError(raw_dims)
         except ValueError:
@@ -223,7 +237,7 @@ def resolve(
     raw_max = env.get("MNEMON_MAX_INSIGHTS", "").strip()
     if raw_max:
         try:
-            max_insights = _go_int(raw_max)
+            max_insights = parse_go_int(raw_max)
         except ValueError:
             warnings.append(
                 f'mnemon: ignoring invalid MNEMON_MAX_INSIGHTS "{raw_max}"; using default {DEFAULT_MAX_INSIGHTS}'

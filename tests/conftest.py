@@ -143,7 +143,7 @@ REMOTE_SKIPS = {
     "test_auto_prune_respects_grace_then_prunes_aged_rows": _SETTINGS,
     "test_auto_prune_when_every_row_past_the_grace_is_immune": _SETTINGS,
     "test_a_grace_longer_than_go_allows_warns_and_uses_default": _SETTINGS,
-    "test_an_integer_setting_past_int64_warns_and_uses_default": _SETTINGS,
+    "test_an_integer_setting_go_cannot_read_warns_and_uses_default": _SETTINGS,
     "test_batched_import_equals_one_by_one": "patches this process's import batch size; the gateway's workers keep "
                                              "theirs",
     "test_a_long_query_is_led_by_its_rare_terms": "patches this process's long-query bound "

@@ -112,6 +112,18 @@ CASES = [
     (["related", "ghost", "--depth", "-" + "9" * 20],
      f'invalid argument "-{"9" * 20}" for "--depth" flag: value out of range'),
     (["remember", "x", "--imp", "9" * 20], f'invalid argument "{"9" * 20}" for "--imp" flag: value out of range'),
+    # an int flag reads as Go's (pflag over strconv): sign and ASCII digits only. Python's int() took a space,
+    # another script's digit and underscores; more than 4,300 digits were its own ValueError
+    (["recall", "x", "--limit", " 2"], 'invalid argument " 2" for "--limit" flag: invalid syntax'),
+    (["recall", "x", "--limit", "٣"], 'invalid argument "٣" for "--limit" flag: invalid syntax'),
+    (["search", "x", "--limit", "1_000"], 'invalid argument "1_000" for "--limit" flag: invalid syntax'),
+    (["log", "--limit", "0x2"], 'invalid argument "0x2" for "--limit" flag: invalid syntax'),
+    (["receipt", "--limit", ""], 'invalid argument "" for "--limit" flag: invalid syntax'),
+    (["gc", "--limit", "2 "], 'invalid argument "2 " for "--limit" flag: invalid syntax'),
+    (["remember", "x", "--imp", "٣"], 'invalid argument "٣" for "--imp" flag: invalid syntax'),
+    (["related", "ghost", "--depth", "1_0"], 'invalid argument "1_0" for "--depth" flag: invalid syntax'),
+    (["recall", "x", "--brief", "--excerpt-chars", "+1.5"], 'invalid argument "+1.5" for "--excerpt-chars" flag: invalid syntax'),
+    (["recall", "x", "--limit", "9" * 5000], f'invalid argument "{"9" * 5000}" for "--limit" flag: value out of range'),
     (["show", "00000000-0000-4000-8000-000000000000"], "insight 00000000-0000-4000-8000-000000000000 not found"),
     (["show"], "accepts 1 arg(s), received 0"),
     (["forget", "ghost"], "forget: insight ghost not found or already deleted"),
@@ -176,7 +188,7 @@ def test_gc_keep_with_suggestion_flags_is_refused(cli, data_dir: Path, seeded: d
 
 
 def test_imp_abc_and_missing_value_use_cobra_wording(cli, seeded) -> None:
-    assert cli("remember", "x", "--imp", "abc").err.startswith('Error: invalid argument for "--imp" flag: ')
+    assert cli("remember", "x", "--imp", "abc").err == 'Error: invalid argument "abc" for "--imp" flag: invalid syntax\n'
     assert cli("remember", "x", "--cat").err == "Error: flag needs an argument: --cat\n"
 
 
@@ -314,3 +326,30 @@ def test_missing_stemmer_library_is_one_error_line(cli, data_dir: Path, seeded: 
     hits = cli.ok("recall", "Rust services memories")
     assert seeded["ids"][0] in [hit["id"] for hit in hits["results"]]
     assert cli.ok("status")["total_insights"] == 2
+
+
+def test_an_int_flag_takes_a_sign_and_leading_zeros_as_go_does(cli, seeded) -> None:
+    """strconv.Atoi reads "+2" and "002" as 2: so do we (what it refuses is in CASES above)."""
+    for args in (["log", "--limit", "+2"], ["log", "--limit=002"]):
+        res = cli(*args)
+        assert res.code == 0 and len(res.out.splitlines()) == 2 + 2, res  # the header's two lines, then two rows
+
+
+def test_every_int_option_reads_as_go_does() -> None:
+    """Each int option of every command uses the Go-compatible type (cli.intflag), not click's INT (Python's int()),
+    so a new option cannot bring back " 2", "٣" or "1_000"."""
+    from typer._click import types as click_types
+
+    from mnemon.cli import _command
+    from mnemon.cli.intflag import GoInt
+
+    def options(command) -> list:  # type: ignore[no-untyped-def]
+        found = list(command.params)
+        for sub in getattr(command, "commands", {}).values():
+            found += options(sub)
+        return found
+
+    params = options(_command())
+    ints = [p for p in params if isinstance(p.type, (click_types.IntParamType, GoInt))]
+    assert len(ints) >= 14  # --limit (5), --excerpt-chars (2), --imp, --depth, --expires, mcp serve's four
+    assert [p.opts for p in ints if not isinstance(p.type, GoInt)] == []

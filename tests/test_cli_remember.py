@@ -380,11 +380,12 @@ def test_invalid_prune_env_warns_and_uses_default(data_dir, capsys, monkeypatch)
     assert 'MNEMON_MAX_INSIGHTS "lots"' in res.err and 'MNEMON_AUTO_PRUNE_MIN_AGE "-5h"' in res.err
 
 
-@pytest.mark.parametrize("value", ["99999999999999999999", "-99999999999999999999"])
-def test_an_integer_setting_past_int64_warns_and_uses_default(data_dir, capsys, monkeypatch, value) -> None:
+# past int64, and what Python's int() reads but Go's Atoi does not: another script's digits, underscores, hex
+@pytest.mark.parametrize("value", ["99999999999999999999", "-99999999999999999999", "٣", "1_000", "0x2", "1e3"])
+def test_an_integer_setting_go_cannot_read_warns_and_uses_default(data_dir, capsys, monkeypatch, value) -> None:
     """Go's Atoi cannot read such a value: the warning and the default, as for "lots". It was used as given:
     max_insights 99999999999999999999 in gc's output (a negative one turned auto-prune off), and a dimensions
-    field of 20 digits in every embedding request."""
+    field of 20 digits in every embedding request; "٣" and "1_000" were read as 3 and 1000."""
     monkeypatch.setenv("MNEMON_MAX_INSIGHTS", value)
     monkeypatch.setenv("MNEMON_EMBED_DIMENSIONS", value)
     res = run_at(data_dir, capsys, T0, "gc")
@@ -394,9 +395,10 @@ def test_an_integer_setting_past_int64_warns_and_uses_default(data_dir, capsys, 
     assert json.loads(res.out)["max_insights"] == 1000
 
 
-@pytest.mark.parametrize("age", ["2562048h", "106752d", "99999999999999999999h"])
+@pytest.mark.parametrize("age", ["2562048h", "106752d", "99999999999999999999h", "٣h", "٣d", "1٣m"])
 def test_a_grace_longer_than_go_allows_warns_and_uses_default(data_dir, capsys, monkeypatch, age) -> None:
-    # past Go's longest duration (~292 years): the prune cutoff overflowed and the pruning remember crashed
+    # past Go's longest duration (~292 years): the prune cutoff overflowed and the pruning remember crashed;
+    # and digits of another script, which Go's ParseDuration does not read ("٣h" was read as 3 hours)
     monkeypatch.setenv("MNEMON_MAX_INSIGHTS", "1")
     monkeypatch.setenv("MNEMON_AUTO_PRUNE_MIN_AGE", age)
     ok_at(data_dir, capsys, T0, "remember", "first memory over a tiny ceiling")

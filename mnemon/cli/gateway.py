@@ -12,6 +12,7 @@ from typing import Optional
 
 import typer
 
+from mnemon.cli.intflag import GO_INT
 from mnemon import config
 from mnemon.cli import render
 from mnemon.cli.state import GlobalOptions, exactly
@@ -73,7 +74,7 @@ def token_create(
     ctx: typer.Context,
     words: Words = typer.Argument(None, help="token name (who it is for: shown in logs and the oplog)"),
     read_only: bool = typer.Option(False, "--read-only", help="may only read"),
-    expires: Optional[int] = typer.Option(None, "--expires", help="days until the token expires"),
+    expires: Optional[int] = typer.Option(None, "--expires", click_type=GO_INT, help="days until the token expires"),
 ) -> None:
     """Create a token for one store (--store STORE); prints it once, as JSON (only its hash is kept)."""
     from mnemon.gateway import tokens

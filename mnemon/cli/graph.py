@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from mnemon.cli.intflag import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import exactly, open_engine
 from mnemon.validate import check_int64
@@ -30,7 +31,7 @@ def related(
     ctx: typer.Context,
     words: Words = typer.Argument(None, help="insight id"),
     edge: str = typer.Option("", "--edge", help="follow only this edge type"),
-    depth: int = typer.Option(2, "--depth", help="maximum hops"),
+    depth: int = typer.Option(2, "--depth", click_type=GO_INT, help="maximum hops"),
 ) -> None:
     """List insights reachable from one insight (breadth-first)."""
     check_int64(depth, "--depth")  # first, as Go's flag parse refuses it: a depth past int64 was run as given

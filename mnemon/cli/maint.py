@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 from typer._click.core import ParameterSource
 
+from mnemon.cli.intflag import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import open_engine, open_read_engine
 from mnemon.errors import InputError
@@ -16,7 +17,7 @@ LOG_DETAIL_MAX = 60  # bytes; longer details are cut to 57 + "..." (§3.12)
 def gc(
     ctx: typer.Context,
     threshold: float = typer.Option(0.5, "--threshold", help="EI below which insights are suggested"),
-    limit: int = typer.Option(20, "--limit", help="maximum candidates"),
+    limit: int = typer.Option(20, "--limit", click_type=GO_INT, help="maximum candidates"),
     keep: str = typer.Option("", "--keep", help="retain this insight (+3 accesses)"),
     compact: bool = typer.Option(False, "--compact", help="checkpoint and VACUUM the database"),
 ) -> None:
@@ -46,7 +47,7 @@ def status(ctx: typer.Context) -> None:
         render.emit_json(engine.status())
 
 
-def log(ctx: typer.Context, limit: int = typer.Option(20, "--limit", help="rows")) -> None:
+def log(ctx: typer.Context, limit: int = typer.Option(20, "--limit", click_type=GO_INT, help="rows")) -> None:
     """Show the operation log, newest first."""
     check_limit(limit)
     with open_engine(ctx.obj) as engine:
@@ -63,7 +64,7 @@ def log(ctx: typer.Context, limit: int = typer.Option(20, "--limit", help="rows"
     render.emit_text(render.table(table))
 
 
-def receipt(ctx: typer.Context, limit: int = typer.Option(20, "--limit", help="rows")) -> None:
+def receipt(ctx: typer.Context, limit: int = typer.Option(20, "--limit", click_type=GO_INT, help="rows")) -> None:
     """Export a privacy-reduced receipt of recent operations."""
     check_limit(limit)
     with open_engine(ctx.obj) as engine:

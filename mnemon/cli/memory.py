@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 
+from mnemon.cli.intflag import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import exactly, join_words, open_engine, read_stdin_text
 from mnemon.validate import check_int64, split_list
@@ -17,7 +18,7 @@ def remember(
     ctx: typer.Context,
     words: Words = typer.Argument(None, help="content words (joined with spaces); '-' reads stdin"),
     cat: str = typer.Option("general", "--cat", help="preference|decision|fact|insight|context|general"),
-    imp: int = typer.Option(3, "--imp", help="importance 1-5"),
+    imp: int = typer.Option(3, "--imp", click_type=GO_INT, help="importance 1-5"),
     tags: str = typer.Option("", "--tags", help="comma-separated tags"),
     entities: str = typer.Option("", "--entities", help="comma-separated entities"),
     entity_mode: str = typer.Option("merge", "--entity-mode", help="merge|provided|auto"),

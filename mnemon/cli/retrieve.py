@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from mnemon.cli.intflag import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import join_words, open_engine
 from mnemon.validate import check_int64, check_text
@@ -118,7 +119,7 @@ def render_recall(result: RecallResult, *, verbose: bool, brief: bool, excerpt_c
 def recall(
     ctx: typer.Context,
     words: Words = typer.Argument(None, help="query words (joined with spaces)"),
-    limit: int = typer.Option(DEFAULT_RECALL_LIMIT, "--limit", help="maximum results"),
+    limit: int = typer.Option(DEFAULT_RECALL_LIMIT, "--limit", click_type=GO_INT, help="maximum results"),
     cat: str = typer.Option("", "--cat", help="only this category"),
     source: str = typer.Option("", "--source", help="only this source"),
     basic: bool = typer.Option(False, "--basic", help="plain substring match instead of smart recall"),
@@ -126,7 +127,7 @@ def recall(
     verbose: bool = typer.Option(False, "--verbose", help="full insights, signals and meta"),
     smart: bool = typer.Option(False, "--smart", hidden=True, help="accepted for compatibility (default)"),
     brief: bool = typer.Option(False, "--brief", help="single-line JSON with excerpts"),
-    excerpt_chars: int = typer.Option(DEFAULT_EXCERPT_CHARS, "--excerpt-chars", help="excerpt length for --brief"),
+    excerpt_chars: int = typer.Option(DEFAULT_EXCERPT_CHARS, "--excerpt-chars", click_type=GO_INT, help="excerpt length for --brief"),
 ) -> None:
     """Recall insights relevant to a query (smart by default)."""
     query = check_text(join_words(words), "query")
@@ -156,9 +157,9 @@ def recall(
 def search(
     ctx: typer.Context,
     words: Words = typer.Argument(None, help="query words (joined with spaces)"),
-    limit: int = typer.Option(DEFAULT_RECALL_LIMIT, "--limit", help="maximum results"),
+    limit: int = typer.Option(DEFAULT_RECALL_LIMIT, "--limit", click_type=GO_INT, help="maximum results"),
     brief: bool = typer.Option(False, "--brief", help="single-line JSON with excerpts"),
-    excerpt_chars: int = typer.Option(DEFAULT_EXCERPT_CHARS, "--excerpt-chars", help="excerpt length for --brief"),
+    excerpt_chars: int = typer.Option(DEFAULT_EXCERPT_CHARS, "--excerpt-chars", click_type=GO_INT, help="excerpt length for --brief"),
 ) -> None:
     """Keyword search over every active insight."""
     query = check_text(join_words(words), "query")
