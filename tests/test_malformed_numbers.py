@@ -199,3 +199,43 @@ def test_a_counter_holding_no_integer_reads_as_the_real_count(cli, data_dir, thr
     after = cli.ok("status")
     assert {k: v for k, v in after.items() if k != "oplog_count"} == \
         {k: v for k, v in status.items() if k != "oplog_count"}  # type: ignore[union-attr]  # (the recall logs)
+
+
+@pytest.mark.parametrize("key", ["embedding_dim", "embedding_epoch"])
+def test_a_meta_counter_of_other_digits_reads_as_unset(cli, data_dir, three, key) -> None:
+    """str.isdigit() is true of "²", which int() refuses: a hand-edited mnemon_meta value failed every recall."""
+    _damage(data_dir, [f"INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES ('{key}', '²')"])
+    for args in (["recall", "Kafka"], ["remember", "Kafka topics are compacted"], ["status"]):
+        res = cli(*args)
+        assert res.code == 0 and "Traceback" not in res.err, (args, res.err)
+
+
+@pytest.mark.parametrize("value", ["'abcdefgh'", "12345678"])
+def test_text_in_the_embedding_column_is_no_vector(cli, data_dir, three, value) -> None:
+    """Text or a number where a blob belongs: np.frombuffer and bytes() of it were TypeErrors (doctor, and a
+    recall whose vector index catches up); it decodes as no vector and doctor names it."""
+    _damage(data_dir, [f"UPDATE insights SET embedding = {value} WHERE id = '{three[0]}'"])
+    for args in (["recall", "Kafka"], ["search", "Kafka"], ["export"]):
+        res = cli(*args)
+        assert res.code == 0 and "Traceback" not in res.err, (args, res.err)
+    found = cli("doctor")
+    assert found.code == 1 and "embeddings" in found.err and "Traceback" not in found.err
+    assert "where a blob belongs" in found.out
+
+
+def test_blob_decode_refuses_what_is_no_blob() -> None:
+    from mnemon.store import blob
+
+    assert blob.decode("abcdefgh", "float64") is None  # type: ignore[arg-type]
+    assert blob.decode(12345678, "float64") is None  # type: ignore[arg-type]
+
+
+def test_the_passages_mark_of_other_digits_reads_as_unset() -> None:
+    """embedding_passages is read only by the local models' embedding paths: asked directly."""
+    from mnemon.store import embeddings
+
+    conn = apsw.Connection(":memory:")
+    conn.execute("CREATE TABLE mnemon_meta (key TEXT PRIMARY KEY, value TEXT)")
+    conn.execute("INSERT INTO mnemon_meta VALUES ('embedding_passages', '²'), ('embedding_dim', '٣')")
+    assert embeddings.passages_version(conn) == 0
+    assert embeddings.vector_meta(conn).dim is None

@@ -24,10 +24,11 @@ def encode(vector: NDArray[np.float64], fmt: str) -> bytes:
 
 
 def decode(blob: bytes | None, fmt: str) -> NDArray[np.float64] | None:
-    """Decode a blob to float64, or None when it is empty, mis-sized or not finite."""
+    """Decode a blob to float64, or None when it is empty, mis-sized, not finite or no blob at all (text or a
+    number in the column, a hand-edited store: np.frombuffer of a str was a TypeError)."""
     import numpy as np
 
-    if not blob:
+    if not blob or not isinstance(blob, (bytes, bytearray, memoryview)):
         return None
     width = _WIDTH[fmt]
     if len(blob) % width:

@@ -98,6 +98,9 @@ def bad_embeddings(conn: apsw.Connection, fmt: str) -> list[str]:
     problems: list[str] = []
     dims: dict[int, list[str]] = {}
     for insight_id, raw in conn.execute(_SQL_EMBEDDINGS):
+        if not isinstance(raw, bytes):  # text or a number (a hand-edited store): bytes() of it was a TypeError
+            problems.append(f"{insight_id}: {type(raw).__name__} where a blob belongs")
+            continue
         data = bytes(raw)
         if not data or len(data) % width:
             problems.append(f"{insight_id}: blob of {len(data)} bytes")
@@ -140,7 +143,8 @@ def meta_problems(conn: apsw.Connection, schema_version: int) -> list[str]:
     problems = []
     if meta.get("schema") != str(schema_version):
         problems.append(f"schema version {meta.get('schema')!r}, expected {schema_version}")
-    if not meta.get("generation", "").isdigit():
+    generation = meta.get("generation", "")
+    if not (generation.isascii() and generation.isdigit()):  # ("²".isdigit() is true)
         problems.append(f"generation {meta.get('generation')!r} is not a counter")
     if meta.get("embedding_format", "float64") not in _WIDTH:
         problems.append(f"unknown embedding format {meta.get('embedding_format')!r}")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from mnemon.store import blob
 from mnemon.store.connection import scalar
@@ -63,14 +63,20 @@ def _meta(conn: apsw.Connection, key: str) -> str | None:
     return None if row is None else str(row[0])
 
 
+def _counter(value: str | None) -> TypeGuard[str]:
+    """Whether a meta value is ASCII digits: str.isdigit() is also true of "²" and "٣", which int() refuses or reads
+    as another number (a hand-edited mnemon_meta failed every recall with a ValueError)."""
+    return value is not None and value != "" and value.isascii() and value.isdigit()
+
+
 def vector_meta(conn: apsw.Connection) -> VectorMeta:
     """Return the recorded model, dimension and epoch (dim None: no vector was ever recorded)."""
     dim = _meta(conn, "embedding_dim")
     epoch = _meta(conn, "embedding_epoch")
     return VectorMeta(
         model=_meta(conn, "embedding_model") or None,
-        dim=int(dim) if dim and dim.isdigit() and int(dim) > 0 else None,
-        epoch=int(epoch) if epoch and epoch.isdigit() else 0,
+        dim=int(dim) if _counter(dim) and int(dim) > 0 else None,
+        epoch=int(epoch) if _counter(epoch) else 0,
     )
 
 
@@ -84,7 +90,7 @@ def passages_version(conn: apsw.Connection) -> int:
     """How the store's labelled memories were embedded (``mnemon_meta.embedding_passages``): 0, as
     written (every store before the composition); ``mnemon.embed.passages.VERSION`` once composed."""
     value = _meta(conn, "embedding_passages")
-    return int(value) if value and value.isdigit() else 0
+    return int(value) if _counter(value) else 0
 
 
 def set_passages_version(conn: apsw.Connection, version: int) -> None:

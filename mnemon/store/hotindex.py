@@ -150,7 +150,10 @@ def edge_changes_since(conn: apsw.Connection, seq: int, upto: int) -> list[tuple
     """The distinct (source, target, type) keys deleted or replaced in ``(seq, upto]``, or None when
     the log no longer reaches back to ``seq`` (pruned past it: the reader cannot prove the delta)."""
     row = conn.execute(_SQL_EDGE_FLOOR).fetchone()
-    floor = int(row[0]) if row and row[0] is not None else upto
+    try:
+        floor = int(row[0]) if row and row[0] is not None else upto
+    except (TypeError, ValueError):
+        return None  # a damaged floor (mnemon_meta edited by hand) proves nothing: the reader reloads the edges
     if seq < floor:
         return None
     return [(str(a), str(b), str(c)) for a, b, c in conn.execute(_SQL_EDGE_CHANGES, (seq, upto))]

@@ -492,7 +492,8 @@ def source_timeline(conn: apsw.Connection, source: str) -> list[str]:
 def active_embeddings(conn: apsw.Connection) -> Iterator[tuple[str, bytes]]:
     """(id, raw blob) of every active insight that has an embedding."""
     for r in conn.execute(_SQL_ACTIVE_EMBEDDINGS):
-        yield str(r[0]), bytes(r[1])
+        if isinstance(r[1], bytes):  # text in the column is no vector (blob.decode)
+            yield str(r[0]), bytes(r[1])
 
 
 # --- the write path's token scans (engine/scan.py) -----------------------------------------------
@@ -535,4 +536,5 @@ _SQL_ANY_ACTIVE_BLOB = "SELECT embedding FROM insights WHERE embedding IS NOT NU
 def any_active_blob(conn: apsw.Connection) -> bytes | None:
     """The embedding blob of some active insight (its length tells a Go store's dimension), or None."""
     row = conn.execute(_SQL_ANY_ACTIVE_BLOB).fetchone()
-    return None if row is None else bytes(row[0])
+    # text in the column (a hand-edited store) is no blob: decoded as no vector, like a mis-sized one
+    return None if row is None or not isinstance(row[0], bytes) else bytes(row[0])
