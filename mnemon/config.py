@@ -181,10 +181,10 @@ _INT64_DIGITS = len(str(2**63))  # 19: more significant digits than this are out
 
 
 def parse_go_int(text: str) -> int:
-    """``text`` read as Go's strconv.Atoi reads it into an int64; ValueError("invalid syntax") or ValueError("value
-    out of range") (strconv's own reasons) otherwise. The integer flags (``cli.intflag``) and the integer variables
-    read here use it: an unparsable variable (a value past int64 included) gets the warning and the default (§3.2)
-    instead of being used as given (sent to the embedding server, shown)."""
+    """``text`` read as Go's strconv.Atoi reads it into an int64 (decimal only); ValueError("invalid syntax") or
+    ValueError("value out of range") (strconv's own reasons) otherwise. The integer variables read here use it: an
+    unparsable one (a value past int64 included) gets the warning and the default (§3.2) instead of being used as
+    given (sent to the embedding server, shown). The flags are pflag's, base 0 (``validate.parse_flag_int``)."""
     if _GO_INT.fullmatch(text) is None:
         raise ValueError("invalid syntax")
     # (counted before int(): Python refuses to convert more than 4,300 digits with an error of its own)

@@ -66,3 +66,24 @@ class EmbedderUnavailable(EmbedderError):
 
 class EmbedderResponseError(EmbedderError):
     """The server answered, but with an error status or an unusable payload."""
+
+
+def go_quote(s: str) -> str:
+    """Quote like Go's ``%q`` for the common cases (escapes quotes, backslashes, controls): a value shown in
+    an error as the Go program shows it, on one line whatever it holds."""
+    out = []
+    for ch in s:
+        if ch in '"\\':
+            out.append("\\" + ch)
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif not ch.isprintable():
+            code = ord(ch)
+            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out) + '"'

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import regex
 
-from mnemon.errors import InputError
+from mnemon.errors import InputError, go_quote
 from mnemon.records import Intent
 
 __all__ = ["detect_intent", "parse_intent"]
@@ -165,24 +165,4 @@ def parse_intent(value: str) -> Intent:
         return Intent(value.strip().upper())
     except ValueError:
         valid = ", ".join(i.value for i in Intent)
-        raise InputError(f"unknown intent {_go_quote(value)}; valid: {valid}") from None
-
-
-def _go_quote(s: str) -> str:
-    """Quote like Go's ``%q`` for the common cases (escapes quotes, backslashes, controls)."""
-    out = []
-    for ch in s:
-        if ch in '"\\':
-            out.append("\\" + ch)
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif not ch.isprintable():
-            code = ord(ch)
-            out.append(f"\\x{code:02x}" if code < 0x80 else f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-        else:
-            out.append(ch)
-    return '"' + "".join(out) + '"'
+        raise InputError(f"unknown intent {go_quote(value)}; valid: {valid}") from None

@@ -7,8 +7,9 @@ contract's, word for word; lengths are UTF-8 byte counts as in the Go program. s
 from __future__ import annotations
 
 import math
+import re
 
-from mnemon.errors import InputError
+from mnemon.errors import InputError, go_quote
 from mnemon.records import (
     CATEGORIES,
     EDGE_TYPES,
@@ -106,11 +107,47 @@ def check_weight(weight: float) -> float:
     return weight
 
 
+# strconv's base-0 syntax: a sign, then a base prefix (0x, 0o, 0b, or a bare leading 0 for octal) or none,
+# then the digits; an underscore only between digits or right after a prefix (Go's underscoreOK).
+_BASE0 = re.compile(
+    r"[+-]?(?:0[xX](?:_?[0-9a-fA-F])+|0[oO](?:_?[0-7])+|0[bB](?:_?[01])+|0(?:_?[0-7])*|[1-9](?:_?[0-9])*)",
+    re.ASCII,
+)
+_BASES = {"x": 16, "o": 8, "b": 2}
+
+
+def parse_flag_int(text: str) -> int:
+    """``text`` as pflag reads an int flag (``strconv.ParseInt(text, 0, 64)``); ValueError with strconv's
+    reason ("invalid syntax", "value out of range") otherwise."""
+    if _BASE0.fullmatch(text) is None:
+        raise ValueError("invalid syntax")
+    body = text.lstrip("+-").replace("_", "")
+    negative = text.startswith("-")
+    if len(body) > 1 and body[0] == "0":
+        base = _BASES.get(body[1].lower(), 8)
+        digits = body[2:] if body[1].isalpha() else body[1:]
+    else:
+        base, digits = 10, body
+    # (counted before int(): Python refuses to convert more than 4,300 digits with an error of its own)
+    if len(digits.lstrip("0")) > 64:
+        raise ValueError("value out of range")
+    value = -int(digits, base) if negative else int(digits, base)
+    if not -(2**63) <= value <= 2**63 - 1:
+        raise ValueError("value out of range")
+    return value
+
+
+def flag_error(text: str, flag: str, reason: str) -> InputError:
+    """Cobra's message for an int flag's value strconv refused."""
+    return InputError(f"invalid argument {go_quote(text)} for {go_quote(flag)} flag: "
+                      f"strconv.ParseInt: parsing {go_quote(text)}: {reason}")
+
+
 def check_int64(value: int, flag: str) -> int:
     """Refuse an int flag's value outside int64, as Go's flag parse does (Python's int has no bound; SQLite
     cannot bind it)."""
     if not -(2**63) <= value <= 2**63 - 1:
-        raise InputError(f'invalid argument "{value}" for "{flag}" flag: value out of range')
+        raise flag_error(str(value), flag, "value out of range")
     return value
 
 

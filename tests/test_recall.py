@@ -232,7 +232,8 @@ def test_brief_output_and_errors(tcli: TimedCli) -> None:
     assert whole["results"][0]["excerpt"] == " ".join(long.split())
     for value in (str(2**63), str(-(2**63) - 1)):
         assert tcli.error("recall", "x", "--brief", "--excerpt-chars", value) == (
-            f'Error: invalid argument "{value}" for "--excerpt-chars" flag: value out of range\n')
+            f'Error: invalid argument "{value}" for "--excerpt-chars" flag: strconv.ParseInt: parsing "{value}": '
+            "value out of range\n")
 
 
 def test_smart_flag_is_a_hidden_no_op_and_words_join(tcli: TimedCli) -> None:

@@ -1,8 +1,10 @@
 """The integer flags' type: a value read as the Go program's flags read it (pflag over strconv).
 
-click's INT is Python's ``int()``, which also takes " 2", "٣" (another script's digit) and "1_000": the Go
-program refuses each, and a script that passes one gets an error there. Every ``int`` option names this type
-(``click_type=GO_INT``); the error is Cobra's wording, the value quoted, with strconv's reason.
+click's INT is Python's ``int()``, which also takes " 2" and "٣" (another script's digit); the Go program's
+Cobra flags are pflag's, whose ints are ``strconv.ParseInt(s, 0, 64)``: base 0, so "0x10", "0o17", "0b11",
+"010" (octal: 8) and "1_000" are read there, and " 2" or "٣" refused. A script written for it passes the
+same values here. Every ``int`` option names this type (``click_type=GO_INT``); the error is Cobra's wording
+around strconv's: ``invalid argument "x" for "--limit" flag: strconv.ParseInt: parsing "x": invalid syntax``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,7 @@ from typing import Any
 from typer._click import core as click_core
 from typer._click import types as click_types
 
-from mnemon.config import parse_go_int
-from mnemon.errors import InputError
+from mnemon.validate import flag_error, parse_flag_int
 
 
 class GoInt(click_types.ParamType):
@@ -24,10 +25,10 @@ class GoInt(click_types.ParamType):
             return value
         text = str(value)
         try:
-            return parse_go_int(text)
+            return parse_flag_int(text)
         except ValueError as exc:
             flag = (param.opts or [param.name or ""])[0] if param is not None else ""
-            raise InputError(f'invalid argument "{text}" for "{flag}" flag: {exc}') from None
+            raise flag_error(text, flag, str(exc)) from None
 
 
 GO_INT = GoInt()
