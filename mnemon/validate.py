@@ -137,10 +137,37 @@ def parse_flag_int(text: str) -> int:
     return value
 
 
-def flag_error(text: str, flag: str, reason: str) -> InputError:
-    """Cobra's message for an int flag's value strconv refused."""
+def flag_error(text: str, flag: str, reason: str, parse: str = "ParseInt") -> InputError:
+    """Cobra's message for a number flag's value strconv refused (``parse``: ParseInt or ParseFloat)."""
     return InputError(f"invalid argument {go_quote(text)} for {go_quote(flag)} flag: "
-                      f"strconv.ParseInt: parsing {go_quote(text)}: {reason}")
+                      f"strconv.{parse}: parsing {go_quote(text)}: {reason}")
+
+
+# strconv.ParseFloat's syntax: a sign, then inf/infinity/nan (any case), a decimal with an optional exponent, or
+# a hexadecimal mantissa with a binary exponent (underscores only there, as in Go's literals).
+_FLOAT_WORD = re.compile(r"[+-]?(?:inf|infinity|nan)", re.ASCII | re.IGNORECASE)
+_FLOAT_DEC = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+_FLOAT_HEX = re.compile(r"[+-]?0[xX](?:_?[0-9a-fA-F])*(?:\.(?:[0-9a-fA-F]_?)*)?[pP][+-]?[0-9]+", re.ASCII)
+
+
+def parse_flag_float(text: str) -> float:
+    """``text`` as pflag reads a float flag (``strconv.ParseFloat(text, 64)``); ValueError with strconv's reason
+    otherwise. Python's float() also takes spaces, another script's digits and "1_0", and reads "1e400" as inf
+    where Go says "value out of range"."""
+    if _FLOAT_WORD.fullmatch(text):
+        return float(text)
+    if _FLOAT_DEC.fullmatch(text):
+        value = float(text)
+    elif _FLOAT_HEX.fullmatch(text) and "__" not in text and not text.rstrip("0123456789+-").endswith(("_p", "_P")):
+        try:
+            value = float.fromhex(text.replace("_", ""))
+        except OverflowError:
+            raise ValueError("value out of range") from None
+    else:
+        raise ValueError("invalid syntax")
+    if math.isinf(value):
+        raise ValueError("value out of range")
+    return value
 
 
 def check_int64(value: int, flag: str) -> int:

@@ -89,13 +89,24 @@ CASES = [
     (["log", "--limit", "-1"], "--limit must be at least 1, got -1"),
     (["receipt", "--limit", "0"], "--limit must be at least 1, got 0"),
     (["gc", "--limit", "-3"], "--limit must be at least 1, got -3"),
-    # float() reads inf, nan and an overflowing 1e400 (inf): refused, never printed as JSON null
+    # inf and nan parse (as in Go) and are refused by the check, never printed as JSON null; an overflow is a parse error
     (["gc", "--threshold", "inf"], "--threshold must be a finite number, got inf"),
-    (["gc", "--threshold", "1e400"], "--threshold must be a finite number, got inf"),
+    (["gc", "--threshold", "1e+1000"],
+     'invalid argument "1e+1000" for "--threshold" flag: strconv.ParseFloat: parsing "1e+1000": value out of range'),
     (["gc", "--threshold", "nan"], "--threshold must be a finite number, got nan"),
     (["gc", "--threshold", "-inf"], "--threshold must be non-negative, got -inf"),
     (["link", "a", "b", "--weight", "inf"], "weight must be between 0.0 and 1.0, got inf"),
     (["link", "a", "b", "--weight", "nan"], "weight must be between 0.0 and 1.0, got nan"),
+    # a float flag reads as Go's (pflag: strconv.ParseFloat): Python's float() took a space, another script's
+    # digits and "1_0", and read "1e400" as inf
+    (["link", "a", "b", "--weight", " 0.5"],
+     'invalid argument " 0.5" for "--weight" flag: strconv.ParseFloat: parsing " 0.5": invalid syntax'),
+    (["link", "a", "b", "--weight", "٠.5"],
+     'invalid argument "٠.5" for "--weight" flag: strconv.ParseFloat: parsing "٠.5": invalid syntax'),
+    (["gc", "--threshold", "1_0"], 'invalid argument "1_0" for "--threshold" flag: strconv.ParseFloat: parsing "1_0": invalid syntax'),
+    (["gc", "--threshold", "1e400"],
+     'invalid argument "1e400" for "--threshold" flag: strconv.ParseFloat: parsing "1e400": value out of range'),
+    (["link", "a", "b", "--weight", "abc"], 'invalid argument "abc" for "--weight" flag: strconv.ParseFloat: parsing "abc": invalid syntax'),
     # a 20-digit int: --excerpt-chars is refused as --limit is (int64, as Go's flag parse), --brief or not
     (["recall", "x", "--limit", "9" * 20], f'invalid argument "{"9" * 20}" for "--limit" flag: strconv.ParseInt: parsing "{"9" * 20}": value out of range'),
     (["search", "x", "--limit", "9" * 20], f'invalid argument "{"9" * 20}" for "--limit" flag: strconv.ParseInt: parsing "{"9" * 20}": value out of range'),
@@ -342,13 +353,13 @@ def test_an_int_flag_takes_a_sign_and_base_prefixes_as_go_does(cli, seeded) -> N
         assert res.code == 0 and len(res.out.splitlines()) == 2 + 2, res  # the header's two lines, then two rows
 
 
-def test_every_int_option_reads_as_go_does() -> None:
-    """Each int option of every command uses the Go-compatible type (cli.intflag), not click's INT (Python's int()),
+def test_every_number_option_reads_as_go_does() -> None:
+    """Each int option of every command uses the Go-compatible type (cli.numflags), not click's INT (Python's int()),
     so a new option cannot bring back " 2" or "٣"."""
     from typer._click import types as click_types
 
     from mnemon.cli import _command
-    from mnemon.cli.intflag import GoInt
+    from mnemon.cli.numflags import GoFloat, GoInt
 
     def options(command) -> list:  # type: ignore[no-untyped-def]
         found = list(command.params)
@@ -360,3 +371,7 @@ def test_every_int_option_reads_as_go_does() -> None:
     ints = [p for p in params if isinstance(p.type, (click_types.IntParamType, GoInt))]
     assert len(ints) >= 14  # --limit (5), --excerpt-chars (2), --imp, --depth, --expires, mcp serve's four
     assert [p.opts for p in ints if not isinstance(p.type, GoInt)] == []
+    floats = [p for p in params if isinstance(p.type, (click_types.FloatParamType, GoFloat))]
+    assert len(floats) >= 6  # --weight, --threshold, mcp serve's rate and three timeouts
+    # (server stop --wait, mnemon's own with a lower bound, keeps click's FloatRange)
+    assert [p.opts for p in floats if not isinstance(p.type, GoFloat)] == [["--wait"]]

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 import typer
 
-from mnemon.cli.intflag import GO_INT
+from mnemon.cli.numflags import GO_FLOAT, GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import open_engine
 from mnemon.errors import InputError
@@ -182,11 +182,11 @@ def _mcp_app(run: Runner) -> typer.Typer:
             False, "--behind-tls-proxy", help="a TLS proxy stands in front: allow a non-loopback bind without TLS"),
         allow_origin: list[str] = typer.Option([], "--allow-origin", help="browser Origin to accept (repeatable)"),
         max_body: int = typer.Option(8 * 1024 * 1024, "--max-body", click_type=GO_INT, help="largest request body in bytes (413 above)"),
-        rate: float = typer.Option(50.0, "--rate-limit", help="requests per second per token (0: no limit)"),
+        rate: float = typer.Option(50.0, "--rate-limit", click_type=GO_FLOAT, help="requests per second per token (0: no limit)"),
         burst: int = typer.Option(200, "--burst", click_type=GO_INT, help="requests a token may send at once before --rate-limit applies"),
-        header_timeout: float = typer.Option(10.0, "--header-timeout", help="seconds to send a request's head"),
-        body_timeout: float = typer.Option(60.0, "--body-timeout", help="seconds to send a request's body (408)"),
-        call_timeout: float = typer.Option(540.0, "--call-timeout", help="seconds a tool call may take"),
+        header_timeout: float = typer.Option(10.0, "--header-timeout", click_type=GO_FLOAT, help="seconds to send a request's head"),
+        body_timeout: float = typer.Option(60.0, "--body-timeout", click_type=GO_FLOAT, help="seconds to send a request's body (408)"),
+        call_timeout: float = typer.Option(540.0, "--call-timeout", click_type=GO_FLOAT, help="seconds a tool call may take"),
         workers: int = typer.Option(2, "--workers", click_type=GO_INT, help="command worker processes (0: one command at a time, "
                                     "in the gateway's process)"),
         test_clock: bool = typer.Option(False, "--test-clock", help="TESTS ONLY (loopback): the cli tool's calls may "

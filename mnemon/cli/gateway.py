@@ -12,7 +12,7 @@ from typing import Optional
 
 import typer
 
-from mnemon.cli.intflag import GO_INT
+from mnemon.cli.numflags import GO_INT
 from mnemon import config
 from mnemon.cli import render
 from mnemon.cli.state import GlobalOptions, exactly

@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from mnemon.cli.intflag import GO_INT
+from mnemon.cli.numflags import GO_FLOAT, GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import exactly, open_engine
 from mnemon.validate import check_int64
@@ -18,7 +18,7 @@ def link(
     ctx: typer.Context,
     words: Words = typer.Argument(None, help="<source_id> <target_id>"),
     edge_type: str = typer.Option("semantic", "--type", help="temporal|semantic|causal|entity|supersedes"),
-    weight: float = typer.Option(0.5, "--weight", help="0.0-1.0"),
+    weight: float = typer.Option(0.5, "--weight", click_type=GO_FLOAT, help="0.0-1.0"),
     meta: str = typer.Option("", "--meta", help="JSON object of string values"),
 ) -> None:
     """Relate two insights with an edge."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import typer
 from typer._click.core import ParameterSource
 
-from mnemon.cli.intflag import GO_INT
+from mnemon.cli.numflags import GO_FLOAT, GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import open_engine, open_read_engine
 from mnemon.errors import InputError
@@ -16,7 +16,7 @@ LOG_DETAIL_MAX = 60  # bytes; longer details are cut to 57 + "..." (§3.12)
 
 def gc(
     ctx: typer.Context,
-    threshold: float = typer.Option(0.5, "--threshold", help="EI below which insights are suggested"),
+    threshold: float = typer.Option(0.5, "--threshold", click_type=GO_FLOAT, help="EI below which insights are suggested"),
     limit: int = typer.Option(20, "--limit", click_type=GO_INT, help="maximum candidates"),
     keep: str = typer.Option("", "--keep", help="retain this insight (+3 accesses)"),
     compact: bool = typer.Option(False, "--compact", help="checkpoint and VACUUM the database"),

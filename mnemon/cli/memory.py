@@ -6,7 +6,7 @@ from typing import Optional
 
 import typer
 
-from mnemon.cli.intflag import GO_INT
+from mnemon.cli.numflags import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import exactly, join_words, open_engine, read_stdin_text
 from mnemon.validate import check_int64, split_list

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from mnemon.cli.intflag import GO_INT
+from mnemon.cli.numflags import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import join_words, open_engine
 from mnemon.validate import check_int64, check_text
