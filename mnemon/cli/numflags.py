@@ -11,6 +11,7 @@ out of range).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from typer._click import core as click_core
@@ -19,35 +20,32 @@ from typer._click import types as click_types
 from mnemon.validate import flag_error, parse_flag_float, parse_flag_int
 
 
-class GoInt(click_types.ParamType):
-    name = "integer"
+class _GoNumber(click_types.ParamType):
+    """A number flag read by ``parse`` (strconv's syntax); its default, already a number, passes as given."""
 
-    def convert(self, value: Any, param: click_core.Parameter | None, ctx: click_core.Context | None) -> int:
-        if type(value) is int:  # the option's default, given as an int
+    parse: Callable[[str], Any]
+    strconv: str  # the strconv function Cobra's message names
+
+    def convert(self, value: Any, param: click_core.Parameter | None, ctx: click_core.Context | None) -> Any:
+        if type(value) in (int, float):  # the option's default
             return value
         text = str(value)
         try:
-            return parse_flag_int(text)
+            return self.parse(text)
         except ValueError as exc:
             flag = (param.opts or [param.name or ""])[0] if param is not None else ""
-            raise flag_error(text, flag, str(exc)) from None
+            raise flag_error(text, flag, str(exc), self.strconv) from None
+
+
+class GoInt(_GoNumber):
+    name, strconv = "integer", "ParseInt"
+    parse = staticmethod(parse_flag_int)
+
+
+class GoFloat(_GoNumber):
+    name, strconv = "float", "ParseFloat"
+    parse = staticmethod(parse_flag_float)
 
 
 GO_INT = GoInt()
-
-
-class GoFloat(click_types.ParamType):
-    name = "float"
-
-    def convert(self, value: Any, param: click_core.Parameter | None, ctx: click_core.Context | None) -> float:
-        if type(value) is float:  # the option's default
-            return value
-        text = str(value)
-        try:
-            return parse_flag_float(text)
-        except ValueError as exc:
-            flag = (param.opts or [param.name or ""])[0] if param is not None else ""
-            raise flag_error(text, flag, str(exc), "ParseFloat") from None
-
-
 GO_FLOAT = GoFloat()
