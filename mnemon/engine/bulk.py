@@ -431,6 +431,10 @@ class ImportPipeline:
                         conn, state, chunk, start, vectors, no_diff, stamp, now, prepared, (ids, explicit),
                         defer=False,
                     )
+                # Our commit's mark, read while we still hold the write lock: read after the commit, a
+                # commit of another process in between (during the caches' catch-up) passed for ours.
+                inside = store.write_mark()
+            state.mark = store.mark_of_own_commit(inside)
             results.extend(out.results)  # (the chunk set its items' ids in ``ids``)
             added.extend(out.added)
             touched_sources.update(out.sources)
@@ -439,9 +443,7 @@ class ImportPipeline:
                 state.aside = None  # the child is gone: the index is built here, from the rest's sequences
             for key, value in out.counts.items():
                 counts[key] += value
-            state.mark = store.write_mark()
-            self.ctx.after_write()
-            state.mark = store.write_mark()
+            self.ctx.after_write()  # (writes nothing to the database: the mark stays ours)
             start += len(chunk)
             if progress is not None:
                 progress(start, total)

@@ -127,6 +127,14 @@ class Store:
         transaction: equal means nobody else wrote in between."""
         return schema.generation(self.conn), int(connection.scalar(self.conn, "PRAGMA data_version"))
 
+    def mark_of_own_commit(self, inside: tuple[int, int]) -> tuple[int, int]:
+        """The write mark this connection's commit leaves, from ``write_mark()`` read inside the write
+        transaction after its last statement: the commit bumps the generation by one (``write_tx``), and
+        a connection's own commits never move its ``data_version`` (PostgreSQL: always 0). Read after
+        the commit instead, the mark may already include another process's commit, taken for ours.
+        (A store whose generation the bump cannot move reads as written by another: only slower.)"""
+        return inside[0] + 1, inside[1]
+
     def compact(self) -> tuple[int, int]:
         """Checkpoint the WAL, VACUUM, checkpoint again (``gc --compact``); return the bytes
         (database + WAL) before and after. Fails rather than waits when another writer is busy."""
