@@ -9,7 +9,6 @@ import typer
 from mnemon.cli.numflags import GO_FLOAT, GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import exactly, open_engine
-from mnemon.validate import check_int64
 
 Words = Optional[list[str]]
 
@@ -34,7 +33,6 @@ def related(
     depth: int = typer.Option(2, "--depth", click_type=GO_INT, help="maximum hops"),
 ) -> None:
     """List insights reachable from one insight (breadth-first)."""
-    check_int64(depth, "--depth")  # first, as Go's flag parse refuses it: a depth past int64 was run as given
     (insight_id,) = exactly(words, 1)
     with open_engine(ctx.obj) as engine:
         render.emit_json(engine.related(insight_id, edge_type=edge or None, depth=depth))

@@ -9,7 +9,7 @@ import typer
 from mnemon.cli.numflags import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import exactly, join_words, open_engine, read_stdin_text
-from mnemon.validate import check_int64, split_list
+from mnemon.validate import split_list
 
 Words = Optional[list[str]]
 
@@ -26,7 +26,6 @@ def remember(
     no_diff: bool = typer.Option(False, "--no-diff", help="skip duplicate and diff checks"),
 ) -> None:
     """Store an insight and link it into the memory graph."""
-    check_int64(imp, "--imp")  # first, as Go's flag parse refuses it: "importance must be 1-5" came instead
     content = join_words(words)
     if words == ["-"]:
         content = read_stdin_text()

@@ -12,7 +12,7 @@ import typer
 from mnemon.cli.numflags import GO_INT
 from mnemon.cli import render
 from mnemon.cli.state import join_words, open_engine
-from mnemon.validate import check_int64, check_text
+from mnemon.validate import check_text
 from mnemon.errors import InputError
 from mnemon.records import CONFIDENCE_LOW_BELOW, CONFIDENCE_MEDIUM_BELOW, DEFAULT_EXCERPT_CHARS, DEFAULT_RECALL_LIMIT
 
@@ -45,7 +45,6 @@ def excerpt(text: str, n: int) -> str:
 
 
 def _check_brief(brief: bool, verbose: bool, excerpt_chars: int) -> None:
-    check_int64(excerpt_chars, "--excerpt-chars")  # with or without --brief, as Go's flag parse refuses it
     if brief and verbose:
         raise InputError("--brief and --verbose cannot be used together")
     if brief and excerpt_chars <= 0:
