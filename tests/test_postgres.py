@@ -691,6 +691,36 @@ def test_non_finite_numbers_read_as_fallbacks_and_doctor_repairs_them(tmp_path, 
     assert "numeric_values" not in cli("--store", "team", "doctor").err
 
 
+def test_doctor_repairs_out_of_range_values_and_the_access_bump_counts_from_the_value_read(tmp_path, capsys, pg_db) -> None:
+    """The typed columns hold an importance of 7, a negative access count, a weight of 4.5 and tags that are
+    no JSON: doctor names them (the candidates' SQL runs on both backends), --repair writes store.ranges'
+    values in its one transaction, and a recall's bump of a negative count counts from 0."""
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    a = cli.ok("--store", "team", "remember", "Kafka retries are capped at five")["id"]
+    b = cli.ok("--store", "team", "remember", "Kafka consumer lag is watched hourly")["id"]
+    cli.ok("--store", "team", "link", a, b, "--type", "causal", "--weight", "0.9")
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("UPDATE insights SET importance = 7, access_count = -3, tags = 'nope' WHERE id = %s", (a,))
+        conn.execute("UPDATE insights SET access_count = -5 WHERE id = %s", (b,))
+        conn.execute("UPDATE edges SET weight = 4.5, metadata = '[1]' WHERE source_id = %s AND edge_type = 'causal'", (a,))
+    found = cli("--store", "team", "doctor")
+    assert found.code == 1 and found.err == "Error: doctor found problems: edge_values, insights\n"
+    details = " ".join(c["detail"] for c in json.loads(found.out)["checks"])
+    assert f"insight {a}: importance 7 is out of 1-5; --repair writes 5" in details
+    assert f"edge {a} -> {b} (causal): metadata '[1]' is not a JSON object" in details
+    recalled = [h["id"] for h in cli.ok("--store", "team", "recall", "Kafka consumer lag hourly")["results"]]
+    assert rows(pg_db, "SELECT access_count FROM mnemon_team.insights WHERE id = %s", (b,)) == [(1,)]
+    repaired = cli.ok("--store", "team", "doctor", "--repair")
+    line = next(r for r in repaired["repaired"] if r.startswith("rewrote "))
+    assert f"insight {a}: importance 7 -> 5" in line and f"edge {a} -> {b} (causal): weight 4.5 -> 1.0" in line
+    assert rows(pg_db, "SELECT importance, access_count, tags FROM mnemon_team.insights WHERE id = %s", (a,)) == \
+        [(5, 1 if a in recalled else 0, "[]")]
+    assert rows(pg_db, "SELECT weight, metadata FROM mnemon_team.edges WHERE source_id = %s AND edge_type = 'causal'",
+                (a,)) == [(1.0, "{}")]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+
+
 FOREIGN_KEYS_OF_EDGES = (
     "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass"
 )

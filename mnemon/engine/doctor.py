@@ -7,11 +7,14 @@ minority dimension; oplog sanity; the status counters against a real count (``mn
 derived files 0600, the derived folder 0700); and the derived index files in ``<db>.index/`` (asked whether they are
 readable and current when the index module exists, otherwise "not present").
 
-``repair`` removes dangling edges and rewrites malformed numbers (text, a blob, NULL or an infinity in a numeric
-column: ``store.numeric``, each as the value every command already reads it as) in one write transaction,
-recounts counters that disagree, deletes every derived file (the next command rebuilds it from SQLite, which
-stays the truth), tightens permissions, and then checks again. Beyond those numbers it never touches insight
-rows: a failing ``integrity_check`` needs a backup, not a guess.
+``repair`` removes dangling edges, rewrites malformed numbers (text, a blob, NULL or an infinity in a numeric
+column: ``store.numeric``, each as the value every command already reads it as) and the values outside the
+contract a valid one can stand for (an importance of 7, a negative access count, a weight of 4.5, tags that
+are no JSON array: ``store.ranges``, each rule argued there) in one write transaction, recounts counters that
+disagree, deletes every derived file (the next command rebuilds it from SQLite, which stays the truth),
+tightens permissions, and then checks again. Beyond those values it never touches insight rows: a failing
+``integrity_check`` needs a backup, not a guess, and an empty content no value can stand for. Every check still
+failing after the repair is listed in the report as "not repaired: <check>: <its detail>".
 The SQL lives in ``mnemon.store.check``; this module never prints.
 """
 
@@ -26,7 +29,7 @@ from typing import Any
 
 from mnemon.engine.core import EngineBase
 from mnemon.errors import NotFoundError, StoreError
-from mnemon.store import check, counts, derived, numeric, registration
+from mnemon.store import check, counts, derived, numeric, ranges, registration
 from mnemon.store.connection import DIR_MODE, FILE_MODE
 from mnemon.store.layout import SIDE_SUFFIXES
 from mnemon.store.schema import SCHEMA_VERSION
@@ -88,7 +91,9 @@ class DoctorPipeline:
             "checks": checks,
         }
         if repair:
-            report["repaired"] = repaired
+            # What --repair cannot mend is said, never left for the reader to notice (each check's detail
+            # names the rows and why: a damaged file needs a backup, an empty content no value can stand for).
+            report["repaired"] = [*repaired, *(f"not repaired: {c['name']}: {c['detail']}" for c in checks if not c["ok"])]
         return report
 
     # --- checks -----------------------------------------------------------------------------
@@ -103,8 +108,10 @@ class DoctorPipeline:
         out.append(_entry("foreign_keys", check.foreign_keys(conn)))
         out.append(_entry("meta", check.meta_problems(conn, SCHEMA_VERSION)))
         out.append(_entry("dangling_edges", check.describe_edges(check.dangling_edges(conn))))
-        out.append(_entry("edge_values", check.describe_edges(check.bad_edge_values(conn))))
-        out.append(_entry("insights", [f"{i}: incomplete or out-of-contract row" for i in check.bad_insights(conn)]))
+        out.append(_entry("edge_values", [e.describe() for e in ranges.edges_out_of_range(conn)]))
+        out.append(_entry("insights", [
+            *(i.describe() for i in ranges.insights_out_of_range(conn)), *check.insight_problems(conn),
+        ]))  # fmt: skip
         out.append(_entry("numeric_values", numeric.describe(numeric.malformed(conn))))
         out.append(_entry("embeddings", check.bad_embeddings(conn, self.ctx.store.embedding_format)))
         out.append(_entry("oplog", check.oplog_problems(conn)))
@@ -217,13 +224,19 @@ class DoctorPipeline:
         if not check.integrity(conn):
             # One transaction, and a generation bump so any derived index notices the change. The malformed
             # numbers are found inside it, so what is rewritten is what the transaction sees.
+            # The out-of-range values are found after the malformed ones are rewritten (a fallback is in range).
             with self.ctx.store.transaction("doctor --repair") as tx:
                 removed = check.remove_dangling_edges(tx)
                 rewritten = numeric.repair(tx, numeric.malformed(tx))
+                outside = ranges.out_of_range(tx)
+                ranges.repair(tx, outside)
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
             if rewritten:
                 done.append(f"rewrote {rewritten} malformed numeric value(s) as the value commands read them as")
+            if outside:
+                done.append(f"rewrote {len(outside)} value(s) outside the contract: " + check.sample(
+                    [f"{o.where()}: {o.column} {check.shown(o.value)} -> {check.shown(o.repair)}" for o in outside]))
             if counts.problems(conn) or self.ctx.store.trigger_problems():
                 with self.ctx.store.transaction("doctor --repair") as tx:
                     self.ctx.store.reinstall_triggers(tx)  # recreates a dropped trigger, recounts every counter

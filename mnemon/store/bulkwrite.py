@@ -37,7 +37,11 @@ import apsw
 from mnemon.store import connection, counts, insights, schema
 
 _ENTITY_ROWS = "INSERT OR IGNORE INTO insight_entities (entity, created_at, insight_id) VALUES (?, ?, ?)"
-_ENTITY_COUNT = "INSERT INTO entity_counts (entity, n) VALUES (?, ?) ON CONFLICT(entity) DO UPDATE SET n = n + excluded.n"
+# as the trigger it stands in for: a counter holding no integer is left as it is (store.counts)
+_ENTITY_COUNT = (
+    "INSERT INTO entity_counts (entity, n) VALUES (?, ?) "
+    "ON CONFLICT(entity) DO UPDATE SET n = CASE WHEN n = CAST(n AS INTEGER) THEN n + excluded.n ELSE n END"
+)
 _ROW_TRIGGERS = ("insights_count_ai", "insights_entities_ai", "entities_count_ai")
 # Positions in insights.insert_row's tuple.
 _ID, _CATEGORY, _ENTITIES, _CREATED = 0, 2, 5, 7

@@ -42,6 +42,19 @@ _SQL_BAD_INSIGHTS = (
     "OR json_type(tags) != 'array' OR json_type(entities) != 'array' "
     "OR category NOT IN ({categories}) ORDER BY rowid"
 )
+# Rows out of the contract in a way no repair can undo: what a command reads there is no value the row was
+# meant to hold (empty content, a missing creation time, an unknown category, a timestamp that is no text).
+# The columns a repair can write (importance, access_count, tags, entities) are store.ranges' and
+# store.numeric's. A timestamp is asked only whether it is text: on SQLite a TEXT column keeps a blob as
+# given, which equals no CAST of it to text (PostgreSQL's text columns hold nothing else).
+_TIMESTAMPS = ("created_at", "updated_at", "deleted_at", "last_accessed_at", "stored_at")
+_SQL_INSIGHT_PROBLEMS = (
+    f"SELECT id, content, category, {', '.join(_TIMESTAMPS)} FROM insights "
+    "WHERE id = '' OR content = '' OR content IS NULL OR content != CAST(content AS TEXT) "
+    "OR created_at IS NULL OR created_at = '' OR updated_at IS NULL OR category NOT IN ({categories}) "
+    + "".join(f"OR {c} != CAST({c} AS TEXT) " for c in _TIMESTAMPS)
+    + "ORDER BY rowid"
+)
 _SQL_EMBEDDINGS = "SELECT id, embedding FROM insights WHERE embedding IS NOT NULL ORDER BY rowid"
 _SQL_OPLOG_COUNT = "SELECT COUNT(*), MIN(id), MAX(id) FROM oplog"
 _SQL_OPLOG_BAD_ROWS = (
@@ -92,6 +105,41 @@ def bad_insights(conn: apsw.Connection) -> list[str]:
     return [str(r[0]) for r in conn.execute(_SQL_BAD_INSIGHTS.format(categories=categories))]
 
 
+def shown(value: object) -> str:
+    """A stored value as a report shows it: NULL, a blob by its size, text quoted (cut at 40 characters)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return f"<blob of {len(value)} bytes>"
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def insight_problems(conn: apsw.Connection) -> list[str]:
+    """Each out-of-contract value of an insight row that no repair rewrites, named with the row and
+    the value (``store.ranges`` and ``store.numeric`` name those a repair rewrites)."""
+    categories = ", ".join(f"'{c}'" for c in (*CATEGORIES, "narrative"))
+    out: list[str] = []
+    for row in conn.execute(_SQL_INSIGHT_PROBLEMS.format(categories=categories)):
+        where = f"insight {shown(row[0]) if not isinstance(row[0], str) else row[0]}"
+        content, category, stamps = row[1], row[2], dict(zip(_TIMESTAMPS, row[3:]))
+        found = []
+        if row[0] == "":
+            found.append("id is empty")
+        if content is None or content == "":
+            found.append("content is empty")
+        elif not isinstance(content, str):
+            found.append(f"content {shown(content)} is not text")
+        for name in ("created_at", "updated_at"):
+            if stamps[name] is None or (name == "created_at" and stamps[name] == ""):
+                found.append(f"{name} is missing")
+        if category is not None and category not in (*CATEGORIES, "narrative"):
+            found.append(f"category {shown(category)} is not one of {', '.join(CATEGORIES)}")
+        found += [f"{name} {shown(v)} is not text" for name, v in stamps.items() if v is not None and not isinstance(v, str)]
+        out += [f"{where}: {problem}; not repaired" for problem in found]
+    return out
+
+
 def bad_embeddings(conn: apsw.Connection, fmt: str) -> list[str]:
     """Ids whose embedding blob is mis-sized, non-finite, or of another dimension than the majority."""
     code, width = _WIDTH[fmt]
@@ -139,15 +187,15 @@ def meta_problems(conn: apsw.Connection, schema_version: int) -> list[str]:
     """The bookkeeping table: schema version, an integer generation, a known blob format."""
     if conn.execute(_SQL_HAS_TABLE, ("mnemon_meta",)).fetchone() is None:
         return ["mnemon_meta table missing (store never opened writable by mnemon)"]
-    meta = {str(k): str(v) for k, v in conn.execute(_SQL_META)}
+    meta = {str(k): v for k, v in conn.execute(_SQL_META)}
     problems = []
     if meta.get("schema") != str(schema_version):
-        problems.append(f"schema version {meta.get('schema')!r}, expected {schema_version}")
+        problems.append(f"schema version {shown(meta.get('schema'))}, expected {schema_version}")
     generation = meta.get("generation", "")
-    if not (generation.isascii() and generation.isdigit()):  # ("²".isdigit() is true)
-        problems.append(f"generation {meta.get('generation')!r} is not a counter")
+    if not (isinstance(generation, str) and generation.isascii() and generation.isdigit()):  # ("²".isdigit() is true)
+        problems.append(f"generation {shown(meta.get('generation'))} is not a counter")
     if meta.get("embedding_format", "float64") not in _WIDTH:
-        problems.append(f"unknown embedding format {meta.get('embedding_format')!r}")
+        problems.append(f"unknown embedding format {shown(meta.get('embedding_format'))}")
     return problems
 
 
@@ -155,13 +203,17 @@ def describe_edges(rows: list[tuple[str, str, str]]) -> list[str]:
     return [f"{s} -> {t} ({kind})" for s, t, kind in rows]
 
 
+def sample(items: list[str]) -> str:
+    """The first PROBLEM_SAMPLE items joined, and how many more there are."""
+    more = f" (+{len(items) - PROBLEM_SAMPLE} more)" if len(items) > PROBLEM_SAMPLE else ""
+    return "; ".join(items[:PROBLEM_SAMPLE]) + more
+
+
 def json_detail(problems: list[str]) -> str:
     """A one-line summary for the report: the count plus the first few problems."""
     if not problems:
         return "ok"
-    shown = "; ".join(problems[:PROBLEM_SAMPLE])
-    more = f" (+{len(problems) - PROBLEM_SAMPLE} more)" if len(problems) > PROBLEM_SAMPLE else ""
-    return f"{len(problems)} problem(s): {shown}{more}"
+    return f"{len(problems)} problem(s): {sample(problems)}"
 
 
 __all__ = [
@@ -171,9 +223,12 @@ __all__ = [
     "dangling_edges",
     "describe_edges",
     "foreign_keys",
+    "insight_problems",
     "integrity",
     "json_detail",
     "meta_problems",
     "oplog_problems",
     "remove_dangling_edges",
+    "sample",
+    "shown",
 ]

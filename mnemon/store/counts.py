@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import apsw
+from mnemon.store.check import shown
 from mnemon.store.connection import scalar
 
 CATEGORY_PREFIX = "category:"
@@ -41,10 +42,18 @@ _SQL_CREATE = (
 )
 
 
+# A counter holding no integer (text, a blob, a real: a hand edit) reads as the real count (below); SQLite's
+# "n + 1" would turn 'x' into 1 and '7x' into 8, valid counts that are wrong, which status would then print.
+# Every counter update therefore moves an integer only and leaves any other value as it is, still read as the
+# real count, named by doctor and recounted by --repair. (An integer equals its CAST; text, a blob or a real
+# does not: no typeof(), as in store.numeric.)
+_INTEGER_N = "n = CAST(n AS INTEGER)"
+
+
 def _bump(key_expr: str, delta: str) -> str:
     return (
         f"INSERT INTO mnemon_counts (key, n) VALUES ({key_expr}, {delta}) "
-        f"ON CONFLICT(key) DO UPDATE SET n = n + ({delta})"
+        f"ON CONFLICT(key) DO UPDATE SET n = CASE WHEN {_INTEGER_N} THEN n + ({delta}) ELSE n END"
     )
 
 
@@ -66,9 +75,10 @@ _SQL_TRIGGERS = (
     f"BEGIN {_bump(_INSIGHT_KEY_OLD, '-1')}; {_bump(_INSIGHT_KEY_NEW, '1')}; END",
     f"CREATE TRIGGER IF NOT EXISTS insights_count_ad AFTER DELETE ON insights BEGIN {_bump(_INSIGHT_KEY_OLD, '-1')}; END",
     "CREATE TRIGGER IF NOT EXISTS entities_count_ai AFTER INSERT ON insight_entities "
-    "BEGIN INSERT INTO entity_counts (entity, n) VALUES (NEW.entity, 1) ON CONFLICT(entity) DO UPDATE SET n = n + 1; END",
+    "BEGIN INSERT INTO entity_counts (entity, n) VALUES (NEW.entity, 1) "
+    f"ON CONFLICT(entity) DO UPDATE SET n = CASE WHEN {_INTEGER_N} THEN n + 1 ELSE n END; END",
     "CREATE TRIGGER IF NOT EXISTS entities_count_ad AFTER DELETE ON insight_entities "
-    "BEGIN UPDATE entity_counts SET n = n - 1 WHERE entity = OLD.entity; "
+    f"BEGIN UPDATE entity_counts SET n = n - 1 WHERE entity = OLD.entity AND {_INTEGER_N}; "
     "DELETE FROM entity_counts WHERE entity = OLD.entity AND n <= 0; END",
 )
 TRIGGER_NAMES = tuple(s.split()[5] for s in _SQL_TRIGGERS)
@@ -102,6 +112,8 @@ def install(conn: apsw.Connection) -> None:
     """
     for statement in _SQL_CREATE:
         conn.execute(statement)
+    for name in TRIGGER_NAMES:  # an older definition is replaced (schema 9: counters holding no integer kept)
+        conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     for statement in _SQL_TRIGGERS:
         conn.execute(statement)
     rebuild(conn)
@@ -217,6 +229,6 @@ def problems(conn: apsw.Connection) -> list[str]:
         kept = {str(k): n for k, n in conn.execute(kept_sql) if n != 0}
         for key in sorted(real.keys() | kept.keys()):
             if real.get(key, 0) != kept.get(key, 0):
-                shown = kept.get(key, 0)
-                out.append(f"{label} {key}: kept {shown if type(shown) is int else repr(shown)}, real {real.get(key, 0)}")
+                kept_n = kept.get(key, 0)
+                out.append(f"{label} {key}: kept {shown(kept_n)}, real {real.get(key, 0)}")
     return out

@@ -64,11 +64,16 @@ _SQL_TOP_ENTITIES = (
 _SQL_SET_ENTITIES = "UPDATE insights SET entities = ? WHERE id = ?"
 _SQL_SET_EI = "UPDATE insights SET effective_importance = ? WHERE id = ?"
 _SQL_SOFT_DELETE = "UPDATE insights SET deleted_at = ?, updated_at = ? WHERE id = ? AND deleted_at IS NULL"
+# An access adds to the count every reader reads: SQLite's "access_count + 1" made the text '7x' an 8 and
+# a blob b'9' a 10, valid counts no access earned (immune to auto-prune from 3). A count holding no integer
+# (store.numeric: read as 0) or a negative one (store.ranges: read as 0) is counted from 0. (An integer
+# equals its CAST; text, a blob or a real does not: no typeof(), which PostgreSQL lacks.)
+_ACCESS_READ = "CASE WHEN access_count = CAST(access_count AS INTEGER) AND access_count > 0 THEN access_count ELSE 0 END"
 _SQL_BUMP_ACCESS = (
-    "UPDATE insights SET access_count = access_count + ?, last_accessed_at = ? WHERE id = ? AND deleted_at IS NULL"
+    f"UPDATE insights SET access_count = {_ACCESS_READ} + ?, last_accessed_at = ? WHERE id = ? AND deleted_at IS NULL"
 )
 _SQL_KEEP = (
-    "UPDATE insights SET access_count = access_count + ?, last_accessed_at = ?, updated_at = ? "
+    f"UPDATE insights SET access_count = {_ACCESS_READ} + ?, last_accessed_at = ?, updated_at = ? "
     "WHERE id = ? AND deleted_at IS NULL"
 )
 _SQL_ALL_ACTIVE = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL ORDER BY created_at, rowid"

@@ -23,6 +23,7 @@ from typing import Any
 import apsw
 
 from mnemon.records import DEFAULT_IMPORTANCE
+from mnemon.store.check import shown
 
 # The importance an insight is given when none is stated: "standard", neither immune to auto-prune
 # (4, 5) nor marked temporary (1); the value that claims nothing about a row whose own is unreadable.
@@ -126,11 +127,6 @@ def malformed(conn: apsw.Connection) -> list[Malformed]:
     ]
 
 
-def _shown(value: object) -> str:
-    text = "NULL" if value is None else repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
 def describe(rows: list[Malformed]) -> list[str]:
     """One problem per malformed value, naming the row, the value and what it reads as."""
     out = []
@@ -140,7 +136,7 @@ def describe(rows: list[Malformed]) -> list[str]:
         for column, value in zip(columns, row.values):
             if column.name in row.bad:
                 fallback = int(column.fallback) if column.kind == "an integer" else column.fallback
-                out.append(f"{where}: {column.name} {_shown(value)} is not {column.kind}, read as {fallback}; "
+                out.append(f"{where}: {column.name} {shown(value)} is not {column.kind}, read as {fallback}; "
                            "--repair writes that")
     return out
 

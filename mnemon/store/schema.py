@@ -15,7 +15,9 @@ from mnemon.store import counts
 from mnemon.store.tx import write_tx
 from mnemon.store.connection import scalar
 
-SCHEMA_VERSION = 8  # 6: exact counters (mnemon.store.counts); 7: insight_entities by insight_id; 8: idx_insights_active_ei
+# 6: exact counters (mnemon.store.counts); 7: insight_entities by insight_id; 8: idx_insights_active_ei;
+# 9: the counter triggers leave a counter holding no integer as it is (counts._bump)
+SCHEMA_VERSION = 9
 
 _SQL_CREATE_INSIGHTS = """
 CREATE TABLE IF NOT EXISTS insights (

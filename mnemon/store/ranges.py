@@ -1,0 +1,155 @@
+"""Values of the right type outside the contract, and JSON columns holding no JSON of their kind: what the
+readers make of them, what ``doctor`` names and what ``doctor --repair`` writes.
+
+``store.numeric`` handles a number column holding no number (text, a blob, NULL, an infinity); this module
+the well-formed values the contract still does not allow, which a hand edit, another program or a Go store
+can leave: an importance of 7, a negative access count, an edge weight of 4.5, tags that are not a JSON
+array. Every command reads them without failing; ``--repair`` writes, per column, the valid value chosen
+from what the readers already do with it (each choice is argued at its rule below and listed in README's
+storage section). Only the columns named here are rewritten, and only where their value is out of the
+contract: a valid value is never changed.
+
+- ``importance`` (integer 1-5): clamped into 1-5. Below 1 every reader already takes it as 1: its
+  effective-importance base is BASE_IMPORTANCE_OTHER (importance 1's), it is not immune to auto-prune (as
+  1), and it sorts below every valid importance. Above 5 the readers that decide anything take it as 5:
+  immune to auto-prune and ``gc`` (importance >= 4), first among equal recall and ``recall --basic``
+  scores. Only its effective-importance base (BASE_IMPORTANCE_OTHER, the lookup's "other") moves to 5's,
+  and effective importance orders only rows that are not immune, so nothing a command decides changes,
+  and the stored effective importance is recomputed by the row's next upkeep as usual. The
+  default 3 was not chosen: it would make an immune row prunable, or lift a row below 1 over valid 1s and 2s.
+- ``access_count`` (integer >= 0): 0. Effective importance reads a negative count as 0 (``max(0, n)``)
+  and the immunity rule (>= 3) treats it as 0: writing 0 changes nothing any reader computes.
+- ``weight`` (finite, 0-1): clamped into 0-1. The readers take a weight as it is (recall's beam search
+  adds lambda x type weight x weight), so no valid value reads the same; the nearest valid one keeps the
+  edge's order among every valid edge (a 4.5 stays a strongest link, a -2 a weakest), where the
+  fallback 0.5 would discard what the number says.
+- ``tags``, ``entities`` (a JSON array of strings): the list every row reader (``show``, recall, export,
+  the recall index, the token scan) reads, re-encoded: ``[]`` for anything but a JSON array (the SQL
+  readers' ``json_valid`` guards read those as empty too).
+- an edge's ``metadata`` (a JSON object of strings): likewise the object ``store.edges`` reads, ``{}`` for
+  anything but a JSON object. (The recall index's backbone flag looks for two words in the raw text; a
+  non-JSON text holding both read as a backbone link there and no longer does.)
+
+The candidates are selected by SQL that runs on both backends; Python decides each value by the
+rules above (the malformed numbers are ``store.numeric``'s and skipped here).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import apsw
+
+from mnemon.store import edges as edge_sql
+from mnemon.store import insights as insight_sql
+from mnemon.store.check import shown
+
+IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 5
+WEIGHT_MIN, WEIGHT_MAX = 0.0, 1.0
+
+# The JSON type of a column's text where it is valid JSON, else NULL (json_type of a blob or of text that is no
+# JSON raises on SQLite, so it is asked only under json_valid).
+def _kind(column: str) -> str:
+    return f"CASE WHEN json_valid({column}) = 1 THEN json_type({column}) END"
+
+
+def _not_kind(column: str, kind: str) -> str:
+    # NULL is not asked about (json_valid(NULL) is NULL; every reader reads it as empty)
+    return f"({column} IS NOT NULL AND COALESCE({_kind(column)}, '') != '{kind}')"
+
+
+_SQL_INSIGHT_CANDIDATES = (
+    f"SELECT id, importance, access_count, tags, entities, {_kind('tags')}, {_kind('entities')} FROM insights "
+    "WHERE importance NOT BETWEEN 1 AND 5 OR access_count < 0 "
+    f"OR {_not_kind('tags', 'array')} OR {_not_kind('entities', 'array')} ORDER BY rowid"
+)
+_SQL_EDGE_CANDIDATES = (
+    f"SELECT source_id, target_id, edge_type, weight, metadata, {_kind('metadata')} FROM edges "
+    f"WHERE NOT (weight BETWEEN 0.0 AND 1.0) OR {_not_kind('metadata', 'object')} ORDER BY rowid"
+)
+_INSIGHT_UPDATE = {
+    name: f"UPDATE insights SET {name} = ? WHERE id = ?" for name in ("importance", "access_count", "tags", "entities")
+}
+_EDGE_UPDATE = {
+    name: f"UPDATE edges SET {name} = ? WHERE source_id = ? AND target_id = ? AND edge_type = ?"
+    for name in ("weight", "metadata")
+}
+
+
+@dataclass(frozen=True, slots=True)
+class OutOfRange:
+    """One value outside the contract: where it is, what it is, why, and what ``--repair`` writes."""
+
+    table: str  # "insights" or "edges"
+    key: tuple[str, ...]
+    column: str
+    value: Any  # as stored
+    why: str  # "is out of 1-5", ...
+    repair: Any  # the value --repair writes
+
+    def where(self) -> str:
+        return f"insight {self.key[0]}" if self.table == "insights" else f"edge {self.key[0]} -> {self.key[1]} ({self.key[2]})"
+
+    def describe(self) -> str:
+        return f"{self.where()}: {self.column} {shown(self.value)} {self.why}; --repair writes {shown(self.repair)}"
+
+
+def _importance(value: object) -> int | None:
+    if type(value) is not int or IMPORTANCE_MIN <= value <= IMPORTANCE_MAX:
+        return None  # valid, or malformed (store.numeric's)
+    return min(max(value, IMPORTANCE_MIN), IMPORTANCE_MAX)
+
+
+def _weight(value: object) -> float | None:
+    if type(value) is int:
+        value = float(value)
+    if type(value) is not float or not math.isfinite(value) or WEIGHT_MIN <= value <= WEIGHT_MAX:
+        return None
+    return min(max(value, WEIGHT_MIN), WEIGHT_MAX)
+
+
+def insights_out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
+    found: list[OutOfRange] = []
+    for row in conn.execute(_SQL_INSIGHT_CANDIDATES):
+        key = (str(row[0]),)
+        importance, access_count = row[1], row[2]
+        if (fixed := _importance(importance)) is not None:
+            found.append(OutOfRange("insights", key, "importance", importance,
+                                    f"is out of {IMPORTANCE_MIN}-{IMPORTANCE_MAX}", fixed))
+        if type(access_count) is int and access_count < 0:
+            found.append(OutOfRange("insights", key, "access_count", access_count, "is negative", 0))
+        for name, raw, kind in (("tags", row[3], row[5]), ("entities", row[4], row[6])):
+            if raw is not None and kind != "array":
+                canonical = insight_sql.dump_list(insight_sql.load_list(raw))
+                found.append(OutOfRange("insights", key, name, raw, "is not a JSON array", canonical))
+    return found
+
+
+def edges_out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
+    found: list[OutOfRange] = []
+    for row in conn.execute(_SQL_EDGE_CANDIDATES):
+        key = (str(row[0]), str(row[1]), str(row[2]))
+        weight, metadata, kind = row[3], row[4], row[5]
+        if (fixed := _weight(weight)) is not None:
+            found.append(OutOfRange("edges", key, "weight", weight,
+                                    f"is out of {WEIGHT_MIN:g}-{WEIGHT_MAX:g}", fixed))
+        if metadata is not None and kind != "object":
+            canonical = edge_sql.dump_metadata(edge_sql.load_metadata(metadata))
+            found.append(OutOfRange("edges", key, "metadata", metadata, "is not a JSON object", canonical))
+    return found
+
+
+def out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
+    """Every value outside the contract, insights first, each table in rowid order."""
+    return [*insights_out_of_range(conn), *edges_out_of_range(conn)]
+
+
+def repair(conn: apsw.Connection, found: list[OutOfRange]) -> None:
+    """Write each value's repair, inside the caller's transaction; nothing else is touched."""
+    for item in found:
+        if item.table == "insights":
+            conn.execute(_INSIGHT_UPDATE[item.column], (item.repair, *item.key))
+        else:
+            conn.execute(_EDGE_UPDATE[item.column], (item.repair, *item.key))
