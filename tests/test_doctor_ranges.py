@@ -236,3 +236,31 @@ def test_a_store_of_schema_8_gets_the_triggers_that_keep_a_damaged_counter(cli, 
     assert _rows(data_dir, "SELECT n FROM mnemon_counts WHERE key = 'category:general'") == [("x",)]
     assert cli.ok("status")["total_insights"] == 6
 
+
+def test_store_copy_writes_a_damaged_store_as_it_reads(cli, data_dir, four) -> None:
+    """A malformed number, tags that are no JSON and text where an embedding belongs: the copy holds what
+    every command read on the source (bytes() of the text was a TypeError traceback), so it answers the
+    same; out-of-contract values of the right type are carried, and named by doctor there too."""
+    _damage(data_dir, [
+        f"UPDATE insights SET importance = 'x', access_count = '7x', tags = 'nope', embedding = 'abc' "
+        f"WHERE id = '{four[0]}'",
+        f"UPDATE insights SET effective_importance = x'00', importance = 9 WHERE id = '{four[1]}'",
+        f"UPDATE edges SET weight = 'heavy', metadata = x'00' WHERE {_edge(four, 0, 2)}",
+    ])
+    before = {args[0]: cli.ok("--readonly", *args) for args in (["export"], ["search", "Kafka"], ["show", four[0]])}
+    copied = cli("store", "copy", "default", "two")
+    assert copied.code == 0 and "Traceback" not in copied.err, copied.err
+    after = {args[0]: cli.ok("--readonly", "--store", "two", *args)
+             for args in (["export"], ["search", "Kafka"], ["show", four[0]])}
+    assert after == before
+    rows = {r[0]: r for r in _rows(data_dir, _EVERY_COLUMN, store="two")}
+    assert rows[four[0]][3:8] == (3, "[]", rows[four[0]][5], rows[four[0]][6], 0) and rows[four[0]][12] is None
+    assert rows[four[1]][3] == 9 and rows[four[1]][13] == 0.5
+    edge = next(r for r in _rows(data_dir, _EVERY_EDGE_COLUMN, store="two") if r[:3] == (four[0], four[2], "causal"))
+    assert edge[3:5] == (0.5, "{}")
+    found = cli("--store", "two", "doctor")
+    assert found.err == "Error: doctor found problems: insights\n"  # the importance of 9, carried
+    assert f"insight {four[1]}: importance 9 is out of 1-5" in found.out
+    # an undamaged row is copied byte for byte
+    source = {r[0]: r for r in _rows(data_dir, _EVERY_COLUMN)}
+    assert rows[four[2]] == source[four[2]] and rows[four[3]] == source[four[3]]

@@ -21,6 +21,7 @@ from collections import Counter
 from datetime import datetime, timezone
 from pathlib import Path
 
+import apsw
 import pytest
 
 from tests.conftest import REPO, Cli
@@ -719,6 +720,43 @@ def test_doctor_repairs_out_of_range_values_and_the_access_bump_counts_from_the_
     assert rows(pg_db, "SELECT weight, metadata FROM mnemon_team.edges WHERE source_id = %s AND edge_type = 'causal'",
                 (a,)) == [(1.0, "{}")]
     assert cli.ok("--store", "team", "doctor")["ok"] is True
+
+
+def test_store_copy_of_a_damaged_sqlite_store_to_postgres(tmp_path, capsys, pg_db) -> None:
+    """Text in an integer column, a blob where JSON text belongs: PostgreSQL's typed columns hold neither,
+    so the copy writes what every command reads (store.copy) and answers as the source does. A blob where
+    a timestamp belongs has no such reading: the copy is refused with one Error line, nothing written."""
+    from tests.test_cli_remember import query
+
+    cli = make_cli(tmp_path, "m", capsys)
+    a = cli.ok("remember", "Kafka retries are capped at five", "--no-diff")["id"]
+    b = cli.ok("remember", "Kafka consumer lag is watched hourly", "--no-diff")["id"]
+    cli.ok("link", a, b, "--type", "causal", "--weight", "0.9")
+    db = cli.data_dir / "data" / "default" / "mnemon.db"
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE insights SET importance = 'x', access_count = x'39', entities = x'00', embedding = 'abc' "
+                 "WHERE id = ?", (a,))
+    conn.execute("UPDATE edges SET weight = 'heavy', metadata = x'00' WHERE source_id = ? AND edge_type = 'causal'", (a,))
+    conn.close()
+    before = {args[0]: cli.ok("--readonly", *args) for args in (["export"], ["search", "Kafka"], ["show", a])}
+    cli("store", "create", "pg", "--postgres", pg_db)
+    copied = cli("store", "copy", "default", "pg")
+    assert copied.code == 0 and "Traceback" not in copied.err, copied.err
+    assert {args[0]: cli.ok("--readonly", "--store", "pg", *args)
+            for args in (["export"], ["search", "Kafka"], ["show", a])} == before
+    assert query(cli.data_dir, f"SELECT importance, access_count, entities, embedding FROM insights WHERE id = '{a}'",
+                 store="pg") == [(3, 0, "[]", None)]
+    assert cli.ok("--store", "pg", "doctor")["ok"] is True
+
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE insights SET created_at = x'0102' WHERE id = ?", (b,))
+    conn.close()
+    cli("store", "create", "pg2", "--postgres", pg_db)
+    refused = cli("store", "copy", "default", "pg2")
+    assert refused.code == 1 and refused.err == (
+        f"Error: store copy: insight {b}: created_at is <blob of 2 bytes>, which a PostgreSQL text column cannot "
+        "hold (nothing was copied; correct the source row first)\n")
+    assert cli.ok("--store", "pg2", "status")["total_insights"] == 0
 
 
 FOREIGN_KEYS_OF_EDGES = (

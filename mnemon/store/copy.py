@@ -7,6 +7,15 @@ meta. The destination adopts the source's blob format, so blobs are copied byte 
 copy of a copy equals the original. Rows go in source insertion order (rowid), so ties ordered by
 (created_at, rowid) order the same. The source is read in one snapshot; the destination is written
 in one transaction, and refused unless it holds no insight, edge or oplog row yet.
+
+A damaged source (a hand edit, another program) is copied as every command reads it, so the copy answers as
+the original does and is written on either backend: a number column holding no number gets its fallback
+(``store.numeric``, what every reader reads), tags, entities and edge metadata that are no JSON array or
+object get the list or object the readers read (``[]``, ``{}`` for text that is no JSON), and an embedding
+that is no blob is no vector (NULL). Everything else is carried as it is, out-of-contract values included
+(an importance of 7 reads the same in the copy, and doctor names it there as on the source). A blob where
+text belongs cannot be held by a PostgreSQL text column: such a copy is refused, naming the row, before
+anything is written (into SQLite it is carried as it is).
 """
 
 from __future__ import annotations
@@ -14,8 +23,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import json
+
 from mnemon.errors import InputError
-from mnemon.store import hotindex
+from mnemon.store import edges as edge_sql
+from mnemon.store import hotindex, numeric
+from mnemon.store import insights as insight_sql
+from mnemon.store.check import shown
 from mnemon.store.tx import write_tx
 from mnemon.store.connection import scalar
 
@@ -63,7 +77,10 @@ def copy_store(source: Store, target: Store) -> Copied:
         edges = _rows(source.conn, _SQL_EDGES)
         oplog = _rows(source.conn, _SQL_OPLOG)
         meta = _rows(source.conn, _SQL_META) if _has_meta(source) else []
-    insights = [(*r[:12], None if r[12] is None else bytes(r[12]), *r[13:]) for r in insights]
+    insights = [_insight(r) for r in insights]
+    edges = [_edge(r) for r in edges]
+    if target.backend == "postgres":
+        _refuse_blobs_in_text(insights, edges, oplog)
     conn = target.conn
     with write_tx(conn):
         if int(scalar(conn, _SQL_OCCUPIED)):
@@ -83,3 +100,55 @@ def copy_store(source: Store, target: Store) -> Copied:
 def _has_meta(store: Store) -> bool:
     row = store.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mnemon_meta'").fetchone()
     return row is not None
+
+
+def _json_as_read(raw: object, kind: type, canonical: str) -> object:
+    """``raw`` where it is JSON text of ``kind`` (kept byte for byte), else the value the readers read."""
+    if isinstance(raw, str):
+        try:
+            if isinstance(json.loads(raw), kind):
+                return raw
+        except ValueError:
+            pass
+    return canonical
+
+
+def _insight(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A source row as every command reads it where it is malformed (the module's docstring)."""
+    return (
+        *r[:3],
+        numeric.integer(r[3], numeric.IMPORTANCE_FALLBACK),
+        _json_as_read(r[4], list, insight_sql.dump_list(insight_sql.load_list(r[4]))),
+        _json_as_read(r[5], list, insight_sql.dump_list(insight_sql.load_list(r[5]))),
+        r[6],
+        numeric.integer(r[7], numeric.ACCESS_COUNT_FALLBACK),
+        *r[8:12],
+        bytes(r[12]) if isinstance(r[12], (bytes, memoryview)) else None,
+        None if r[13] is None else numeric.real(r[13], numeric.EFFECTIVE_IMPORTANCE_FALLBACK),
+        r[14],
+    )
+
+
+def _edge(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    metadata = _json_as_read(r[4], dict, edge_sql.dump_metadata(edge_sql.load_metadata(r[4])))
+    return (*r[:3], numeric.real(r[3], numeric.WEIGHT_FALLBACK), metadata, r[5])
+
+
+_TEXT_COLUMNS = {
+    "insight": ((0, "id"), (1, "content"), (2, "category"), (6, "source"), (8, "created_at"), (9, "updated_at"),
+                (10, "deleted_at"), (11, "last_accessed_at"), (14, "stored_at")),
+    "edge": ((0, "source_id"), (1, "target_id"), (2, "edge_type"), (5, "created_at")),
+    "oplog row": ((1, "operation"), (2, "insight_id"), (3, "detail"), (4, "created_at")),
+}  # fmt: skip
+
+
+def _refuse_blobs_in_text(insights: list[tuple[Any, ...]], edges: list[tuple[Any, ...]], oplog: list[tuple[Any, ...]]) -> None:
+    for kind, rows in (("insight", insights), ("edge", edges), ("oplog row", oplog)):
+        for row in rows:
+            for at, name in _TEXT_COLUMNS[kind]:
+                if isinstance(row[at], (bytes, memoryview)):
+                    key = row[0] if isinstance(row[0], str) else shown(row[0])
+                    raise InputError(
+                        f"store copy: {kind} {key}: {name} is {shown(row[at])}, which a PostgreSQL text column "
+                        "cannot hold (nothing was copied; correct the source row first)"
+                    )
