@@ -879,3 +879,40 @@ def test_the_backbone_share_is_measured_once_per_store_state(data_dir: Path, mon
         assert measured == [40, 40, 41]
     finally:
         eng.close()
+
+
+def test_the_backbone_share_of_an_index_with_forgotten_rows_is_a_fresh_builds(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The share's term weights count the store's active memories only: an index whose base still lists
+    memories forgotten since (and a delta with new ones) compares the same pairs with the same weights as a
+    fresh build of the same store, so recall's scores do not depend on the index's history."""
+    from test_hotindex import fresh_build
+
+    from mnemon import recall as pipeline
+    from mnemon.engine import Engine, retrieve
+
+    animals, places = "otter heron badger lynx walrus gecko falcon".split(), "lake dock ridge barn mill".split()
+    eng = Engine(GlobalOptions(data_dir=str(data_dir)).settings())
+    try:
+        texts = [f"Ana: the {animals[i % 7]} by the {places[i % 5]}, note{i}" for i in range(43)]
+        for text in texts[:40]:
+            eng.remember(text, no_diff=True)
+        eng.hot_index().merge()  # the 40 as the base
+        ids = _ids(eng)
+        for i in (3, 4, 17):
+            eng.forget(ids[texts[i]])
+        for text in texts[40:]:
+            eng.remember(text, no_diff=True)
+        cached = eng.hot_index()
+        assert cached.base_n < cached.n and not bool(np.asarray(cached.active[: cached.base_n]).all())
+        seen: list[tuple[np.ndarray, np.ndarray]] = []
+        real = pipeline.backbone_lift_share
+        monkeypatch.setattr(pipeline, "backbone_lift_share", lambda linked, apart: seen.append((linked, apart)) or real(linked, apart))
+        shares = [retrieve.measure_backbone_share(index, np.array(index.active, dtype=np.bool_))
+                  for index in (cached, fresh_build(data_dir))]  # fmt: skip
+        (linked, apart), (fresh_linked, fresh_apart) = seen
+        assert linked.shape[0] >= 32 and linked.max() > 0.0
+        np.testing.assert_array_equal(linked, fresh_linked)
+        np.testing.assert_array_equal(apart, fresh_apart)
+        assert shares[0] == shares[1]
+    finally:
+        eng.close()

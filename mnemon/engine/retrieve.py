@@ -636,11 +636,13 @@ def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
     """The share of the neighbour lift this store's backbone earns (recall.backbone_lift_share):
     up to records.BACKBONE_SAMPLE rows in scope whose backbone predecessor is in scope, strided over
     them, each compared with that predecessor and with the sampled rows a third, a half and two
-    thirds of the sample away (written far from it). Terms weigh by their idf over the whole store
-    (base postings plus the delta's rows). With fewer than records.BACKBONE_MIN_SAMPLE such rows: 0 when
-    they are under half of at least that many rows in scope (memories with no backbone between them, each
-    of a source of its own, are separate memories: the lift has nothing to lend along, and recall reads
-    them as such, recall._signal_span), else 1 (too few to judge by: the lift as it always was)."""
+    thirds of the sample away (written far from it). Terms weigh by their idf over the store's active
+    memories (base postings plus the delta's rows, less those forgotten since the base). With fewer than
+    records.BACKBONE_MIN_SAMPLE such rows: 0 when they are under half of at least that many rows in scope
+    (memories with no backbone between them, each of a source of its own, are separate memories: the lift
+    has nothing to lend along, and recall reads them as such, recall._signal_span), else 1 (too few to judge
+    by: the lift as it always was; Decision 14, memories written next to each other belong together, holds
+    for a new store's first notes, an incident and its fix sharing no word)."""
     import numpy as np
 
     from mnemon import recall as pipeline
@@ -653,31 +655,46 @@ def measure_backbone_share(index: HotIndex, scope: np.ndarray) -> float:
         return 0.0 if in_scope >= BACKBONE_MIN_SAMPLE and 2 * linked.shape[0] < in_scope else 1.0
     k = min(BACKBONE_SAMPLE, linked.shape[0])
     sample = linked[(np.arange(k, dtype=np.int64) * linked.shape[0]) // k]
-    r_ptr = index.r_ptr
     # the term lists of the sampled rows and their predecessors only, as a CSR of their own
     rows = np.unique(np.concatenate([sample, prev[sample]]))
-    starts = np.asarray(r_ptr[rows], dtype=np.int64)
-    lengths = np.asarray(r_ptr[rows + 1], dtype=np.int64) - starts
-    ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
-    np.cumsum(lengths, out=ptr[1:])
-    at = np.repeat(starts - ptr[:-1], lengths) + np.arange(int(ptr[-1]), dtype=np.int64)
-    found, terms = np.unique(np.asarray(index.row_values("r_term", at), dtype=np.int64), return_inverse=True)
-    # each found term's document frequency over the whole store: the base postings' length, plus the
-    # delta rows that carry it; read for these terms only (never a pass over the vocabulary)
+    ptr, listed = _term_lists(index, rows)
+    found, terms = np.unique(listed, return_inverse=True)
+    # each found term's document frequency over the store's active rows: the base postings' length, plus the
+    # delta rows that carry it, less the rows forgotten since the base (a fresh build lists none of them: the
+    # same store then measures the same share whatever its index's history); read for these terms only
+    # (never a pass over the vocabulary)
+    active = np.asarray(index.active[: index.n], dtype=np.bool_)
     base_ptr = index.derived("post_r_ptr")
     df = np.zeros(found.shape[0], dtype=np.float64)
     in_base = found < base_ptr.shape[0] - 1
     df[in_base] = np.asarray(base_ptr[found[in_base] + 1], dtype=np.float64) - base_ptr[found[in_base]]
-    tail = np.sort(np.asarray(index.row_values("r_term", np.arange(int(r_ptr[index.base_n]), int(r_ptr[index.n]),
-                                                                          dtype=np.int64)), dtype=np.int64))  # fmt: skip
+    forgotten = np.flatnonzero(~active[: index.base_n])
+    if forgotten.shape[0]:
+        gone = np.sort(_term_lists(index, forgotten)[1])
+        df -= np.searchsorted(gone, found, side="right") - np.searchsorted(gone, found, side="left")
+    delta = np.arange(index.base_n, index.n, dtype=np.int64)
+    tail = np.sort(_term_lists(index, delta[active[index.base_n :]])[1])
     df += np.searchsorted(tail, found, side="right") - np.searchsorted(tail, found, side="left")
-    n = float(index.n)
+    n = float(np.count_nonzero(active))
     idf = np.log(1.0 + (n - df + 0.5) / (df + 0.5))
     local = np.searchsorted(rows, sample)
     linked_overlap = pipeline.pair_overlaps(ptr, terms, idf, local, np.searchsorted(rows, prev[sample]))
     apart = np.concatenate([np.roll(local, -shift) for shift in (k // 3, k // 2, 2 * k // 3)])
     apart_overlap = pipeline.pair_overlaps(ptr, terms, idf, np.tile(local, 3), apart)
     return pipeline.backbone_lift_share(linked_overlap, apart_overlap)
+
+
+def _term_lists(index: HotIndex, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The term lists of ``rows`` (ascending) as a CSR of their own: its pointers and the term ids."""
+    import numpy as np
+
+    r_ptr = index.r_ptr
+    starts = np.asarray(r_ptr[rows], dtype=np.int64)
+    lengths = np.asarray(r_ptr[rows + 1], dtype=np.int64) - starts
+    ptr = np.zeros(rows.shape[0] + 1, dtype=np.int64)
+    np.cumsum(lengths, out=ptr[1:])
+    at = np.repeat(starts - ptr[:-1], lengths) + np.arange(int(ptr[-1]), dtype=np.int64)
+    return ptr, np.asarray(index.row_values("r_term", at), dtype=np.int64)
 
 
 # The backbone share of each index in this process, with the state it was measured on: a store's
