@@ -586,6 +586,41 @@ def test_a_foreign_import_is_caught_up_from_the_edge_change_log_without_a_reload
     assert meta["edge_changes_rows"] == str(query(b.data_dir, "SELECT COUNT(*) FROM edge_changes", store="team")[0][0])
 
 
+@pytest.mark.in_process  # counts this process's index builds
+def test_a_forget_of_the_newest_and_a_deletion_stamped_behind_are_caught_up_not_rebuilt(
+    tmp_path, capsys, pg_db, monkeypatch
+) -> None:
+    """Machine B forgets the newest memory (its edge rows were the newest: MAX(rowid) falls) and commits
+    a deletion stamped an hour before one A has seen (another machine's clock); A's next recall catches
+    up from the edge change log and the deletion log, never rebuilding from SQL (a drop the edge log
+    names is still folded into a new base from memory), and answers as a fresh build on machine C does."""
+    from mnemon.engine.hot import HotIndex
+
+    builds: list[object] = []
+    build = HotIndex.build.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(HotIndex, "build", classmethod(lambda cls, conn, fp, seq=None: builds.append(fp) or build(cls, conn, fp, seq)))
+    a, b, c = _machines(tmp_path, capsys, pg_db, 3)
+    ids = [a.ok("--store", "team", "remember", f"Otter number {i} floats near Rust harbour in the kelp forest")["id"]
+           for i in range(6)]  # fmt: skip
+    a.ok("--store", "team", "recall", "otter")
+    newest = b.ok("--store", "team", "remember", "Otter census counts quokka smiles in the kelp forest")["id"]
+    b.ok("--store", "team", "forget", ids[1])
+    a.ok("--store", "team", "recall", "otter")  # A has seen the newest memory, its edge rows, this deletion
+    b.ok("--store", "team", "forget", newest)
+    with psycopg.connect(pg_db, autocommit=True) as conn, conn.transaction():
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("UPDATE insights SET deleted_at = '2000-01-01T00:00:00Z' WHERE id = %s", (ids[3],))
+        conn.execute("DELETE FROM edges WHERE source_id = %s OR target_id = %s", (ids[3], ids[3]))
+        conn.execute("UPDATE mnemon_meta SET value = (value::bigint + 1)::text WHERE key = 'generation'")
+    before = len(builds)
+    caught_up = a.ok("--store", "team", "recall", "otter", "--limit", "20")
+    assert len(builds) == before, "the catch-up rebuilt the index from SQL"
+    found = {r["id"] for r in caught_up["results"]}
+    assert not {newest, ids[1], ids[3]} & found
+    assert caught_up["results"] == c.ok("--store", "team", "recall", "otter", "--limit", "20")["results"]
+    assert _index_edges(a.data_dir, "team") == _index_edges(c.data_dir, "team")
+
+
 def test_the_edge_change_log_is_pruned_past_its_cap_and_a_cache_behind_it_reloads(tmp_path, capsys, pg_db) -> None:
     """Logged edge changes past the cap (EDGE_CHANGES_MIN_KEEP rows, or the edge count if larger)
     halve the log: the newest half stays, the floor moves to the newest row dropped, the row
@@ -857,7 +892,7 @@ def test_a_revision_2_schema_loses_its_foreign_keys_for_the_triggers(tmp_path, c
     b = cli.ok("--store", "team", "remember", "Bob keeps Kafka retries in the billing service")["id"]
     stamped = rows(pg_db, "SELECT change_seq FROM mnemon_team.edges WHERE %s IN (source_id, target_id)", (b,))
     assert stamped and all(seq > 0 for (seq,) in stamped) and len(set(stamped)) == len(stamped)
-    assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'pg_revision'") == [("3",)]
+    assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'pg_revision'") == [("4",)]
     assert rows(pg_db, FOREIGN_KEYS_OF_EDGES) == []
     assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.insights WHERE id IN (%s, %s)", (a, b)) == [(2,)]
     assert cli.ok("--store", "team", "doctor")["ok"] is True
@@ -865,6 +900,28 @@ def test_a_revision_2_schema_loses_its_foreign_keys_for_the_triggers(tmp_path, c
         conn.execute("SET search_path TO mnemon_team")
         conn.execute("INSERT INTO mnemon_team.edges (source_id, target_id, edge_type, created_at) "
                      "VALUES (%s, 'missing', 'semantic', 'x')", (a,))
+
+
+def test_a_revision_3_schema_gains_the_deletion_log(tmp_path, capsys, pg_db) -> None:
+    """A store of revision 3 (no deletion log) is migrated by the next writer, idempotently and without
+    touching its rows: the log then numbers each soft-deletion, and doctor finds nothing missing."""
+    (cli,) = _machines(tmp_path, capsys, pg_db, 1)
+    ids = [cli.ok("--store", "team", "remember", f"Kafka retries number {i} in the billing service")["id"] for i in range(3)]
+    cli.ok("--store", "team", "forget", ids[0])
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        conn.execute("DROP TRIGGER insights_deletions_au ON insights")
+        conn.execute("DROP FUNCTION mnemon_log_deletion()")
+        conn.execute("DROP TABLE mnemon_deletions")
+        conn.execute("UPDATE mnemon_meta SET value = '3' WHERE key = 'pg_revision'")
+    every = "SELECT id, content, deleted_at FROM mnemon_team.insights ORDER BY rowid"
+    before = rows(pg_db, every)
+    cli.ok("--store", "team", "forget", ids[1])  # migrates, then soft-deletes: logged
+    assert rows(pg_db, "SELECT value FROM mnemon_team.mnemon_meta WHERE key = 'pg_revision'") == [("4",)]
+    assert [r[:2] for r in rows(pg_db, every)] == [r[:2] for r in before]
+    assert rows(pg_db, "SELECT insight_id FROM mnemon_team.mnemon_deletions ORDER BY seq") == [(ids[1],)]
+    assert cli.ok("--store", "team", "doctor")["ok"] is True
+    assert [r["id"] for r in cli.ok("--store", "team", "search", "Kafka")] == [ids[2]]
 
 
 # --- several machines at once ---------------------------------------------------------------------

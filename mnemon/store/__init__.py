@@ -105,9 +105,12 @@ class Store:
         return connection.foreign_keys_unchecked(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
 
     def trigger_problems(self) -> list[str]:
-        """Missing triggers beyond those ``counts.problems`` reports (none on SQLite: the counter
-        triggers are all it has)."""
-        return []
+        """Missing triggers beyond those ``counts.problems`` reports (on SQLite: the hot index's
+        sequence triggers, ``schema.install_sequences``; none on a store opened read-only before its
+        migration, which has no sequences to keep)."""
+        if not schema.is_current(self.conn):
+            return []
+        return schema.sequence_problems(self.conn)
 
     def reinstall_triggers(self, conn: apsw.Connection) -> None:
         """Recreate the triggers and recount what they keep (``doctor --repair``, in ``conn``'s
@@ -115,6 +118,7 @@ class Store:
         from mnemon.store import counts
 
         counts.install(conn)
+        schema.install_sequences(conn)
 
     def generation(self) -> int:
         return schema.generation(self.conn)

@@ -6,8 +6,8 @@ header plus 64-byte aligned raw arrays, memory-mapped on read, replaced atomical
 mode 0600), the small delta segment beside it (``hot.delta``: what changed since that base, so a
 write never rewrites the base), the small stamp file (``hot.stamp``) that lets a process which only bumped
 access counts mark the unchanged index current for the new generation, and the queries that
-tell what changed since a snapshot (new rows by rowid, deletions by ``deleted_at``, new edge rows
-by rowid, counts). It knows nothing about tokens or scores: the engine tokenises and hands in
+tell what changed since a snapshot (new rows by rowid, deletions by the deletion log's sequence, or
+by ``deleted_at`` where there is none, new edge rows by rowid above a mark that never falls, counts). It knows nothing about tokens or scores: the engine tokenises and hands in
 named numpy arrays. Deleting either file loses nothing; the engine rebuilds from SQLite.
 """
 
@@ -29,6 +29,7 @@ import apsw
 from mnemon.records import EDGE_TYPES
 from mnemon.store import derived
 from mnemon.store.connection import FILE_MODE, ensure_private_dir, one_row, scalar
+from mnemon.store.schema import EDGE_HIGH_KEY
 
 if TYPE_CHECKING:
     import numpy as np
@@ -38,10 +39,15 @@ _ALIGN = 64
 
 _SQL_MAX_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM insights"
 _SQL_MAX_EDGE_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM edges"
+_SQL_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('mnemon_meta', 'mnemon_deletions')"
 _SQL_DELETED = "SELECT COUNT(*), COALESCE(MAX(deleted_at), '') FROM insights WHERE deleted_at IS NOT NULL"
 _SQL_ACTIVE = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_EDGE_COUNT = "SELECT COUNT(*) FROM edges"
-_SQL_GENERATION = "SELECT value FROM mnemon_meta WHERE key = 'generation'"
+_SQL_META_MARKS = f"SELECT key, value FROM mnemon_meta WHERE key IN ('generation', '{EDGE_HIGH_KEY}')"
+# The deletion log (schema 9, schema.install_sequences; PostgreSQL revision 4): soft-deletions in
+# commit order. A reader takes those after the last number it has seen, whatever their deleted_at.
+_SQL_DELETED_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM mnemon_deletions"
+_SQL_DELETIONS_SINCE = "SELECT insight_id FROM mnemon_deletions WHERE seq > ? ORDER BY seq"
 _SQL_ROWS_SINCE = (
     "SELECT rowid, id, content, tags, entities, category, source, importance, created_at, "
     "embedding IS NOT NULL FROM insights "
@@ -76,7 +82,14 @@ _SQL_EDGE_CHANGES = (
 
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
-    """What a reader compares to decide whether the index describes the database."""
+    """What a reader compares to decide whether the index describes the database.
+
+    ``max_edge_rowid`` is the edges' mark: MAX(rowid), or the highest edge rowid ever deleted where
+    that is higher (``schema.EDGE_HIGH_KEY``); every later edge row is numbered above it. It falls
+    only when rowids are renumbered (VACUUM, the Go store's table rebuild), or on a store from
+    before the mark. ``deleted_seq``: the deletion log's last number, -1 for none (a store without
+    the log, or a fingerprint written before it: deletions are then found by ``deleted_at``).
+    """
 
     generation: int
     max_rowid: int
@@ -84,6 +97,7 @@ class Fingerprint:
     deleted_count: int
     last_deleted_at: str
     edge_seq: int = 0  # the edge change log's last sequence (stores that keep one)
+    deleted_seq: int = -1
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -92,6 +106,8 @@ class Fingerprint:
         }  # fmt: skip
         if self.edge_seq:
             out["edge_seq"] = self.edge_seq  # absent for SQLite: its files stay as they were
+        if self.deleted_seq >= 0:
+            out["deleted_seq"] = self.deleted_seq  # a reader of the previous version ignores it
         return out
 
     @classmethod
@@ -99,6 +115,7 @@ class Fingerprint:
         return cls(
             int(raw["generation"]), int(raw["max_rowid"]), int(raw["max_edge_rowid"]),
             int(raw["deleted_count"]), str(raw["last_deleted_at"]), int(raw.get("edge_seq", 0)),
+            int(raw.get("deleted_seq", -1)),
         )  # fmt: skip
 
 
@@ -120,20 +137,30 @@ def read_snapshot(conn: apsw.Connection) -> Iterator[None]:
 
 def fingerprint(conn: apsw.Connection) -> Fingerprint:
     """Read the cheap change markers (all index lookups, no table scan)."""
-    row = conn.execute(_SQL_GENERATION).fetchone() if _has_meta(conn) else None
-    try:
-        gen = int(row[0]) if row and row[0] is not None else 0
-    except (TypeError, ValueError):
-        gen = -1  # a damaged counter: the other markers still tell a change (doctor reports it)
+    tables = {str(r[0]) for r in conn.execute(_SQL_TABLES)}
+    marks = {str(k): v for k, v in conn.execute(_SQL_META_MARKS)} if "mnemon_meta" in tables else {}
+    gen = _meta_int(marks.get("generation"), -1)  # a damaged counter: the other markers still tell a change
     deleted, last = one_row(conn, _SQL_DELETED)
     return Fingerprint(
         gen,
         max_rowid(conn),
-        int(scalar(conn, _SQL_MAX_EDGE_ROWID)),
+        # a damaged mark reads as none: the trigger reads it as 0 too (CAST), so rows are numbered above MAX(rowid)
+        max(int(scalar(conn, _SQL_MAX_EDGE_ROWID)), _meta_int(marks.get(EDGE_HIGH_KEY), 0)),
         int(deleted),
         str(last),
         int(scalar(conn, _SQL_EDGE_SEQ)) if has_edge_log(conn) else 0,
+        int(scalar(conn, _SQL_DELETED_SEQ)) if "mnemon_deletions" in tables else -1,
     )
+
+
+def _meta_int(value: object, damaged: int) -> int:
+    """A counter of mnemon_meta (text): 0 when absent, ``damaged`` when it holds no integer (doctor reports it)."""
+    if value is None:
+        return 0
+    try:
+        return int(value)  # type: ignore[call-overload]
+    except (TypeError, ValueError):
+        return damaged
 
 
 def max_rowid(conn: apsw.Connection) -> int:
@@ -157,10 +184,6 @@ def edge_changes_since(conn: apsw.Connection, seq: int, upto: int) -> list[tuple
     if seq < floor:
         return None
     return [(str(a), str(b), str(c)) for a, b, c in conn.execute(_SQL_EDGE_CHANGES, (seq, upto))]
-
-
-def _has_meta(conn: apsw.Connection) -> bool:
-    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'mnemon_meta'").fetchone() is not None
 
 
 def active_count(conn: apsw.Connection) -> int:
@@ -188,8 +211,14 @@ def rows_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:
 
 
 def deleted_since(conn: apsw.Connection, deleted_at: str) -> list[str]:
-    """Ids soft-deleted at or after ``deleted_at`` (second precision, so the bound is inclusive)."""
+    """Ids soft-deleted at or after ``deleted_at`` (second precision, so the bound is inclusive; a
+    deletion stamped by a clock behind is missed: the caller's active-count check then rebuilds)."""
     return [str(r[0]) for r in conn.execute(_SQL_DELETED_SINCE, (deleted_at,))]
+
+
+def deletions_since(conn: apsw.Connection, seq: int) -> list[str]:
+    """Ids the deletion log numbers after ``seq`` (a fingerprint's ``deleted_seq``), in commit order."""
+    return [str(r[0]) for r in conn.execute(_SQL_DELETIONS_SINCE, (seq,))]
 
 
 def edges_since(conn: apsw.Connection, rowid: int) -> Iterator[tuple[Any, ...]]:

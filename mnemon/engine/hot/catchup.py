@@ -2,8 +2,9 @@
 
 Owns the index's currency: a build from SQL (rows in slices, then the vocabulary sorted, then the
 edge list), making the result a base, the catch-up from what changed since the fingerprint the index
-describes (new rows by rowid, deletions by ``deleted_at``, edge rows the change log names, new edge
-rows by rowid: O(delta); whatever does not add up is rebuilt), and folding a delta into a new base.
+describes (new rows by rowid, deletions by the deletion log's sequence (by ``deleted_at`` for a
+fingerprint or store without one), edge rows the change log names, new edge rows by rowid above the
+edges' mark: O(delta); whatever does not add up is rebuilt), and folding a delta into a new base.
 A crash between a commit and the index write can only make the index stale, never wrong.
 """
 
@@ -202,7 +203,9 @@ class Currency(Derived, EdgeList):
     ) -> _Index:
         """Apply what changed since ``self.fp``; rebuild what cannot be reconciled.
 
-        New rows, deletions and new edge rows are applied by rowid/``deleted_at`` in O(delta).
+        New rows, deletions and new edge rows are applied by rowid/deletion sequence in O(delta)
+        (deletions by ``deleted_at`` when either fingerprint has no sequence: an index file of the
+        previous version, or a store not yet migrated).
         The edge-count check that catches an edge row deleted or replaced out of sight is left
         to :meth:`verify_edges`, which edge readers (recall) call. ``replaced``: on a store
         without an edge change log, the keys of edge rows the caller itself deleted or replaced
@@ -213,8 +216,14 @@ class Currency(Derived, EdgeList):
         import numpy as np
 
         old = self.fp
-        if (fp.max_rowid < old.max_rowid or fp.max_edge_rowid < old.max_edge_rowid or fp.deleted_count < old.deleted_count
-                or fp.edge_seq < old.edge_seq):
+        logged = hotindex.has_edge_log(conn)
+        by_seq = old.deleted_seq >= 0 and fp.deleted_seq >= 0
+        # The edges' mark never falls on SQLite (schema.EDGE_HIGH_KEY) unless rowids were renumbered; on a
+        # store with an edge change log (PostgreSQL) rowids are never reused, so a lower MAX(rowid) only
+        # means the newest rows were deleted, which the log names.
+        if (fp.max_rowid < old.max_rowid or (fp.max_edge_rowid < old.max_edge_rowid and not logged)
+                or fp.deleted_count < old.deleted_count or fp.edge_seq < old.edge_seq
+                or (by_seq and fp.deleted_seq < old.deleted_seq)):
             return type(self).build(conn, fp, sequences)  # rowids renumbered (VACUUM) or rows undeleted: start over
         if replace(fp, generation=old.generation) == old:
             self.fp = fp  # only access counts, EI or vectors changed: nothing this index holds
@@ -224,7 +233,6 @@ class Currency(Derived, EdgeList):
         # drop those from the lists (before the new rows are appended, so only rows seen before
         # can match). Without one, a deleted row's edges are counted below and any other change
         # is caught by verify_edges' count, which then reloads the whole list.
-        logged = hotindex.has_edge_log(conn)
         dropped = 0
         if logged and fp.edge_seq != old.edge_seq:
             keys = hotindex.edge_changes_since(conn, old.edge_seq, fp.edge_seq)
@@ -235,9 +243,10 @@ class Currency(Derived, EdgeList):
         elif not logged and replaced:
             dropped = self._drop_edges(list(dict.fromkeys(replaced)))
         gone_rows: list[int] = []
-        if fp.deleted_count != old.deleted_count:
-            found = [row for row in self._lookup(hotindex.deleted_since(conn, old.last_deleted_at))
-                     if row is not None and self.active[row]]  # fmt: skip
+        if fp.deleted_count != old.deleted_count or fp.deleted_seq != old.deleted_seq:
+            ids = (hotindex.deletions_since(conn, old.deleted_seq) if by_seq
+                   else hotindex.deleted_since(conn, old.last_deleted_at))  # fmt: skip
+            found = [row for row in self._lookup(ids) if row is not None and self.active[row]]
             if found:
                 # A private copy before clearing flags: the array may be the mapped base file's, or
                 # shared with base_active or with a view a caller still holds.

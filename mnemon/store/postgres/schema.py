@@ -88,14 +88,18 @@ _TABLES = (
     target_id text {_C} NOT NULL,
     edge_type text {_C} NOT NULL
 )""",
+    # Revision 4: the deletion log, as on SQLite (store/schema.py, schema 9): one row per soft-deletion,
+    # numbered by its own sequence inside the deleting transaction, which holds the store's advisory lock
+    # until it commits, so the numbers follow the commit order whatever clock stamped ``deleted_at``.
+    f"CREATE TABLE IF NOT EXISTS mnemon_deletions (seq bigserial PRIMARY KEY, insight_id text {_C} NOT NULL)",
 )
 
 # The PostgreSQL schema's own revision beside the shared SCHEMA_VERSION (meta ``pg_revision``;
 # absent = 1). 2: edge_changes. 3: the edges' endpoints are checked by statement-level triggers
 # instead of foreign keys (see _ENDPOINT_FUNCTIONS), and an inserted edge row takes its change
 # sequence from the column's default instead of a row trigger (which made every COPY insert its
-# rows one at a time); updates are still stamped by the trigger.
-PG_REVISION = 3
+# rows one at a time); updates are still stamped by the trigger. 4: mnemon_deletions.
+PG_REVISION = 4
 # Revision 3 on a schema of an earlier one: the foreign keys go (their default names), the default comes.
 _MIGRATIONS = (
     "ALTER TABLE edges DROP CONSTRAINT IF EXISTS edges_source_id_fkey, DROP CONSTRAINT IF EXISTS edges_target_id_fkey",
@@ -206,6 +210,13 @@ BEGIN
             INSERT INTO insight_entities (entity, created_at, insight_id)
             SELECT e, NEW.created_at, NEW.id FROM mnemon_entities_of(NEW.entities) AS e ON CONFLICT DO NOTHING;
         END IF;
+    END IF;
+    RETURN NULL;
+END $$""",
+    """CREATE OR REPLACE FUNCTION mnemon_log_deletion() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL THEN
+        INSERT INTO mnemon_deletions (insight_id) VALUES (NEW.id);
     END IF;
     RETURN NULL;
 END $$""",
@@ -357,6 +368,7 @@ _TRIGGERS = (
     ("insights_entities_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_entities_ai"),
     ("insights_entities_au", "AFTER UPDATE OF entities, deleted_at, created_at", "insights", "ROW", "mnemon_entities_au"),
     ("insights_entities_ad", "AFTER DELETE", "insights", "ROW", "mnemon_entities_ad"),
+    ("insights_deletions_au", "AFTER UPDATE OF deleted_at", "insights", "ROW", "mnemon_log_deletion"),
     ("insights_count_ai", f"AFTER INSERT ON insights {_NEW}", None, "STATEMENT", "mnemon_count_insights_added"),
     ("insights_count_au", "AFTER UPDATE OF category, deleted_at", "insights", "ROW", "mnemon_count_insight"),
     ("insights_count_ad", f"AFTER DELETE ON insights {_OLD}", None, "STATEMENT", "mnemon_count_insights_removed"),
