@@ -8,8 +8,9 @@ job, store never imports domain modules) and keeps the arrays.
 
 Currency (architecture: the hot index): the index records the database fingerprint it describes. A
 reader compares it with the live one; when it differs the index catches up (new rows by rowid,
-deletions by ``deleted_at``, new edge rows by rowid, then verifies the active-row and edge counts and
-reloads whatever does not add up), so a crash between a commit and the index write can only make the
+deletions by the deletion log's sequence, new edge rows by rowid above the edges' mark, which never
+falls: ``store.hotindex.Fingerprint``; then verifies the active-row and edge counts and reloads
+whatever does not add up), so a crash between a commit and the index write can only make the
 index stale, never wrong. Under ``--readonly`` the index is built or caught up in memory and nothing
 is written.
 
