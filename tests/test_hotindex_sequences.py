@@ -226,3 +226,36 @@ def test_fingerprint_json_round_trip_keeps_the_deletion_sequence() -> None:
     assert hotindex.Fingerprint.from_json(fp.to_json()) == fp
     assert replace(fp, deleted_seq=-1).to_json().keys() == {"generation", "max_rowid", "max_edge_rowid", "deleted_count",
                                                               "last_deleted_at"}  # fmt: skip
+
+
+def test_an_import_after_a_forget_of_the_newest_numbers_its_edges_above_the_mark(cli, data_dir: Path, tmp_path: Path) -> None:
+    """An import's bulk edge writes leave the moving trigger out only when MAX(rowid) is already at or
+    above the mark; after a forget of the newest memory it is not, and they keep it: every edge row the
+    import writes is numbered above every rowid a reader had seen, and the trigger is there after."""
+    import json
+    import sys
+
+    from conftest import REPO
+
+    sys.path.insert(0, str(REPO))
+    from bench.generate import generate_draft
+
+    ids = _remember_some(cli)
+    cli.ok("recall", "otter")
+    cli.ok("forget", ids[-1])
+    top, mark = _edge_marks(data_dir)
+    assert top < mark
+    cli.ok("recall", "otter")
+    draft = tmp_path / "draft.json"
+    draft.write_text(json.dumps(generate_draft(40, seed=5, edges_per_insight=4)), encoding="utf-8")
+    cli.ok("import", str(draft))
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        new = conn.execute("SELECT COUNT(*) FROM edges WHERE rowid > ?", (top,)).fetchone()[0]
+        assert new > 0 and conn.execute("SELECT COUNT(*) FROM edges WHERE rowid > ? AND rowid <= ?", (top, mark)).fetchone()[0] == 0
+        assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")} >= set(schema.SEQUENCE_TRIGGER_NAMES)
+    finally:
+        conn.close()
+    cli.ok("recall", "otter")
+    same_content(_cached_index(data_dir), fresh_build(data_dir))
+    assert answers(cli, data_dir) == answers_of_a_fresh_build(cli, data_dir)

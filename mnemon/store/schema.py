@@ -121,6 +121,20 @@ _SQL_SEQUENCE_TRIGGERS = (
     "WHERE rowid = NEW.rowid; END",
 )
 SEQUENCE_TRIGGER_NAMES = tuple(s.split()[5] for s in _SQL_SEQUENCE_TRIGGERS)
+EDGE_HIGH_AI_SQL = _SQL_SEQUENCE_TRIGGERS[2]
+DROP_EDGE_HIGH_AI = "DROP TRIGGER IF EXISTS edges_high_ai"
+_SQL_EDGE_ROWS_ABOVE_MARK = (
+    f"SELECT COALESCE((SELECT MAX(rowid) FROM edges), 0) >= {_SQL_EDGE_HIGH}, "
+    "EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'edges_high_ai')"
+)
+
+
+def edge_rows_above_mark(conn: apsw.Connection) -> bool:
+    """Whether the next edge row SQLite numbers (MAX(rowid) + 1) is above the edges' mark and the
+    trigger that would otherwise move it is there: a bulk writer of inserts only may then drop that
+    trigger for its statements and recreate it (``counts.edge_inserts_counted``)."""
+    row = conn.execute(_SQL_EDGE_ROWS_ABOVE_MARK).fetchone()
+    return bool(row and row[0] and row[1])
 
 
 def install_sequences(conn: apsw.Connection) -> None:
