@@ -19,7 +19,7 @@ from test_hotindex_delta import answers, answers_of_a_fresh_build, base_identity
 from test_store import GO_ID1, build_go_db, master
 
 from mnemon.engine.hot import HotIndex
-from mnemon.store import Store, hotindex, schema
+from mnemon.store import Store, hotindex, schema, sequences
 
 NOW = "2026-01-01T00:00:00Z"
 
@@ -111,15 +111,15 @@ def test_an_index_of_the_previous_version_catches_up_by_deleted_at(cli, data_dir
 
 
 def _downgrade(path: Path) -> None:
-    """Make a store of the current schema one of the previous (schema 8): no deletion log, no edge
+    """Make a store of the current schema one of the previous (schema 9): no deletion log, no edge
     mark, none of their triggers."""
     conn = apsw.Connection(str(path))
     with conn:
-        for name in schema.SEQUENCE_TRIGGER_NAMES:
+        for name in sequences.TRIGGER_NAMES:
             conn.execute(f"DROP TRIGGER {name}")
         conn.execute("DROP TABLE mnemon_deletions")
         conn.execute("DELETE FROM mnemon_meta WHERE key = 'edge_rowid_high'")
-        conn.execute("UPDATE mnemon_meta SET value = '8' WHERE key = 'schema'")
+        conn.execute("UPDATE mnemon_meta SET value = '9' WHERE key = 'schema'")
     conn.close()
 
 
@@ -168,7 +168,7 @@ def test_a_go_store_gains_the_sequences_and_its_forget_is_caught_up(cli, data_di
     conn = apsw.Connection(str(path))
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
-    assert {"mnemon_deletions", *schema.SEQUENCE_TRIGGER_NAMES} <= names
+    assert {"mnemon_deletions", *sequences.TRIGGER_NAMES} <= names
     cli.ok("recall", "Qdrant")
     base = base_identity(data_dir)
     newest = cli.ok("remember", "Qdrant cluster runs on three nodes")["id"]
@@ -253,7 +253,7 @@ def test_an_import_after_a_forget_of_the_newest_numbers_its_edges_above_the_mark
     try:
         new = conn.execute("SELECT COUNT(*) FROM edges WHERE rowid > ?", (top,)).fetchone()[0]
         assert new > 0 and conn.execute("SELECT COUNT(*) FROM edges WHERE rowid > ? AND rowid <= ?", (top, mark)).fetchone()[0] == 0
-        assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")} >= set(schema.SEQUENCE_TRIGGER_NAMES)
+        assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")} >= set(sequences.TRIGGER_NAMES)
     finally:
         conn.close()
     cli.ok("recall", "otter")

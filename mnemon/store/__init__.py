@@ -17,7 +17,7 @@ from pathlib import Path
 import apsw
 
 from mnemon.errors import ReadonlyModeError, StoreError
-from mnemon.store import connection, derived, edges, insights, oplog, registration, schema
+from mnemon.store import connection, derived, edges, insights, oplog, registration, schema, sequences
 from mnemon.store.tx import translate, write_tx
 
 __all__ = ["StatementError", "Store", "edges", "insights", "oplog"]
@@ -106,11 +106,11 @@ class Store:
 
     def trigger_problems(self) -> list[str]:
         """Missing triggers beyond those ``counts.problems`` reports (on SQLite: the hot index's
-        sequence triggers, ``schema.install_sequences``; none on a store opened read-only before its
+        sequence triggers, ``sequences.install``; none on a store opened read-only before its
         migration, which has no sequences to keep)."""
         if not schema.is_current(self.conn):
             return []
-        return schema.sequence_problems(self.conn)
+        return sequences.problems(self.conn)
 
     def reinstall_triggers(self, conn: apsw.Connection) -> None:
         """Recreate the triggers and recount what they keep (``doctor --repair``, in ``conn``'s
@@ -118,7 +118,7 @@ class Store:
         from mnemon.store import counts
 
         counts.install(conn)
-        schema.install_sequences(conn)
+        sequences.install(conn)
 
     def generation(self) -> int:
         return schema.generation(self.conn)

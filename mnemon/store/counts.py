@@ -30,6 +30,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import apsw
+from mnemon.store import sequences
 from mnemon.store.check import shown
 from mnemon.store.connection import scalar
 
@@ -143,22 +144,20 @@ def edge_inserts_counted(conn: apsw.Connection) -> Iterator[bool]:
     if not isinstance(conn, apsw.Connection):
         yield False
         return
-    from mnemon.store import schema
-
-    # The edges' rowid mark (schema.install_sequences): a body of inserts and upserts never deletes a row
+    # The edges' rowid mark (sequences.install): a body of inserts and upserts never deletes a row
     # (a REPLACE's delete fires no trigger and its new row is numbered above the old), so once MAX(rowid)
     # is at or above the mark every row it inserts is numbered above it, and ``edges_high_ai`` (a trigger
     # that, present, made every insert statement keep a statement journal) can be left out as well.
-    unneeded = schema.edge_rows_above_mark(conn)
+    unneeded = sequences.edge_rows_above_mark(conn)
     conn.execute(_SQL_DROP_EDGES_BI)
     if unneeded:
-        conn.execute(schema.DROP_EDGE_HIGH_AI)
+        conn.execute(sequences.DROP_EDGE_HIGH_AI)
     try:
         yield True
     finally:
         conn.execute(_SQL_EDGES_BI)
         if unneeded:
-            conn.execute(schema.EDGE_HIGH_AI_SQL)
+            conn.execute(sequences.EDGE_HIGH_AI_SQL)
 
 
 def add_edges(conn: apsw.Connection, n: int) -> None:

@@ -29,7 +29,7 @@ import apsw
 from mnemon.records import EDGE_TYPES
 from mnemon.store import derived
 from mnemon.store.connection import FILE_MODE, ensure_private_dir, one_row, scalar
-from mnemon.store.schema import EDGE_HIGH_KEY
+from mnemon.store.sequences import EDGE_HIGH_KEY
 
 if TYPE_CHECKING:
     import numpy as np
@@ -44,7 +44,7 @@ _SQL_DELETED = "SELECT COUNT(*), COALESCE(MAX(deleted_at), '') FROM insights WHE
 _SQL_ACTIVE = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_EDGE_COUNT = "SELECT COUNT(*) FROM edges"
 _SQL_META_MARKS = f"SELECT key, value FROM mnemon_meta WHERE key IN ('generation', '{EDGE_HIGH_KEY}')"
-# The deletion log (schema 9, schema.install_sequences; PostgreSQL revision 4): soft-deletions in
+# The deletion log (schema 10, store/sequences.py; PostgreSQL revision 4): soft-deletions in
 # commit order. A reader takes those after the last number it has seen, whatever their deleted_at.
 _SQL_DELETED_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM mnemon_deletions"
 _SQL_DELETIONS_SINCE = "SELECT insight_id FROM mnemon_deletions WHERE seq > ? ORDER BY seq"
@@ -85,7 +85,7 @@ class Fingerprint:
     """What a reader compares to decide whether the index describes the database.
 
     ``max_edge_rowid`` is the edges' mark: MAX(rowid), or the highest edge rowid ever deleted where
-    that is higher (``schema.EDGE_HIGH_KEY``); every later edge row is numbered above it. It falls
+    that is higher (``sequences.EDGE_HIGH_KEY``); every later edge row is numbered above it. It falls
     only when rowids are renumbered (VACUUM, the Go store's table rebuild), or on a store from
     before the mark. ``deleted_seq``: the deletion log's last number, -1 for none (a store without
     the log, or a fingerprint written before it: deletions are then found by ``deleted_at``).

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import apsw
 
-from mnemon.store import counts
+from mnemon.store import counts, sequences
 from mnemon.store.tx import write_tx
 from mnemon.store.connection import scalar
 
 # 6: exact counters (mnemon.store.counts); 7: insight_entities by insight_id; 8: idx_insights_active_ei;
 # 9: the counter triggers leave a counter holding no integer as it is (counts._bump)
-# 10: the hot index's sequences (the deletion log, the edges' rowid mark)
+# 10: the hot index's sequences (store/sequences.py: the deletion log, the edges' rowid mark)
 SCHEMA_VERSION = 10
 
 _SQL_CREATE_INSIGHTS = """
@@ -92,66 +92,6 @@ _SQL_ENTITY_BACKFILL = (
     "json_each(CASE WHEN json_valid(i.entities) THEN i.entities ELSE '[]' END) j "
     "WHERE i.deleted_at IS NULL AND j.type = 'text'"
 )
-
-# Schema 9: what the hot index catches up by (store/hotindex.py), kept by triggers so every writer
-# (ours, the Go program's, the sqlite3 shell's) keeps it, in the same transaction as the write:
-# - ``mnemon_deletions``: one row per soft-deletion, numbered in commit order (writers serialise), so
-#   a reader takes the deletions after the last number it has seen; ``deleted_at`` is stamped before
-#   the write lock, by a clock that may be behind one already seen. No row is ever removed (insights
-#   are only soft-deleted): the log is as long as the store's deleted rows.
-# - ``edge_rowid_high`` (mnemon_meta): the highest edge rowid ever deleted. SQLite numbers a new row
-#   above the current MAX(rowid), so after the newest edge rows are deleted (a forget of the newest
-#   memory) the next rows would take their rowids, and a reader that saw them could not tell new rows
-#   from old ones. ``edges_high_ai`` moves such a row above the mark (a rare update: only inserts
-#   after such a delete), so every edge row is numbered above every rowid any reader has seen, and
-#   max(MAX(rowid), the mark) never falls (hotindex.fingerprint).
-EDGE_HIGH_KEY = "edge_rowid_high"
-_SQL_EDGE_HIGH = f"(SELECT CAST(value AS INTEGER) FROM mnemon_meta WHERE key = '{EDGE_HIGH_KEY}')"
-_SQL_CREATE_DELETIONS = (
-    "CREATE TABLE IF NOT EXISTS mnemon_deletions (seq INTEGER PRIMARY KEY AUTOINCREMENT, insight_id TEXT NOT NULL)"
-)
-_SQL_SEQUENCE_TRIGGERS = (
-    "CREATE TRIGGER IF NOT EXISTS insights_deletions_au AFTER UPDATE OF deleted_at ON insights "
-    "WHEN OLD.deleted_at IS NULL AND NEW.deleted_at IS NOT NULL "
-    "BEGIN INSERT INTO mnemon_deletions (insight_id) VALUES (NEW.id); END",
-    f"CREATE TRIGGER IF NOT EXISTS edges_high_ad AFTER DELETE ON edges WHEN OLD.rowid > {_SQL_EDGE_HIGH} "
-    f"BEGIN UPDATE mnemon_meta SET value = OLD.rowid WHERE key = '{EDGE_HIGH_KEY}'; END",
-    f"CREATE TRIGGER IF NOT EXISTS edges_high_ai AFTER INSERT ON edges WHEN NEW.rowid <= {_SQL_EDGE_HIGH} "
-    f"BEGIN UPDATE edges SET rowid = 1 + max((SELECT MAX(rowid) FROM edges), {_SQL_EDGE_HIGH}) "
-    "WHERE rowid = NEW.rowid; END",
-)
-SEQUENCE_TRIGGER_NAMES = tuple(s.split()[5] for s in _SQL_SEQUENCE_TRIGGERS)
-EDGE_HIGH_AI_SQL = _SQL_SEQUENCE_TRIGGERS[2]
-DROP_EDGE_HIGH_AI = "DROP TRIGGER IF EXISTS edges_high_ai"
-_SQL_EDGE_ROWS_ABOVE_MARK = (
-    f"SELECT COALESCE((SELECT MAX(rowid) FROM edges), 0) >= {_SQL_EDGE_HIGH}, "
-    "EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'trigger' AND name = 'edges_high_ai')"
-)
-
-
-def edge_rows_above_mark(conn: apsw.Connection) -> bool:
-    """Whether the next edge row SQLite numbers (MAX(rowid) + 1) is above the edges' mark and the
-    trigger that would otherwise move it is there: a bulk writer of inserts only may then drop that
-    trigger for its statements and recreate it (``counts.edge_inserts_counted``)."""
-    row = conn.execute(_SQL_EDGE_ROWS_ABOVE_MARK).fetchone()
-    return bool(row and row[0] and row[1])
-
-
-def install_sequences(conn: apsw.Connection) -> None:
-    """Create the deletion log, the edge mark and their triggers (migration, ``doctor --repair``;
-    idempotent, inside the caller's write transaction, after ``mnemon_meta`` exists)."""
-    conn.execute(_SQL_CREATE_DELETIONS)
-    conn.execute("INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES (?, '0')", (EDGE_HIGH_KEY,))
-    for statement in _SQL_SEQUENCE_TRIGGERS:
-        conn.execute(statement)
-
-
-def sequence_problems(conn: apsw.Connection) -> list[str]:
-    """The sequence triggers that are missing (doctor): without them the hot index still describes
-    the store, but catches up by ``deleted_at`` or rebuilds where it would follow a sequence."""
-    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    return [f"trigger {name} missing" for name in SEQUENCE_TRIGGER_NAMES if name not in present]
-
 
 _ADDED_COLUMNS = (
     ("last_accessed_at", "TEXT"),
@@ -328,7 +268,7 @@ def migrate(conn: apsw.Connection, now: str) -> None:
             conn.execute(statement)
         counts.install(conn)  # before the legacy clean-up below, whose update the triggers then follow
         conn.execute(_SQL_CREATE_META)
-        install_sequences(conn)  # before the legacy clean-up below too: its deletions are logged
+        sequences.install(conn)  # before the legacy clean-up below too: its deletions are logged
         for statement in _SQL_DROP_OLD_INDEXES:
             conn.execute(statement)
         for statement in _SQL_INDEXES:

@@ -218,7 +218,7 @@ class Currency(Derived, EdgeList):
         old = self.fp
         logged = hotindex.has_edge_log(conn)
         by_seq = old.deleted_seq >= 0 and fp.deleted_seq >= 0
-        # The edges' mark never falls on SQLite (schema.EDGE_HIGH_KEY) unless rowids were renumbered; on a
+        # The edges' mark never falls on SQLite (store/sequences.py) unless rowids were renumbered; on a
         # store with an edge change log (PostgreSQL) rowids are never reused, so a lower MAX(rowid) only
         # means the newest rows were deleted, which the log names.
         if (fp.max_rowid < old.max_rowid or (fp.max_edge_rowid < old.max_edge_rowid and not logged)

@@ -88,7 +88,7 @@ _TABLES = (
     target_id text {_C} NOT NULL,
     edge_type text {_C} NOT NULL
 )""",
-    # Revision 4: the deletion log, as on SQLite (store/schema.py, schema 9): one row per soft-deletion,
+    # Revision 4: the deletion log, as on SQLite (store/schema.py, schema 10): one row per soft-deletion,
     # numbered by its own sequence inside the deleting transaction, which holds the store's advisory lock
     # until it commits, so the numbers follow the commit order whatever clock stamped ``deleted_at``.
     f"CREATE TABLE IF NOT EXISTS mnemon_deletions (seq bigserial PRIMARY KEY, insight_id text {_C} NOT NULL)",
