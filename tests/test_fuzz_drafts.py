@@ -30,7 +30,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mnemon.store import check
+from mnemon.store import check, ranges
 from tests.test_fuzz_cli import _snapshot
 
 SCALE = max(1, int(os.environ.get("MNEMON_RELIABILITY_SCALE", "1")))
@@ -214,7 +214,7 @@ def test_hostile_drafts_fail_cleanly_or_import_validly(template: Path, tmp_path:
             assert {"imported", "skipped", "errors", "edges_inserted", "results"} <= set(summary)
             conn = apsw.Connection(str(db), flags=apsw.SQLITE_OPEN_READONLY)
             try:
-                assert check.bad_insights(conn) == [] and check.dangling_edges(conn) == []
+                assert ranges.insight_findings(conn) == [] and check.dangling_edges(conn) == []
                 assert check.foreign_keys(conn) == []
             finally:
                 conn.close()

@@ -33,7 +33,7 @@ from pathlib import Path
 import apsw
 import pytest
 
-from mnemon.store import check
+from mnemon.store import check, ranges
 from tests.conftest import REPO
 
 SCALE = max(1, int(os.environ.get("MNEMON_RELIABILITY_SCALE", "1")))
@@ -124,7 +124,7 @@ def verify(db: Path, ledger: Ledger) -> None:
     try:
         assert check.integrity(conn) == []
         assert check.foreign_keys(conn) == []
-        assert check.bad_insights(conn) == []
+        assert ranges.insight_findings(conn) == []
         assert check.dangling_edges(conn) == []
         rows = dict(conn.execute("SELECT id, deleted_at FROM insights"))
         missing = ledger.insights - set(rows)

@@ -28,7 +28,7 @@ import apsw
 import pytest
 from faultvfs import FaultVFS
 
-from mnemon.store import check, connection
+from mnemon.store import check, connection, ranges
 
 SCALE = max(1, int(os.environ.get("MNEMON_RELIABILITY_SCALE", "1")))
 POWER_CUTS = 20 * SCALE
@@ -80,7 +80,7 @@ def _state(db: Path) -> tuple[object, ...]:
     try:
         assert check.integrity(conn) == []
         assert check.foreign_keys(conn) == []
-        assert check.bad_insights(conn) == []
+        assert ranges.insight_findings(conn) == []
         assert check.dangling_edges(conn) == []
         gen = conn.execute("SELECT value FROM mnemon_meta WHERE key = 'generation'").fetchone()[0]
         rows = conn.execute("SELECT COUNT(*), COUNT(deleted_at) FROM insights").fetchone()

@@ -109,9 +109,7 @@ class DoctorPipeline:
         out.append(_entry("meta", check.meta_problems(conn, SCHEMA_VERSION)))
         out.append(_entry("dangling_edges", check.describe_edges(check.dangling_edges(conn))))
         out.append(_entry("edge_values", [e.describe() for e in ranges.edges_out_of_range(conn)]))
-        out.append(_entry("insights", [
-            *(i.describe() for i in ranges.insights_out_of_range(conn)), *check.insight_problems(conn),
-        ]))  # fmt: skip
+        out.append(_entry("insights", ranges.insight_findings(conn)))
         out.append(_entry("numeric_values", numeric.describe(numeric.malformed(conn))))
         out.append(_entry("embeddings", check.bad_embeddings(conn, self.ctx.store.embedding_format)))
         out.append(_entry("oplog", check.oplog_problems(conn)))

@@ -31,17 +31,6 @@ DELETE FROM edges WHERE rowid IN (
     LEFT JOIN insights AS t ON t.id = e.target_id
     WHERE s.id IS NULL OR t.id IS NULL OR s.deleted_at IS NOT NULL OR t.deleted_at IS NOT NULL
 )"""
-_SQL_EDGE_VALUES = (
-    "SELECT source_id, target_id, edge_type FROM edges "
-    "WHERE NOT (weight BETWEEN 0.0 AND 1.0) OR json_valid(metadata) = 0 ORDER BY rowid"
-)
-_SQL_BAD_INSIGHTS = (
-    "SELECT id FROM insights WHERE id = '' OR content = '' OR content IS NULL "
-    "OR created_at IS NULL OR created_at = '' OR updated_at IS NULL "
-    "OR importance NOT BETWEEN 1 AND 5 OR json_valid(tags) = 0 OR json_valid(entities) = 0 "
-    "OR json_type(tags) != 'array' OR json_type(entities) != 'array' "
-    "OR category NOT IN ({categories}) ORDER BY rowid"
-)
 # Rows out of the contract in a way no repair can undo: what a command reads there is no value the row was
 # meant to hold (empty content, a missing creation time, an unknown category, a timestamp that is no text).
 # The columns a repair can write (importance, access_count, tags, entities) are store.ranges' and
@@ -91,18 +80,6 @@ def remove_dangling_edges(conn: apsw.Connection) -> int:
     """Delete every dangling edge inside the caller's transaction; return how many."""
     conn.execute(_SQL_DELETE_DANGLING_EDGES)
     return conn.changes()
-
-
-def bad_edge_values(conn: apsw.Connection) -> list[tuple[str, str, str]]:
-    """Edges with a weight outside [0, 1] or metadata that is not JSON."""
-    return [(str(r[0]), str(r[1]), str(r[2])) for r in conn.execute(_SQL_EDGE_VALUES)]
-
-
-def bad_insights(conn: apsw.Connection) -> list[str]:
-    """Ids of half-written or out-of-contract insight rows (empty content, bad JSON, category...)."""
-    # The categories are our own constants, not user input; the legacy 'narrative' rows are soft-deleted, not removed.
-    categories = ", ".join(f"'{c}'" for c in (*CATEGORIES, "narrative"))
-    return [str(r[0]) for r in conn.execute(_SQL_BAD_INSIGHTS.format(categories=categories))]
 
 
 def shown(value: object) -> str:
@@ -217,9 +194,7 @@ def json_detail(problems: list[str]) -> str:
 
 
 __all__ = [
-    "bad_edge_values",
     "bad_embeddings",
-    "bad_insights",
     "dangling_edges",
     "describe_edges",
     "foreign_keys",

@@ -44,6 +44,7 @@ import apsw
 
 from mnemon.store import edges as edge_sql
 from mnemon.store import insights as insight_sql
+from mnemon.store import check
 from mnemon.store.check import shown
 
 IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 5
@@ -153,3 +154,10 @@ def repair(conn: apsw.Connection, found: list[OutOfRange]) -> None:
             conn.execute(_INSIGHT_UPDATE[item.column], (item.repair, *item.key))
         else:
             conn.execute(_EDGE_UPDATE[item.column], (item.repair, *item.key))
+
+
+def insight_findings(conn: apsw.Connection) -> list[str]:
+    """Every problem of the insight rows doctor's ``insights`` check names: the values ``--repair`` rewrites,
+    then those it cannot (``check.insight_problems``). Empty for a store every command reads as written
+    (the crash and fuzz suites' invariant)."""
+    return [*(i.describe() for i in insights_out_of_range(conn)), *check.insight_problems(conn)]
