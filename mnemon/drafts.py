@@ -12,9 +12,16 @@ explicit edge weight 0 ⇒ 0.5. Pure: stdlib only, no I/O beyond reading the nam
 
 Two additions that ``export`` writes, so that a store's edges come back as stored (a draft without them
 reads as the contract says, and the Go program ignores them): ``exact_weights: true`` keeps an explicit
-weight 0 as 0 (absent or null is still 0.5), and ``self_edges: [{index, edge_type, weight?, reason?}]``
+weight 0 as 0 (absent or null is still 0.5), and ``self_edges: [{index, edge_type, weight?, reason?, metadata?}]``
 carries the links of an insight to itself, which ``link`` accepts (§3.8: only a self-``supersedes`` is
 refused) and ``edges`` cannot hold (its two indexes must differ).
+
+An edge (in ``edges`` or ``self_edges``) may also carry ``metadata``, a JSON object of strings: the
+edge's whole metadata map, as ``export`` writes it (an entity edge's ``entity``, a temporal edge's
+``sub_type`` and ``hours_diff``, what ``link --meta`` was given, ...), stored as given. ``reason`` is
+one key of that map: a non-empty ``reason`` beside ``metadata`` wins over ``metadata.reason`` (the
+key the Go program reads is the one both programs store), an absent or empty one leaves the map's
+as it is. An edge without ``metadata`` is stored with ``{"reason": ...}`` or ``{}``, as always.
 """
 
 from __future__ import annotations
@@ -65,15 +72,34 @@ class DraftInsight:
     created_at: str | None = None  # UTC, second precision; None ⇒ the import's "now"
 
 
+Pairs = tuple[tuple[str, str], ...]
+# What an edge's metadata is, as a draft's edges keep it: a reason (the whole map is {"reason": it},
+# or {} for ""), the draft's only kind before ``metadata``; or the whole map as sorted pairs.
+MetaLabel = str | Pairs
+
+
 class DraftEdge(NamedTuple):
     """One validated explicit edge (index pair into the draft's insights; a tuple: a dense draft
-    has millions, and a tuple is built in half the time of a frozen dataclass)."""
+    has millions, and a tuple is built in half the time of a frozen dataclass). ``metadata``: the
+    edge's whole metadata map as sorted pairs (``reason`` among them) when it holds more than a
+    reason; else () and ``reason`` is all of it."""
 
     source_index: int
     target_index: int
     edge_type: str
     weight: float
     reason: str = ""
+    metadata: Pairs = ()
+
+    @property
+    def label(self) -> MetaLabel:
+        return self.metadata or self.reason
+
+
+def _edge_of(s: int, t: int, edge_type: str, w: float, label: MetaLabel) -> DraftEdge:
+    if isinstance(label, str):
+        return DraftEdge(s, t, edge_type, w, label)
+    return DraftEdge(s, t, edge_type, w, dict(label).get("reason", ""), label)
 
 
 class DraftEdges(Sequence[DraftEdge]):
@@ -83,23 +109,23 @@ class DraftEdges(Sequence[DraftEdge]):
     about 160 bytes each, in these arrays about 21.
     """
 
-    __slots__ = ("_source", "_target", "_type", "_weight", "_reason", "_reasons", "_reason_ids")
+    __slots__ = ("_source", "_target", "_type", "_weight", "_meta", "_metas", "_meta_ids")
 
     def __init__(self) -> None:
         self._source = array("l")
         self._target = array("l")
         self._type = array("b")
         self._weight = array("d")
-        self._reason = array("l")
-        self._reasons: list[str] = [""]
-        self._reason_ids: dict[str, int] = {"": 0}
+        self._meta = array("l")  # each edge's metadata, as a code into ``_metas``
+        self._metas: list[MetaLabel] = [""]  # each distinct metadata once (MetaLabel)
+        self._meta_ids: dict[MetaLabel, int] = {"": 0}
 
     def append(self, edge: DraftEdge) -> None:
         self._source.append(edge.source_index)
         self._target.append(edge.target_index)
         self._type.append(_EDGE_TYPE_CODE[edge.edge_type])
         self._weight.append(edge.weight)
-        self._reason.append(self._reason_code(edge.reason))
+        self._meta.append(self._meta_code(edge.label))
 
     def extend_plain(self, items: list[Any], n: int, exact: bool = False) -> bool:
         """Append every edge of ``items`` when each is plainly valid (as ``_plain_edge`` judges one),
@@ -144,19 +170,54 @@ class DraftEdges(Sequence[DraftEdge]):
             elif type(reason) is not str or "\x00" in reason or not _encodable(reason):
                 return False
             else:
-                code_of[reason] = self._reason_code(reason)
+                code_of[reason] = self._meta_code(reason)
+        maps = field(items, "metadata")
+        if maps.count(None) == len(maps):  # a Go draft's edges: their reasons are their metadata
+            metas = list(map(code_of.__getitem__, reasons))
+        else:
+            mapped = self._map_codes(reasons, maps, code_of)
+            if mapped is None:
+                return False
+            metas = mapped
         self._source.extend(source)
         self._target.extend(target)
         self._type.extend(codes)
         self._weight.extend(weights)
-        self._reason.extend(map(code_of.__getitem__, reasons))
+        self._meta.extend(metas)
         return True
 
-    def _reason_code(self, reason: str) -> int:
-        rid = self._reason_ids.get(reason)
+    def _map_codes(self, reasons: list[Any], maps: list[Any], code_of: dict[Any, int]) -> list[int] | None:
+        """The metadata codes of edges some of which carry a ``metadata`` map (``reasons`` already
+        checked plainly valid, ``code_of`` their codes); None if a map is not plainly valid. An
+        export repeats few distinct maps (a backbone's two, an entity's name, a cosine's few
+        thousand values), so each distinct (reason, map) is checked and labelled once."""
+        seen: dict[tuple[Any, tuple[tuple[Any, Any], ...]], int] = {}
+        out: list[int] = []
+        for reason, given in zip(reasons, maps):
+            if given is None:
+                out.append(code_of[reason])
+                continue
+            if type(given) is not dict:
+                return None
+            key = (reason, tuple(given.items()))
+            try:
+                code = seen.get(key)
+            except TypeError:  # an unhashable value (an array or object): not plain
+                return None
+            if code is None:
+                if not all(type(v) is str for v in given.values()) or not all(map(_encodable, given)) or not all(
+                    map(_encodable, given.values())
+                ):
+                    return None
+                code = seen[key] = self._meta_code(_label(given, reason or ""))
+            out.append(code)
+        return out
+
+    def _meta_code(self, label: MetaLabel) -> int:
+        rid = self._meta_ids.get(label)
         if rid is None:
-            rid = self._reason_ids[reason] = len(self._reasons)
-            self._reasons.append(reason)
+            rid = self._meta_ids[label] = len(self._metas)
+            self._metas.append(label)
         return rid
 
     def __len__(self) -> int:
@@ -164,19 +225,19 @@ class DraftEdges(Sequence[DraftEdge]):
 
     def clear(self) -> None:
         """Drop every edge (an import releases the columns once it holds its own copy)."""
-        for name in ("_source", "_target", "_type", "_weight", "_reason"):
+        for name in ("_source", "_target", "_type", "_weight", "_meta"):
             setattr(self, name, array(getattr(self, name).typecode))
-        self._reasons = [""]
-        self._reason_ids = {"": 0}
+        self._metas = [""]
+        self._meta_ids = {"": 0}
 
-    def columns(self) -> tuple[array[int], array[int], array[int], array[float], array[int], list[str]]:
+    def columns(self) -> tuple[array[int], array[int], array[int], array[float], array[int], list[MetaLabel]]:
         """The arrays the edges are kept in (not copies): source and target indexes, type codes
-        (positions in ``EDGE_TYPES``), weights, reason codes, and the reasons by code."""
-        return self._source, self._target, self._type, self._weight, self._reason, self._reasons
+        (positions in ``EDGE_TYPES``), weights, metadata codes, and the metadata by code (MetaLabel)."""
+        return self._source, self._target, self._type, self._weight, self._meta, self._metas
 
     def _edge(self, k: int) -> DraftEdge:
-        return DraftEdge(
-            self._source[k], self._target[k], EDGE_TYPES[self._type[k]], self._weight[k], self._reasons[self._reason[k]]
+        return _edge_of(
+            self._source[k], self._target[k], EDGE_TYPES[self._type[k]], self._weight[k], self._metas[self._meta[k]]
         )
 
     @overload
@@ -193,9 +254,9 @@ class DraftEdges(Sequence[DraftEdge]):
         return self._edge(k)
 
     def __iter__(self) -> Iterator[DraftEdge]:
-        reasons = self._reasons
-        for s, t, kind, w, r in zip(self._source, self._target, self._type, self._weight, self._reason):
-            yield DraftEdge(s, t, EDGE_TYPES[kind], w, reasons[r])
+        metas = self._metas
+        for s, t, kind, w, m in zip(self._source, self._target, self._type, self._weight, self._meta):
+            yield _edge_of(s, t, EDGE_TYPES[kind], w, metas[m])
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Sequence):
@@ -620,9 +681,9 @@ def _field(items: list[dict[str, Any]], key: str) -> list[Any]:
 
 def _plain_edge(item: object, n: int, reasons: dict[str, str], exact: bool = False) -> DraftEdge | None:
     """The edge of a plainly valid item (integer indexes in range, a known type, a weight in
-    [0, 1] or none, a clean reason string or none), else None: ``_edge`` then validates it field
-    by field and phrases the error. A dense draft has dozens of edges per insight: they are most
-    of its parsing."""
+    [0, 1] or none, a clean reason string or none, no metadata map), else None: ``_edge`` then
+    validates it field by field and phrases the error. A dense draft has dozens of edges per
+    insight: they are most of its parsing."""
     if type(item) is not dict:
         return None
     source, target, edge_type = item.get("source_index"), item.get("target_index"), item.get("edge_type")
@@ -635,6 +696,8 @@ def _plain_edge(item: object, n: int, reasons: dict[str, str], exact: bool = Fal
         weight = DEFAULT_EDGE_WEIGHT
     if (type(weight) is not float and type(weight) is not int) or not 0.0 <= weight <= 1.0:
         return None
+    if item.get("metadata") is not None:
+        return None  # (``_edge`` validates the map)
     reason = item.get("reason") or ""
     if reason:
         if type(reason) is not str or "\x00" in reason or not _encodable(reason):
@@ -677,7 +740,7 @@ def _edge(index: int, item: object, n: int, exact: bool = False) -> DraftEdge:
     edge_type = item.get("edge_type")
     if not isinstance(edge_type, str) or edge_type not in EDGE_TYPES:
         raise bad(f'invalid edge type "{edge_type if edge_type is not None else ""}"; valid: {", ".join(EDGE_TYPES)}')
-    return DraftEdge(ends[0], ends[1], edge_type, *_weight_and_reason(item, bad, where, exact))
+    return _edge_of(ends[0], ends[1], edge_type, *_weight_and_metadata(item, bad, where, exact))
 
 
 def _weight(weight: float, exact: bool) -> float:
@@ -685,7 +748,7 @@ def _weight(weight: float, exact: bool) -> float:
     return float(weight) if exact else float(weight) or DEFAULT_EDGE_WEIGHT
 
 
-def _weight_and_reason(item: dict[str, Any], bad: Any, where: str, exact: bool) -> tuple[float, str]:
+def _weight_and_metadata(item: dict[str, Any], bad: Any, where: str, exact: bool) -> tuple[float, MetaLabel]:
     weight = item.get("weight")
     if weight is None:
         weight = DEFAULT_EDGE_WEIGHT
@@ -696,12 +759,39 @@ def _weight_and_reason(item: dict[str, Any], bad: Any, where: str, exact: bool) 
     reason = item.get("reason") or ""
     if not isinstance(reason, str):
         raise bad("reason must be a string")
-    return _weight(weight, exact), _clean_text(reason, f"{where}: reason")
+    reason = _clean_text(reason, f"{where}: reason")
+    given = item.get("metadata")
+    if given is None:
+        return _weight(weight, exact), reason
+    if not isinstance(given, dict):
+        raise bad(f"metadata must be an object of strings, got {_kind(given)}")
+    for key, value in given.items():
+        if not isinstance(value, str):
+            raise bad(f"metadata[{json.dumps(key)}] must be a string, got {_kind(value)}")
+        if not (_encodable(key) and _encodable(value)):
+            raise bad(f"metadata[{json.dumps(key)}] is not valid UTF-8")
+    return _weight(weight, exact), _label(given, reason)
+
+
+def _label(given: dict[str, str], reason: str) -> MetaLabel:
+    """The metadata of an edge whose draft gives the map ``given`` and the reason ``reason``: a
+    non-empty reason wins over the map's (it is what the Go program reads and stores). A map that
+    is only a non-empty reason (or nothing) is labelled as a reason-only edge is.
+
+    A map's values may hold a NUL (``link --meta`` takes one; the stored JSON escapes it), its
+    ``reason`` included: only the ``reason`` beside it is plain text, as for every draft."""
+    if reason:
+        given = {**given, "reason": reason}
+    if not given:
+        return ""
+    if len(given) == 1 and given.get("reason"):
+        return given["reason"]
+    return tuple(sorted(given.items()))
 
 
 def _self_edges(value: object, n: int, exact: bool) -> list[DraftEdge]:
     """The draft's ``self_edges``: links of an insight to itself (``export`` writes them; ``edges`` cannot
-    hold one), each ``{index, edge_type, weight?, reason?}``, validated as an edge is."""
+    hold one), each ``{index, edge_type, weight?, reason?, metadata?}``, validated as an edge is."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -727,7 +817,7 @@ def _self_edges(value: object, n: int, exact: bool) -> list[DraftEdge]:
             raise bad(f'invalid edge type "{edge_type if edge_type is not None else ""}"; valid: {", ".join(EDGE_TYPES)}')
         if edge_type == "supersedes":
             raise bad("supersedes requires distinct insights")
-        out.append(DraftEdge(int(index), int(index), edge_type, *_weight_and_reason(item, bad, where, exact)))
+        out.append(_edge_of(int(index), int(index), edge_type, *_weight_and_metadata(item, bad, where, exact)))
     return out
 
 

@@ -417,8 +417,8 @@ def test_an_export_or_graph_over_a_stores_own_files_is_refused(cli, tmp_path):
 
 def test_an_export_imported_again_into_its_store_changes_no_edge(cli, tmp_path):
     """Every item is an exact duplicate, so every explicit edge joins two insights that were there
-    before: an edge that exists stays as stored (the export carries weights and reasons, not the
-    backbone's or an entity's metadata, which recall reads), a missing one is inserted and counted."""
+    before: an edge that exists stays as stored (its weight and metadata, which recall reads: the
+    backbone's, an entity's), a missing one is inserted and counted."""
     for text in ("Redis caches the sessions", "Redis eviction policy is allkeys-lru",
                  "Sessions expire after two hours", "The cache cluster runs on three nodes"):
         cli.ok("remember", text)

@@ -14,7 +14,8 @@ would rescan the store are answered from per-import state built once: the known-
 ten newest insights of each source (causal look-back) with their token sets, and a normalised
 vector matrix for the semantic neighbours. If another process writes between two batches (the
 store's write mark moves: ``Store.write_mark``), that state is reloaded. Export writes the active store as a draft:
-insights in timeline order and every edge between them as an index pair.
+insights in timeline order and every edge between them as an index pair, with its weight and its whole metadata
+map (README says what a draft carries and what it does not).
 """
 
 from __future__ import annotations
@@ -755,7 +756,8 @@ class ImportPipeline:
     # --- export -------------------------------------------------------------------------------
 
     def export_draft(self) -> dict[str, object]:
-        """The active store as an import draft: insights in timeline order, edges as index pairs."""
+        """The active store as an import draft: insights in timeline order, edges as index pairs
+        with their weights and whole metadata maps (drafts.py reads both back)."""
         conn = self.ctx.store.conn
         active = insights.all_active(conn)
         position = {ins.id: k for k, ins in enumerate(active)}
@@ -776,8 +778,12 @@ class ImportPipeline:
                 {"source_index": s, "target_index": t} if s != t else {"index": s}  # a link to itself (§3.8)
             )
             row["edge_type"], row["weight"] = edge.edge_type, edge.weight
-            if edge.metadata.get("reason"):
-                row["reason"] = edge.metadata["reason"]
+            metadata = edge.metadata
+            if metadata:
+                reason = metadata.get("reason")
+                if reason and "\x00" not in reason:  # (a draft's reason is plain text; the map carries any)
+                    row["reason"] = reason  # what the Go program's import reads
+                row["metadata"] = metadata  # the whole map: entity, sub_type, hours_diff, link --meta's, ...
             (out_edges if s != t else self_edges).append(row)
         # exact_weights: a stored weight 0 is imported as 0, not as the default 0.5 (drafts.py)
         draft: dict[str, object] = {"schema_version": "1", "exact_weights": True, "insights": items, "edges": out_edges}

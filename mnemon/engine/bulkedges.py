@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from mnemon.drafts import EDGE_TYPES, DraftEdge, DraftEdges
+from mnemon.drafts import EDGE_TYPES, DraftEdge, DraftEdges, MetaLabel
 from mnemon.store import edges as edge_sql
 
 if TYPE_CHECKING:
@@ -40,25 +40,28 @@ class ExplicitEdges:
             for edge in draft_edges:
                 kept.append(edge)
             draft_edges = kept
-        source, target, kind, weight, reason, self.reasons = draft_edges.columns()
+        source, target, kind, weight, meta, self.labels = draft_edges.columns()
         # Copies the import owns, as narrow as they go (16M edges at 1M): 19 bytes an edge.
         self.source = np.array(source, dtype=np.int32)
         self.target = np.array(target, dtype=np.int32)
         self.kind = np.array(kind, dtype=np.int8)
         self.weight = np.array(weight, dtype=np.float64)
-        self.reason = np.array(reason, dtype=np.int32)
+        self.label = np.array(meta, dtype=np.int32)  # codes into ``labels``
         last = np.maximum(self.source, self.target)
         self.order = np.argsort(last, kind="stable")
         self.last_sorted = last[self.order]
         # Item k was inserted by this import (set per chunk, by its final attempt).
         self.created = np.zeros(total, dtype=np.bool_)
-        self.metadata: dict[str, str] = {"": edge_sql.dump_metadata({})}
+        self._encoded: list[str] = []  # _texts()
+        self.metadata: dict[MetaLabel, str] = {"": edge_sql.dump_metadata({})}
 
-    def meta(self, reason: str) -> str:
-        """The metadata text of an explicit edge with this reason (encoded once per reason)."""
-        text = self.metadata.get(reason)
+    def meta(self, label: MetaLabel) -> str:
+        """The metadata text of an explicit edge with this metadata (drafts.MetaLabel: a reason, or
+        the whole map as pairs), encoded once per distinct one."""
+        text = self.metadata.get(label)
         if text is None:
-            text = self.metadata[reason] = edge_sql.dump_metadata({"reason": reason})
+            value = {"reason": label} if isinstance(label, str) else dict(label)
+            text = self.metadata[label] = edge_sql.dump_metadata(value)
         return text
 
     def chunk_rows(self, start: int, added: list[bool], ids: list[str | None], stamp: str, out: dict[Any, Any]) -> None:
@@ -75,16 +78,16 @@ class ExplicitEdges:
             return
         ks = np.sort(self.order[lo:hi])
         ks = ks[self.created[self.source[ks]] & self.created[self.target[ks]]]
-        metas = [self.meta(r) for r in self.reasons]
-        for s, t, kind, weight, reason in zip(
+        metas = self._texts()
+        for s, t, kind, weight, label in zip(
             self.source[ks].tolist(), self.target[ks].tolist(), self.kind[ks].tolist(), self.weight[ks].tolist(),
-            self.reason[ks].tolist(),
+            self.label[ks].tolist(),
         ):
             source_id, target_id = ids[s], ids[t]
             if source_id is None or target_id is None or (source_id == target_id and s != t):
                 continue  # (an item inserted twice over, never: the finalize warns, as before; a self-edge is kept)
             edge_type = EDGE_TYPES[kind]
-            out[(source_id, target_id, edge_type)] = (source_id, target_id, edge_type, weight, metas[reason], stamp)
+            out[(source_id, target_id, edge_type)] = (source_id, target_id, edge_type, weight, metas[label], stamp)
 
     def finish(
         self, ids: list[str | None], notice: Callable[[str], None], stamp: str
@@ -120,14 +123,23 @@ class ExplicitEdges:
         if ks.size:
             ks = ks[~self._replaced_later(ks, cs, ct, kept)]
         position = ks - np.cumsum(dropped)[ks]  # kept edges before k (dropped[k] is False)
+        metas = self._texts()
         rows: list[EdgeRow] = [
-            (ids[s], ids[t], EDGE_TYPES[kind], weight, self.meta(self.reasons[reason]), stamp)
-            for s, t, kind, weight, reason in zip(
+            (ids[s], ids[t], EDGE_TYPES[kind], weight, metas[label], stamp)
+            for s, t, kind, weight, label in zip(
                 self.source[ks].tolist(), self.target[ks].tolist(), self.kind[ks].tolist(), self.weight[ks].tolist(),
-                self.reason[ks].tolist(),
+                self.label[ks].tolist(),
             )
         ]
         return rows, position.tolist(), touched, int(kept.sum())
+
+    def _texts(self) -> list[str]:
+        """The metadata text of every distinct metadata, by code. Kept once built: a draft with a
+        metadata map on every edge (an export's) has thousands of distinct ones, and every chunk
+        asks for them."""
+        if len(self._encoded) != len(self.labels):
+            self._encoded = [self.meta(label) for label in self.labels]
+        return self._encoded
 
     def _replaced_later(
         self, late: NDArray[np.int64], cs: NDArray[np.int64], ct: NDArray[np.int64], kept: NDArray[np.bool_]

@@ -195,8 +195,8 @@ def insert_missing_rows(conn: apsw.Connection, rows: list[tuple[str, str, str, f
     last row; every edge that exists stays as stored. Returns how many rows were inserted.
 
     An import's explicit edge between two insights that were there before it: re-importing an
-    export (every engine edge in it, weights and reasons only) must not rewrite the stored edges'
-    metadata (the backbone, an entity's name), which recall reads."""
+    export (every engine edge in it) into a store that shares its memories must not rewrite the
+    stored edges' weights and metadata (the backbone, an entity's name), which recall reads."""
     last = list({(r[0], r[1], r[2]): r for r in rows}.values())  # key order kept, the last row per key
     if not last:
         return 0
