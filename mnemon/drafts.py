@@ -16,6 +16,11 @@ weight 0 as 0 (absent or null is still 0.5), and ``self_edges: [{index, edge_typ
 carries the links of an insight to itself, which ``link`` accepts (§3.8: only a self-``supersedes`` is
 refused) and ``edges`` cannot hold (its two indexes must differ).
 
+An insight may carry what ``export`` writes of its use: ``access_count`` (an integer from 0, absent ⇒ 0),
+``last_accessed_at`` and ``updated_at`` (RFC 3339 like ``created_at``; absent ⇒ never accessed, and
+``updated_at`` = ``created_at``), so that an imported export keeps each memory's immunity and effective
+importance (§4.8) and ``show`` gives back what it gave.
+
 An edge (in ``edges`` or ``self_edges``) may also carry ``metadata``, a JSON object of strings: the
 edge's whole metadata map, as ``export`` writes it (an entity edge's ``entity``, a temporal edge's
 ``sub_type`` and ``hours_diff``, what ``link --meta`` was given, ...), stored as given. ``reason`` is
@@ -46,6 +51,7 @@ from mnemon.records import (
     DEFAULT_IMPORTANCE,
     EDGE_TYPES,
     IMPORT_SOURCE,
+    MAX_ACCESS_COUNT,
     MAX_CONTENT_BYTES,
     MAX_ENTITIES,
     MAX_ENTITY_BYTES,
@@ -70,6 +76,9 @@ class DraftInsight:
     entities: list[str] = field(default_factory=list)
     source: str = IMPORT_SOURCE
     created_at: str | None = None  # UTC, second precision; None ⇒ the import's "now"
+    access_count: int = 0
+    last_accessed_at: str | None = None  # (as created_at) None ⇒ never accessed
+    updated_at: str | None = None  # (as created_at) None ⇒ created_at
 
 
 Pairs = tuple[tuple[str, str], ...]
@@ -608,16 +617,32 @@ def _insight(index: int, item: object, default_source: str) -> DraftInsight:
         raise bad("source must be a string")
     source = _clean_text(source, f"{where}: source") if source else default_source
 
-    created_raw = item.get("created_at")
-    created_at: str | None = None
-    if created_raw not in (None, ""):
-        if not isinstance(created_raw, str):
-            raise bad("created_at must be an RFC 3339 string")
-        try:
-            created_at = _canonical(created_raw) or format_timestamp(parse_timestamp(created_raw))
-        except InputError:
-            raise bad(f'created_at "{created_raw}" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)') from None
-    return DraftInsight(content, category, importance, tags, entities, source, created_at)
+    created_at = _stamp(item, "created_at", bad)
+    # What export writes of an insight's use; most items have none of it (a draft of the Go program's never).
+    accessed, last, updated = item.get("access_count"), item.get("last_accessed_at"), item.get("updated_at")
+    if accessed is None and last is None and updated is None:
+        return DraftInsight(content, category, importance, tags, entities, source, created_at)
+    if accessed is None:
+        accessed = 0
+    if not _integral(accessed) or not 0 <= accessed <= MAX_ACCESS_COUNT:
+        raise bad(f"access_count must be an integer from 0 to {MAX_ACCESS_COUNT}, got {json.dumps(accessed)}")
+    return DraftInsight(
+        content, category, importance, tags, entities, source, created_at,
+        int(accessed), _stamp(item, "last_accessed_at", bad), _stamp(item, "updated_at", bad),
+    )
+
+
+def _stamp(item: dict[str, Any], key: str, bad: Any) -> str | None:
+    """An item's timestamp field: UTC with second precision, or None when absent (or empty)."""
+    raw = item.get(key)
+    if raw in (None, ""):
+        return None
+    if not isinstance(raw, str):
+        raise bad(f"{key} must be an RFC 3339 string")
+    try:
+        return _canonical(raw) or format_timestamp(parse_timestamp(raw))
+    except InputError:
+        raise bad(f'{key} "{raw}" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)') from None
 
 
 def _integral(value: object) -> bool:

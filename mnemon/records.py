@@ -24,6 +24,8 @@ MAX_TAGS = 20
 MAX_TAG_BYTES = 100
 MAX_ENTITIES = 50
 MAX_ENTITY_BYTES = 200
+# An imported access count (a draft's ``access_count``): what a PostgreSQL store's integer column holds.
+MAX_ACCESS_COUNT = 2**31 - 1
 DEFAULT_IMPORTANCE = 3
 DEFAULT_CATEGORY = "general"
 DEFAULT_SOURCE = "user"

@@ -3,7 +3,9 @@ whole metadata map, every insight with the fields a draft carries (README: what 
 
 Before, an export wrote each edge's ``reason`` only: an entity edge's ``entity``, a temporal edge's
 ``sub_type``/``direction``/``hours_diff``, a causal edge's ``overlap``/``sub_type`` and every key a user gave
-``link --meta`` were lost by the round trip. A draft without ``metadata`` (the Go program's) imports as before.
+``link --meta`` were lost by the round trip; so was an insight's use (its access count, last access and update
+time: a memory kept by ``gc --keep`` lost its immunity to auto-prune). A draft without the additions (the Go
+program's) imports as before.
 """
 
 from __future__ import annotations
@@ -29,11 +31,12 @@ def _edges(data_dir: Path, store: str = "default") -> list[tuple[str, str, str, 
 
 
 def _insights(data_dir: Path, store: str = "default") -> list[tuple[object, ...]]:
-    """The fields of the active insights a draft carries, by content."""
+    """The fields of the active insights a draft carries, by content (all but the id, the embedding, the
+    insert time stored_at and the effective importance, which is computed again)."""
     return query(
         data_dir,
-        "SELECT content, category, importance, tags, entities, source, created_at FROM insights "
-        "WHERE deleted_at IS NULL ORDER BY content",
+        "SELECT content, category, importance, tags, entities, source, created_at, access_count, last_accessed_at, "
+        "updated_at FROM insights WHERE deleted_at IS NULL ORDER BY content",
         store=store,
     )
 
@@ -59,6 +62,9 @@ def _build(cli: Cli, store: str = "default") -> None:
     cli.ok(*on, "link", first, second, "--type", "semantic", "--weight", "0", "--meta", '{"reason": ""}')
     cli.ok(*on, "link", first, first, "--type", "semantic", "--weight", "0.3", "--meta", '{"why": "restated"}')
     cli.ok(*on, "link", second, first, "--type", "supersedes", "--weight", "1")
+    # their use: an access (show) and an explicit keep (gc --keep: +3, immune to auto-prune from then on)
+    cli.ok(*on, "show", first)
+    cli.ok(*on, "gc", "--keep", second)
 
 
 def _kinds(edges: list[tuple[str, str, str, float, dict[str, str]]]) -> set[str]:
@@ -76,6 +82,10 @@ def test_export_then_import_gives_back_every_edge_with_its_metadata(cli, tmp_pat
     assert imported.code == 0 and imported.err == "", imported.err
     assert _edges(cli.data_dir, "copy") == original
     assert _insights(cli.data_dir, "copy") == _insights(cli.data_dir)
+    assert {row[7] for row in _insights(cli.data_dir, "copy")} == {0, 1, 3}
+    kept = cli.ok("--store", "copy", "gc", "--threshold", "100")
+    assert {c["insight"]["content"] for c in kept["candidates"]} == {
+        row[0] for row in _insights(cli.data_dir, "copy") if row[7] < 3 and row[2] < 4}  # the kept one is immune
     # the export writes each map whole (only where it is not empty), and a reason beside it for the Go program
     exported = json.loads(out.read_text(encoding="utf-8"))
     rows = exported["edges"] + exported["self_edges"]
@@ -151,6 +161,7 @@ def test_a_go_draft_without_metadata_imports_as_before(cli, tmp_path):
     }
     out = cli.ok("import", _write(tmp_path, draft))
     assert out["edges_inserted"] == 2
+    assert {(row[7], row[8], row[9] == row[6]) for row in _insights(cli.data_dir)} == {(0, None, True)}
     explicit = [e for e in _edges(cli.data_dir) if e[2] in ("causal", "semantic")]
     assert explicit == [
         ("Billing moved to Postgres 16", "Postgres 16 upgrade done", "semantic", 0.7, {}),
@@ -191,6 +202,36 @@ def test_a_bad_metadata_map_is_one_error_naming_the_edge_and_nothing_is_stored(c
             res = cli(*args, _write(tmp_path, draft, f"{name}.json"))
             assert (res.code, res.out, res.err) == (1, "", f"Error: invalid draft: {want}\n"), res.err
         assert stored_state(cli.data_dir) == before
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ({"access_count": -1}, "access_count must be an integer from 0 to 2147483647, got -1"),
+        ({"access_count": 1.5}, "access_count must be an integer from 0 to 2147483647, got 1.5"),
+        ({"access_count": "3"}, 'access_count must be an integer from 0 to 2147483647, got "3"'),
+        ({"access_count": True}, "access_count must be an integer from 0 to 2147483647, got true"),
+        ({"access_count": 2**31}, "access_count must be an integer from 0 to 2147483647, got 2147483648"),
+        ({"last_accessed_at": "yesterday"},
+         'last_accessed_at "yesterday" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)'),
+        ({"last_accessed_at": 5}, "last_accessed_at must be an RFC 3339 string"),
+        ({"updated_at": "2026-13-01T00:00:00Z"},
+         'updated_at "2026-13-01T00:00:00Z" is not RFC 3339 (e.g. 2026-02-18T10:00:00Z)'),
+    ],
+)
+def test_a_bad_use_field_of_an_insight_is_one_error_naming_it_and_nothing_is_stored(cli, tmp_path, field, message):
+    cli.ok("remember", "Stored before the import")
+    before = stored_state(cli.data_dir)
+    items = [{"content": "first memory", "access_count": 2, "last_accessed_at": "2026-01-02T03:04:05+01:00"},
+             {"content": "second memory", **field}]
+    res = cli("import", _write(tmp_path, {"schema_version": "1", "insights": items}))
+    assert (res.code, res.out, res.err) == (1, "", f"Error: invalid draft: insights[1]: {message}\n")
+    assert stored_state(cli.data_dir) == before
+    # the good one alone: stored as given (the stamp in UTC, second precision)
+    assert cli("import", _write(tmp_path, {"schema_version": "1", "insights": items[:1]})).code == 0
+    assert [row[7:] for row in _insights(cli.data_dir) if row[0] == "first memory"] == [
+        (2, "2026-01-02T02:04:05Z", query(cli.data_dir, "SELECT created_at FROM insights WHERE content = ?",
+                                          ("first memory",))[0][0])]
 
 
 def test_an_edge_between_two_stored_insights_keeps_its_stored_metadata(cli, tmp_path):

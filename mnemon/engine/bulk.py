@@ -40,13 +40,15 @@ from mnemon.engine.core import EngineBase, format_ts
 from mnemon.engine.semantic import ChunkNeighbours
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
 from mnemon.engine.upkeep import effective_importance as upkeep_ei
-from mnemon.errors import EmbedderError
+from mnemon.errors import EmbedderError, InputError
 from mnemon.heap import release_free_memory
+from mnemon.lifecycle import parse_timestamp
 from mnemon.records import (
     CAUSAL_LOOKBACK,
     CAUSAL_MIN_OVERLAP,
     ENTITY_EDGE_CAP,
     ENTITY_EDGE_NEIGHBOURS,
+    MAX_ACCESS_COUNT,
     Insight,
 )
 from mnemon.store import StatementError, bulkwrite, edges, insights, oplog
@@ -524,7 +526,8 @@ class ImportPipeline:
             created = item.created_at or stamp
             new = Insight(
                 id=_new_id(), content=item.content, category=item.category, importance=item.importance,
-                tags=list(item.tags), source=item.source, created_at=created, updated_at=created,
+                tags=list(item.tags), source=item.source, created_at=created, updated_at=item.updated_at or created,
+                access_count=item.access_count, last_accessed_at=item.last_accessed_at,
             )
             item_edges = graph.EdgeCounts(deferred={})
             vector = vectors[offset]
@@ -646,7 +649,7 @@ class ImportPipeline:
         state.sequences[new.id] = list(map(sys.intern, sequence))
         known = state.known
         new.entities = list(dict.fromkeys([*provided, *extracted, *[w for w in candidates if w in known]]))
-        new.effective_importance = upkeep_ei(new.importance, 0, None, new.created_at, 0, now)
+        new.effective_importance = upkeep_ei(new.importance, new.access_count, new.last_accessed_at, new.created_at, 0, now)
         recent = state.recent_of(conn, new.source)  # before the insert: the look-back excludes self
         if write:
             insights.insert(conn, new, stamp)
@@ -761,13 +764,7 @@ class ImportPipeline:
         conn = self.ctx.store.conn
         active = insights.all_active(conn)
         position = {ins.id: k for k, ins in enumerate(active)}
-        items = [
-            {
-                "content": ins.content, "category": ins.category, "importance": ins.importance,
-                "tags": ins.tags, "entities": ins.entities, "source": ins.source, "created_at": ins.created_at,
-            }
-            for ins in active
-        ]
+        items = [_draft_item(ins) for ins in active]
         out_edges: list[dict[str, object]] = []
         self_edges: list[dict[str, object]] = []
         for edge in edges.all_edges(conn):
@@ -790,6 +787,35 @@ class ImportPipeline:
         if self_edges:
             draft["self_edges"] = self_edges
         return draft
+
+
+def _draft_item(ins: Insight) -> dict[str, object]:
+    """An active insight as a draft item: the contract's fields, and what it has of its use (drafts.py:
+    ``access_count``, ``last_accessed_at``, ``updated_at``) where that is not the default of a draft item.
+
+    As every reader does (store.numeric, lifecycle): a negative access count is never accessed; a
+    timestamp no reader can parse is left out rather than make the draft one that import refuses.
+    """
+    item: dict[str, object] = {
+        "content": ins.content, "category": ins.category, "importance": ins.importance,
+        "tags": ins.tags, "entities": ins.entities, "source": ins.source, "created_at": ins.created_at,
+    }
+    accessed = min(max(ins.access_count, 0), MAX_ACCESS_COUNT)
+    if accessed:
+        item["access_count"] = accessed
+    if ins.last_accessed_at and _parses(ins.last_accessed_at):
+        item["last_accessed_at"] = ins.last_accessed_at
+    if ins.updated_at != ins.created_at and _parses(ins.updated_at):
+        item["updated_at"] = ins.updated_at
+    return item
+
+
+def _parses(stamp: str) -> bool:
+    try:
+        parse_timestamp(stamp)
+    except InputError:
+        return False
+    return True
 
 
 def _release(items: Any) -> None:

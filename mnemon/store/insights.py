@@ -22,8 +22,9 @@ INSIGHT_COLUMNS = (
 )
 
 _SQL_INSERT = (
-    "INSERT INTO insights (id, content, category, importance, tags, entities, source, access_count, "
-    "created_at, updated_at, effective_importance, stored_at) VALUES (?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?)"
+    "INSERT INTO insights (id, content, category, importance, tags, entities, source, "
+    "created_at, updated_at, effective_importance, stored_at, access_count, last_accessed_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _SQL_GET = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE id = ?"
 _SQL_GET_ACTIVE = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE id = ? AND deleted_at IS NULL"
@@ -208,6 +209,8 @@ def insert_row(insight: Insight, stored_at: str) -> tuple[object, ...]:
         insight.updated_at,
         insight.effective_importance,
         stored_at,
+        insight.access_count,  # (0 and None but for an import that carries them: drafts.DraftInsight)
+        insight.last_accessed_at,
     )
 
 
