@@ -794,6 +794,52 @@ def test_store_copy_of_a_damaged_sqlite_store_to_postgres(tmp_path, capsys, pg_d
     assert cli.ok("--store", "pg2", "status")["total_insights"] == 0
 
 
+def test_doctor_repair_recreates_dropped_tables_and_other_caches_rebuild(tmp_path, capsys, pg_db, monkeypatch) -> None:
+    """The deletion log, the counters and the edge change log dropped by hand while their triggers stay: every
+    forget failed, and doctor said nothing. Doctor names each table, --repair recreates them; another
+    machine's cache, whose deletion numbers came from the lost log, rebuilds (a new epoch) and misses no
+    deletion, and a cache behind the new edge log's floor reloads its edges."""
+    (a, b) = _machines(tmp_path, capsys, pg_db, 2)
+    ids = [a.ok("--store", "team", "remember", f"Otter number {i} floats near Rust harbour in the kelp forest")["id"]
+           for i in range(6)]  # fmt: skip
+    a.ok("--store", "team", "forget", ids[0])
+    b.ok("--store", "team", "recall", "otter")  # B's cache has seen the log's number 1
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        conn.execute("SET search_path TO mnemon_team")
+        for table in ("mnemon_deletions", "mnemon_counts", "edge_changes"):
+            conn.execute(sql.SQL("DROP TABLE {}").format(sql.Identifier(table)))
+    every = "SELECT id, deleted_at FROM mnemon_team.insights ORDER BY rowid"
+    before = rows(pg_db, every)
+    failed = a("--store", "team", "forget", ids[1])
+    assert failed.code == 1 and failed.err.startswith("Error: database error: ") and failed.err.count("\n") == 1
+    assert "Traceback" not in failed.err and rows(pg_db, every) == before
+    found = a("--store", "team", "doctor")
+    assert found.code == 1 and found.err == "Error: doctor found problems: counters\n"
+    detail = next(ch["detail"] for ch in json.loads(found.out)["checks"] if ch["name"] == "counters")
+    assert detail == ("3 problem(s): table mnemon_counts missing; table edge_changes missing; "
+                      "table mnemon_deletions missing")
+    repaired = a.ok("--store", "team", "doctor", "--repair")["repaired"]
+    assert repaired[:3] == ["recreated the table(s) mnemon_counts, edge_changes, mnemon_deletions",
+                            "restarted the deletion log (every recall index is rebuilt once)",
+                            "recounted the status counters"]  # fmt: skip
+    assert a.ok("--store", "team", "doctor")["ok"] is True
+    for k in (1, 2, 3):  # the new log numbers these 1-3: past B's 1, which named another deletion
+        a.ok("--store", "team", "forget", ids[k])
+    assert rows(pg_db, "SELECT seq, insight_id FROM mnemon_team.mnemon_deletions ORDER BY seq") == [
+        (1, ids[1]), (2, ids[2]), (3, ids[3])]  # fmt: skip
+    assert rows(pg_db, "SELECT COUNT(*) FROM mnemon_team.edge_changes")[0][0] > 0  # the forgets' edges: logged again
+    from mnemon.engine.hot import HotIndex
+
+    builds: list[object] = []
+    build = HotIndex.build.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(HotIndex, "build", classmethod(lambda cls, conn, fp, seq=None: builds.append(fp) or build(cls, conn, fp, seq)))
+    found_b = b.ok("--store", "team", "recall", "otter", "--limit", "20")
+    assert builds  # B's cache numbers deletions of the lost log: rebuilt
+    assert {r["id"] for r in found_b["results"]} <= set(ids[4:]) and found_b["results"]
+    assert a.ok("--store", "team", "status")["total_insights"] == 2
+    assert b.ok("--store", "team", "doctor")["ok"] is True
+
+
 FOREIGN_KEYS_OF_EDGES = (
     "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass"
 )

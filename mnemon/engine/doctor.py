@@ -3,14 +3,17 @@
 Checks (each ``{name, ok, detail}``): SQLite ``integrity_check`` and ``foreign_key_check``; edges
 pointing at missing or soft-deleted insights; half-written or out-of-contract insight rows;
 numeric columns holding no number (``numeric_values``); embedding blobs that are mis-sized, non-finite or of a
-minority dimension; oplog sanity; the status counters against a real count (``mnemon.store.counts``); the ``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
+minority dimension; oplog sanity; the status counters against a real count (``mnemon.store.counts``), and the triggers and the tables they
+write into (counters, entity rows, the hot index's deletion log: a missing one fails every write that fires its
+trigger); the ``mnemon_meta`` bookkeeping; file permissions (store directory 0700, database, side files and
 derived files 0600, the derived folder 0700); and the derived index files in ``<db>.index/`` (asked whether they are
 readable and current when the index module exists, otherwise "not present").
 
 ``repair`` removes dangling edges, rewrites malformed numbers (text, a blob, NULL or an infinity in a numeric
 column: ``store.numeric``, each as the value every command already reads it as) and the values outside the
 contract a valid one can stand for (an importance of 7, a negative access count, a weight of 4.5, tags that
-are no JSON array: ``store.ranges``, each rule argued there) in one write transaction, recounts counters that
+are no JSON array: ``store.ranges``, each rule argued there) in one write transaction, recreates a table the triggers write into that is gone (the
+deletion log, the counters, the entity rows), recounts counters that
 disagree, deletes every derived file (the next command rebuilds it from SQLite, which stays the truth),
 tightens permissions, and then checks again. Beyond those values it never touches insight rows: a failing
 ``integrity_check`` needs a backup, not a guess, and an empty content no value can stand for. Every check still
@@ -223,7 +226,14 @@ class DoctorPipeline:
             # One transaction, and a generation bump so any derived index notices the change. The malformed
             # numbers are found inside it, so what is rewritten is what the transaction sees.
             # The out-of-range values are found after the malformed ones are rewritten (a fallback is in range).
+            missing = self.ctx.store.trigger_problems()
+            restarted = False
             with self.ctx.store.transaction("doctor --repair") as tx:
+                if missing:
+                    # First: the statements below fire the triggers, which fail on a table that is gone.
+                    # Recreates a dropped table or trigger and recounts every counter; a deletion log
+                    # restarted moves its epoch, so every hot index rebuilds (store/sequences.py).
+                    restarted = self.ctx.store.reinstall_triggers(tx)
                 removed = check.remove_dangling_edges(tx)
                 rewritten = numeric.repair(tx, numeric.malformed(tx))
                 outside = ranges.out_of_range(tx)
@@ -235,9 +245,16 @@ class DoctorPipeline:
             if outside:
                 done.append(f"rewrote {len(outside)} value(s) outside the contract: " + check.sample(
                     [f"{o.where()}: {o.column} {check.shown(o.value)} -> {check.shown(o.repair)}" for o in outside]))
-            if counts.problems(conn) or self.ctx.store.trigger_problems():
+            tables = [p.split()[1] for p in missing if p.startswith("table ")]
+            if tables:
+                done.append(f"recreated the table(s) {', '.join(tables)}")
+            if restarted:
+                done.append("restarted the deletion log (every recall index is rebuilt once)")
+            if missing:
+                done.append("recounted the status counters")
+            elif counts.problems(conn):
                 with self.ctx.store.transaction("doctor --repair") as tx:
-                    self.ctx.store.reinstall_triggers(tx)  # recreates a dropped trigger, recounts every counter
+                    self.ctx.store.reinstall_triggers(tx)  # recounts every counter
                 done.append("recounted the status counters")
         for path in misplaced_entries(db_path):
             try:

@@ -105,20 +105,25 @@ class Store:
         return connection.foreign_keys_unchecked(self.conn) if self.backend == "sqlite" else contextlib.nullcontext()
 
     def trigger_problems(self) -> list[str]:
-        """Missing triggers beyond those ``counts.problems`` reports (on SQLite: the hot index's
-        sequence triggers, ``sequences.install``; none on a store opened read-only before its
-        migration, which has no sequences to keep)."""
-        if not schema.is_current(self.conn):
-            return []
-        return sequences.problems(self.conn)
-
-    def reinstall_triggers(self, conn: apsw.Connection) -> None:
-        """Recreate the triggers and recount what they keep (``doctor --repair``, in ``conn``'s
-        write transaction)."""
+        """Missing triggers beyond those ``counts.problems`` reports, and missing tables the triggers
+        write into (on SQLite: the entity rows, the counter tables, the hot index's deletion log and sequence triggers,
+        ``sequences.install``; none on a store opened read-only before its migration, which has
+        neither yet)."""
         from mnemon.store import counts
 
+        if not schema.is_current(self.conn):
+            return []
+        return schema.entity_rows_missing(self.conn) + counts.missing_tables(self.conn) + sequences.problems(self.conn)
+
+    def reinstall_triggers(self, conn: apsw.Connection) -> bool:
+        """Recreate the triggers and the tables they write into, and recount what they keep
+        (``doctor --repair``, in ``conn``'s write transaction, on a migrated store). Returns whether
+        the deletion log was restarted (``sequences.install``: every hot index then rebuilds)."""
+        from mnemon.store import counts
+
+        schema.restore_entity_rows(conn)  # first: the entity counter triggers are on its table
         counts.install(conn)
-        sequences.install(conn)
+        return sequences.install(conn, had_log=True)
 
     def generation(self) -> int:
         return schema.generation(self.conn)

@@ -105,6 +105,9 @@ _SQL_ADD_EDGES = _bump("'edges'", "?")
 _SQL_DROP_EDGES_BI = "DROP TRIGGER IF EXISTS edges_count_bi"
 
 
+TABLE_NAMES = ("mnemon_counts", "entity_counts")
+
+
 def install(conn: apsw.Connection) -> None:
     """Create the tables and triggers and fill the counters from a real count (migration; idempotent).
 
@@ -223,17 +226,24 @@ def top_entities(conn: apsw.Connection, limit: int) -> list[tuple[str, int]]:
     return [(str(e), int(n)) for e, n in conn.execute(_SQL_REAL_TOP, (limit,))]
 
 
+def missing_tables(conn: apsw.Connection) -> list[str]:
+    """The counter tables that are not there (doctor, on a migrated store: every write's triggers write
+    into them, so each write then fails; readers count by scanning meanwhile)."""
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    return [f"table {name} missing" for name in TABLE_NAMES if name not in present]
+
+
 def problems(conn: apsw.Connection) -> list[str]:
     """Counters that differ from a real count, or missing triggers (doctor; whole-table scans)."""
     if not available(conn):
-        return []  # an old store opened read-only: nothing kept, nothing to disagree
+        return []  # an old store opened read-only, or a table dropped (the store's missing_tables names it)
     out: list[str] = []
     present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
     out.extend(f"trigger {name} missing" for name in TRIGGER_NAMES if name not in present)
-    for label, real_sql, kept_sql in (
-        ("counter", _SQL_REAL, _SQL_ALL),
-        ("entity counter", _SQL_REAL_ENTITIES, _SQL_ALL_ENTITIES),
-    ):
+    checks = [("counter", _SQL_REAL, _SQL_ALL), ("entity counter", _SQL_REAL_ENTITIES, _SQL_ALL_ENTITIES)]
+    if "insight_entities" not in {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}:
+        checks.pop()  # no entity rows to count (the store's trigger_problems names the table)
+    for label, real_sql, kept_sql in checks:
         real = {str(k): int(n) for k, n in conn.execute(real_sql) if int(n)}
         # a kept value that is no integer ('x') differs from every real count: named, and recounted by --repair
         kept = {str(k): n for k, n in conn.execute(kept_sql) if n != 0}

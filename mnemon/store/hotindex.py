@@ -29,7 +29,7 @@ import apsw
 from mnemon.records import EDGE_TYPES
 from mnemon.store import derived
 from mnemon.store.connection import FILE_MODE, ensure_private_dir, one_row, scalar
-from mnemon.store.sequences import EDGE_HIGH_KEY
+from mnemon.store.sequences import DELETIONS_EPOCH_KEY, EDGE_HIGH_KEY
 
 if TYPE_CHECKING:
     import numpy as np
@@ -39,11 +39,15 @@ _ALIGN = 64
 
 _SQL_MAX_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM insights"
 _SQL_MAX_EDGE_ROWID = "SELECT COALESCE(MAX(rowid), 0) FROM edges"
-_SQL_TABLES = "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('mnemon_meta', 'mnemon_deletions')"
+_SQL_TABLES = (
+    "SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('mnemon_meta', 'mnemon_deletions', 'edge_changes')"
+)
 _SQL_DELETED = "SELECT COUNT(*), COALESCE(MAX(deleted_at), '') FROM insights WHERE deleted_at IS NOT NULL"
 _SQL_ACTIVE = "SELECT COUNT(*) FROM insights WHERE deleted_at IS NULL"
 _SQL_EDGE_COUNT = "SELECT COUNT(*) FROM edges"
-_SQL_META_MARKS = f"SELECT key, value FROM mnemon_meta WHERE key IN ('generation', '{EDGE_HIGH_KEY}')"
+_SQL_META_MARKS = (
+    f"SELECT key, value FROM mnemon_meta WHERE key IN ('generation', '{EDGE_HIGH_KEY}', '{DELETIONS_EPOCH_KEY}')"
+)
 # The deletion log (schema 10, store/sequences.py; PostgreSQL revision 4): soft-deletions in
 # commit order. A reader takes those after the last number it has seen, whatever their deleted_at.
 _SQL_DELETED_SEQ = "SELECT COALESCE(MAX(seq), 0) FROM mnemon_deletions"
@@ -89,6 +93,8 @@ class Fingerprint:
     only when rowids are renumbered (VACUUM, the Go store's table rebuild), or on a store from
     before the mark. ``deleted_seq``: the deletion log's last number, -1 for none (a store without
     the log, or a fingerprint written before it: deletions are then found by ``deleted_at``).
+    ``deletions_epoch``: which deletion log ``deleted_seq`` numbers (``sequences.DELETIONS_EPOCH_KEY``: 0
+    until the log is recreated); a reader of another epoch rebuilds.
     """
 
     generation: int
@@ -98,6 +104,7 @@ class Fingerprint:
     last_deleted_at: str
     edge_seq: int = 0  # the edge change log's last sequence (stores that keep one)
     deleted_seq: int = -1
+    deletions_epoch: int = 0
 
     def to_json(self) -> dict[str, Any]:
         out = {
@@ -108,6 +115,8 @@ class Fingerprint:
             out["edge_seq"] = self.edge_seq  # absent for SQLite: its files stay as they were
         if self.deleted_seq >= 0:
             out["deleted_seq"] = self.deleted_seq  # a reader of the previous version ignores it
+        if self.deletions_epoch:
+            out["deletions_epoch"] = self.deletions_epoch  # absent until a log is recreated: files stay as they were
         return out
 
     @classmethod
@@ -115,7 +124,7 @@ class Fingerprint:
         return cls(
             int(raw["generation"]), int(raw["max_rowid"]), int(raw["max_edge_rowid"]),
             int(raw["deleted_count"]), str(raw["last_deleted_at"]), int(raw.get("edge_seq", 0)),
-            int(raw.get("deleted_seq", -1)),
+            int(raw.get("deleted_seq", -1)), int(raw.get("deletions_epoch", 0)),
         )  # fmt: skip
 
 
@@ -148,8 +157,10 @@ def fingerprint(conn: apsw.Connection) -> Fingerprint:
         max(int(scalar(conn, _SQL_MAX_EDGE_ROWID)), _meta_int(marks.get(EDGE_HIGH_KEY), 0)),
         int(deleted),
         str(last),
-        int(scalar(conn, _SQL_EDGE_SEQ)) if has_edge_log(conn) else 0,
+        # (a log dropped by hand reads as none: a reader that has seen a position rebuilds; doctor names it)
+        int(scalar(conn, _SQL_EDGE_SEQ)) if has_edge_log(conn) and "edge_changes" in tables else 0,
         int(scalar(conn, _SQL_DELETED_SEQ)) if "mnemon_deletions" in tables else -1,
+        _meta_int(marks.get(DELETIONS_EPOCH_KEY), -1),  # damaged: an epoch of its own, named by no log
     )
 
 

@@ -173,6 +173,22 @@ _SQL_DROP_OLD_INDEXES = (
 )
 
 
+def entity_rows_missing(conn: apsw.Connection) -> list[str]:
+    """The entity lookup table, if it is missing (doctor: its triggers fail every remember and forget)."""
+    return [] if _has_table(conn, "insight_entities") else ["table insight_entities missing"]
+
+
+def restore_entity_rows(conn: apsw.Connection) -> None:
+    """Recreate a missing entity lookup with its rows, index and triggers (``doctor --repair``, inside
+    its write transaction; as the migration creates it)."""
+    if not _has_table(conn, "insight_entities"):
+        conn.execute(_SQL_CREATE_ENTITY_INDEX)
+        conn.execute(_SQL_ENTITY_BACKFILL)
+        conn.execute(index_sql("idx_insight_entities_insight"))
+    for statement in _SQL_ENTITY_TRIGGERS:
+        conn.execute(statement)
+
+
 def _columns(conn: apsw.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 

@@ -21,6 +21,20 @@ import apsw
 #   after such a delete), so every edge row is numbered above every rowid any reader has seen, and
 #   max(MAX(rowid), the mark) never falls (hotindex.fingerprint).
 EDGE_HIGH_KEY = "edge_rowid_high"
+# The deletion log's epoch (mnemon_meta; absent = 0): moved whenever the log is recreated or its trigger
+# restored over a store that had them (a table or trigger dropped by hand, ``doctor --repair``). The lost
+# log's numbers cannot be recovered (SQLite forgets an AUTOINCREMENT table's counter with the table,
+# PostgreSQL drops its bigserial's sequence), and a deletion made while the trigger was gone is in no log:
+# a reader whose numbers came from another epoch could take a recreated log's later rows for the ones
+# after its own and miss a deletion, so it rebuilds its index instead (engine/hot/catchup.py). Rare
+# (a damaged store), and the one way that is right whatever the lost log held.
+DELETIONS_EPOCH_KEY = "deletions_epoch"
+_SQL_BUMP_EPOCH = (
+    f"INSERT INTO mnemon_meta (key, value) VALUES ('{DELETIONS_EPOCH_KEY}', '1') "
+    "ON CONFLICT(key) DO UPDATE SET value = CAST(CAST(value AS INTEGER) + 1 AS TEXT)"
+)
+DELETIONS_TABLE = "mnemon_deletions"
+DELETIONS_TRIGGER = "insights_deletions_au"
 _SQL_EDGE_HIGH = f"(SELECT CAST(value AS INTEGER) FROM mnemon_meta WHERE key = '{EDGE_HIGH_KEY}')"
 _SQL_CREATE_DELETIONS = (
     "CREATE TABLE IF NOT EXISTS mnemon_deletions (seq INTEGER PRIMARY KEY AUTOINCREMENT, insight_id TEXT NOT NULL)"
@@ -52,17 +66,35 @@ def edge_rows_above_mark(conn: apsw.Connection) -> bool:
     return bool(row and row[0] and row[1])
 
 
-def install(conn: apsw.Connection) -> None:
+def _present(conn: apsw.Connection) -> set[tuple[str, str]]:
+    return {(str(t), str(n)) for t, n in conn.execute("SELECT type, name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
+
+
+def install(conn: apsw.Connection, *, had_log: bool = False) -> bool:
     """Create the deletion log, the edge mark and their triggers (migration, ``doctor --repair``;
-    idempotent, inside the caller's write transaction, after ``mnemon_meta`` exists)."""
+    idempotent, inside the caller's write transaction, after ``mnemon_meta`` exists).
+
+    ``had_log``: the store had a deletion log (``doctor --repair`` on a migrated store), so recreating
+    its table or its trigger restarts it. Without it, that is known only where one of the two is
+    still there (a migration after an older mnemon reset the schema mark, say): both missing is a
+    store gaining the log. A restarted log moves the epoch (``DELETIONS_EPOCH_KEY``); returns whether
+    it did."""
+    present = _present(conn)
+    table, trigger = ("table", DELETIONS_TABLE) in present, ("trigger", DELETIONS_TRIGGER) in present
     conn.execute(_SQL_CREATE_DELETIONS)
     conn.execute("INSERT OR IGNORE INTO mnemon_meta (key, value) VALUES (?, '0')", (EDGE_HIGH_KEY,))
     for statement in _SQL_SEQUENCE_TRIGGERS:
         conn.execute(statement)
+    restarted = not (table and trigger) and (had_log or table or trigger)
+    if restarted:
+        conn.execute(_SQL_BUMP_EPOCH)
+    return restarted
 
 
 def problems(conn: apsw.Connection) -> list[str]:
-    """The sequence triggers that are missing (doctor): without them the hot index still describes
-    the store, but catches up by ``deleted_at`` or rebuilds where it would follow a sequence."""
-    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
-    return [f"trigger {name} missing" for name in TRIGGER_NAMES if name not in present]
+    """The deletion log's table and the sequence triggers that are missing (doctor). Without a trigger
+    the hot index still describes the store, but catches up by ``deleted_at`` or rebuilds where it
+    would follow a sequence; without the table every soft deletion fails (its trigger writes there)."""
+    present = _present(conn)
+    missing = [f"table {DELETIONS_TABLE} missing"] if ("table", DELETIONS_TABLE) not in present else []
+    return missing + [f"trigger {name} missing" for name in TRIGGER_NAMES if ("trigger", name) not in present]

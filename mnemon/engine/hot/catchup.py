@@ -223,8 +223,10 @@ class Currency(Derived, EdgeList):
         # means the newest rows were deleted, which the log names.
         if (fp.max_rowid < old.max_rowid or (fp.max_edge_rowid < old.max_edge_rowid and not logged)
                 or fp.deleted_count < old.deleted_count or fp.edge_seq < old.edge_seq
-                or (by_seq and fp.deleted_seq < old.deleted_seq)):
-            return type(self).build(conn, fp, sequences)  # rowids renumbered (VACUUM) or rows undeleted: start over
+                or (by_seq and fp.deleted_seq < old.deleted_seq) or fp.deletions_epoch != old.deletions_epoch):
+            # rowids renumbered (VACUUM), rows undeleted, or the deletion log recreated (its numbers are
+            # not the ones this index has seen, store/sequences.py): start over
+            return type(self).build(conn, fp, sequences)
         if replace(fp, generation=old.generation) == old:
             self.fp = fp  # only access counts, EI or vectors changed: nothing this index holds
             return self

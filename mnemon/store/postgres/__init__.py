@@ -59,16 +59,19 @@ class PostgresStore(Store):
         return self.generation(), 0
 
     def trigger_problems(self) -> list[str]:
-        """Missing triggers of the schema beyond the counter triggers ``counts.problems`` names."""
+        """Missing tables the triggers write into, and missing triggers of the schema beyond the
+        counter triggers ``counts.problems`` names."""
         from mnemon.store import counts
 
-        return [f"trigger {name} missing" for name in schema.missing_triggers(self.conn) if name not in counts.TRIGGER_NAMES]  # type: ignore[arg-type]
+        tables = [f"table {name} missing" for name in schema.missing_tables(self.conn)]  # type: ignore[arg-type]
+        return tables + [f"trigger {name} missing" for name in schema.missing_triggers(self.conn) if name not in counts.TRIGGER_NAMES]  # type: ignore[arg-type]
 
-    def reinstall_triggers(self, conn: object) -> None:
+    def reinstall_triggers(self, conn: object) -> bool:
         from mnemon.store import counts
 
-        schema.reinstall_triggers(conn)  # type: ignore[arg-type]
+        restarted = schema.reinstall_triggers(conn)  # type: ignore[arg-type]
         counts.rebuild(conn)  # type: ignore[arg-type]
+        return restarted
 
     def compact(self) -> tuple[int, int]:
         """VACUUM the store's tables (``gc --compact``); return the bytes before and after."""

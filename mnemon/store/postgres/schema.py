@@ -20,7 +20,7 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING
 
-from mnemon.store import counts
+from mnemon.store import counts, sequences
 from mnemon.store.schema import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -460,12 +460,53 @@ def missing_triggers(conn: PgConnection) -> list[str]:
     return [name for name in TRIGGER_NAMES if name not in present]
 
 
-def reinstall_triggers(conn: PgConnection) -> None:
-    """Recreate every trigger function and trigger (``doctor --repair``; in the caller's write
-    transaction, idempotent): what they keep is then recounted by the caller."""
+# The tables the triggers write into: dropped by hand, every write that fires one fails (a forget on a
+# missing deletion log, a remember on missing counters), and doctor names them; --repair recreates them.
+_TABLE_SQL = {s.split()[5]: s for s in _TABLES if s.startswith("CREATE TABLE")}
+KEPT_TABLES = ("insight_entities", "mnemon_counts", "entity_counts", "edge_changes", "mnemon_deletions")
+_SQL_ENTITY_BACKFILL = (
+    "INSERT INTO insight_entities (entity, created_at, insight_id) SELECT e, i.created_at, i.id "
+    "FROM insights AS i, mnemon_entities_of(i.entities) AS e WHERE i.deleted_at IS NULL ON CONFLICT DO NOTHING"
+)
+_SQL_CHANGE_POSITION = "SELECT CASE WHEN is_called THEN last_value ELSE 0 END FROM mnemon_change_seq"
+_SQL_BUMP_DELETIONS_EPOCH = (
+    f"INSERT INTO mnemon_meta (key, value) VALUES ('{sequences.DELETIONS_EPOCH_KEY}', '1') ON CONFLICT (key) DO UPDATE "
+    "SET value = (CASE WHEN mnemon_meta.value ~ '^-?[0-9]{1,18}$' THEN mnemon_meta.value::bigint ELSE 0 END + 1)::text"
+)
+
+
+def missing_tables(conn: PgConnection) -> list[str]:
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'", raw=True)}
+    return [name for name in KEPT_TABLES if name not in present]
+
+
+def reinstall_triggers(conn: PgConnection) -> bool:
+    """Recreate the tables the triggers write into, every trigger function and trigger (``doctor
+    --repair``; in the caller's write transaction, idempotent): what they keep is then recounted by
+    the caller. A recreated table starts as its migration starts it: the entity rows filled from the
+    active insights; the edge change log empty, its floor at the change sequence's position (a cache
+    behind it cannot be told what changed before and reloads the edges, as for a pruned log); the
+    deletion log restarted in a new epoch, as where its trigger was missing (store/sequences.py: every
+    cache rebuilds its index, since a deletion may be in no log). Returns whether the log restarted."""
+    missing = missing_tables(conn)
+    restarted = "mnemon_deletions" in missing or sequences.DELETIONS_TRIGGER in missing_triggers(conn)
+    for name in missing:
+        conn.execute(_TABLE_SQL[name], raw=True)
+    for statement in _INDEXES:  # the tables' own indexes (IF NOT EXISTS: the others are there)
+        conn.execute(statement, raw=True)
     for statement in (*_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION, *_ENDPOINT_FUNCTIONS):
         conn.execute(statement, raw=True)
+    if "insight_entities" in missing:
+        conn.execute(_SQL_ENTITY_BACKFILL, raw=True)
+    if "edge_changes" in missing:
+        row = conn.execute(_SQL_CHANGE_POSITION, raw=True).fetchone()
+        for key, value in (("edge_changes_floor", str(int(row[0]) if row else 0)), ("edge_changes_rows", "0")):
+            conn.execute("INSERT INTO mnemon_meta (key, value) VALUES ($1, $2) "
+                         "ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value", (key, value), raw=True)
+    if restarted:
+        conn.execute(_SQL_BUMP_DELETIONS_EPOCH, raw=True)
     _create_triggers(conn)
+    return restarted
 
 
 def store_id(conn: PgConnection) -> str:

@@ -1,0 +1,142 @@
+"""The tables the triggers write into (SQLite).
+
+A ``mnemon_deletions`` or a counter table dropped by hand while its trigger stays made every ``forget``
+(every ``remember``) fail, and ``doctor`` said the store was fine: it checked the triggers, never the
+tables. Now doctor names each missing table and ``--repair`` recreates it; a recreated deletion log
+starts a new epoch, so a reader whose numbers came from the lost log rebuilds instead of taking the new
+log's rows for the ones after its own.
+"""
+
+from __future__ import annotations
+
+import apsw
+from test_hotindex import db_file, fresh_build, same_content
+
+from mnemon.engine.hot import HotIndex
+from mnemon.store import hotindex, sequences
+
+NOW = "2026-01-01T00:00:00Z"
+_EVERY = "SELECT id, content, deleted_at FROM insights ORDER BY rowid"
+
+
+def _remember_some(cli) -> list[str]:
+    return [cli.ok("remember", f"Otter number {i} floats near Rust harbour in the kelp forest")["id"] for i in range(6)]
+
+
+def _run(data_dir, *statements: str) -> list[tuple]:
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        out: list[tuple] = []
+        for statement in statements:
+            out = [tuple(r) for r in conn.execute(statement)]
+        return out
+    finally:
+        conn.close()
+
+
+def _counters(report: dict) -> dict:
+    return next(c for c in report["checks"] if c["name"] == "counters")
+
+
+def _reader(data_dir) -> HotIndex:
+    """An index as a process holding it in memory has it (the files are deleted by --repair)."""
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        with hotindex.read_snapshot(conn):
+            return HotIndex.build(conn, hotindex.fingerprint(conn))
+    finally:
+        conn.close()
+
+
+def _caught_up(data_dir, index: HotIndex) -> HotIndex:
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        with hotindex.read_snapshot(conn):
+            return index.catch_up(conn, hotindex.fingerprint(conn))
+    finally:
+        conn.close()
+
+
+def test_a_dropped_deletion_log_is_named_by_doctor_and_recreated_by_repair(cli, data_dir) -> None:
+    ids = _remember_some(cli)
+    cli.ok("forget", ids[0])
+    reader = _reader(data_dir)
+    assert reader.fp.deleted_seq == 1 and reader.fp.deletions_epoch == 0
+    before = _run(data_dir, "DROP TABLE mnemon_deletions", _EVERY)
+    failed = cli("forget", ids[1])
+    assert failed.code == 1 and failed.err == "Error: database error: no such table: main.mnemon_deletions\n"
+    assert _run(data_dir, _EVERY) == before  # nothing stored changed
+    found = cli("doctor")
+    assert found.code == 1 and found.err == "Error: doctor found problems: counters\n"
+    assert _counters(found.json())["detail"] == "1 problem(s): table mnemon_deletions missing"
+    repaired = cli.ok("doctor", "--repair")["repaired"]
+    assert repaired[:3] == ["recreated the table(s) mnemon_deletions",
+                            "restarted the deletion log (every recall index is rebuilt once)",
+                            "recounted the status counters"]  # fmt: skip
+    assert cli.ok("doctor")["ok"] is True
+    assert _run(data_dir, f"SELECT value FROM mnemon_meta WHERE key = '{sequences.DELETIONS_EPOCH_KEY}'") == [("1",)]
+    for k in (1, 2, 3):  # the new log numbers these 1-3: past the reader's 1, which named another deletion
+        cli.ok("forget", ids[k])
+    assert _run(data_dir, "SELECT seq, insight_id FROM mnemon_deletions ORDER BY seq") == [
+        (1, ids[1]), (2, ids[2]), (3, ids[3])]  # fmt: skip
+    caught = _caught_up(data_dir, reader)
+    assert caught is not reader  # another epoch: rebuilt, whatever the new numbers say
+    same_content(caught, fresh_build(data_dir))
+    assert {caught.id_at(r) for r in range(caught.n) if caught.active[r]} == set(ids[4:])
+    assert {r["id"] for r in cli.ok("search", "otter")} == set(ids[4:])
+
+
+def test_a_reader_of_another_deletion_epoch_rebuilds_and_one_of_the_same_catches_up(cli, data_dir) -> None:
+    ids = _remember_some(cli)
+    reader = _reader(data_dir)
+    cli.ok("forget", ids[0])
+    assert _caught_up(data_dir, reader) is reader  # the same log: caught up in place
+    reader = _reader(data_dir)
+    cli.ok("forget", ids[1])
+    _run(data_dir, f"INSERT INTO mnemon_meta (key, value) VALUES ('{sequences.DELETIONS_EPOCH_KEY}', '1')")
+    caught = _caught_up(data_dir, reader)
+    assert caught is not reader and caught.fp.deletions_epoch == 1
+    same_content(caught, fresh_build(data_dir))
+    assert "deletions_epoch" in caught.fp.to_json()
+    assert hotindex.Fingerprint.from_json(caught.fp.to_json()) == caught.fp
+
+
+def test_a_dropped_trigger_of_the_deletion_log_restarts_it_too(cli, data_dir) -> None:
+    """Deletions made while the trigger was gone are in no log: a reader's numbers no longer tell what it
+    missed, so the restored trigger starts a new epoch as a recreated table does."""
+    ids = _remember_some(cli)
+    _run(data_dir, f"DROP TRIGGER {sequences.DELETIONS_TRIGGER}")
+    cli.ok("forget", ids[0])  # logged nowhere
+    assert "trigger insights_deletions_au missing" in _counters(cli("doctor").json())["detail"]
+    repaired = cli.ok("doctor", "--repair")["repaired"]
+    assert "restarted the deletion log (every recall index is rebuilt once)" in repaired
+    assert cli.ok("doctor")["ok"] is True
+
+
+def test_dropped_counter_and_entity_tables_are_named_and_recreated(cli, data_dir) -> None:
+    ids = _remember_some(cli)
+    cli.ok("remember", "Kafka brokers run on three hosts near Rust harbour")
+    cli.ok("forget", ids[0])
+    entity_rows = "SELECT entity, created_at, insight_id FROM insight_entities ORDER BY 1, 2, 3"
+    entities = _run(data_dir, entity_rows)
+    kept = _run(data_dir, "SELECT key, n FROM mnemon_counts ORDER BY key")
+    assert entities and kept
+    before = _run(data_dir, "DROP TABLE mnemon_counts", "DROP TABLE entity_counts", "DROP TABLE insight_entities", _EVERY)
+    for args in (["remember", "Otter pups learn to float"], ["forget", ids[1]]):
+        failed = cli(*args)
+        assert failed.code == 1 and failed.err.startswith("Error: database error: no such table: "), failed.err
+        assert failed.err.count("\n") == 1
+    assert _run(data_dir, _EVERY) == before
+    found = cli("doctor")
+    assert found.code == 1
+    assert _counters(found.json())["detail"] == (
+        "3 problem(s): table insight_entities missing; table mnemon_counts missing; table entity_counts missing")
+    repaired = cli.ok("doctor", "--repair")["repaired"]
+    assert repaired[0] == "recreated the table(s) insight_entities, mnemon_counts, entity_counts"
+    assert "recounted the status counters" in repaired
+    assert _run(data_dir, entity_rows) == entities
+    assert _run(data_dir, "SELECT key, n FROM mnemon_counts ORDER BY key") == kept
+    assert cli.ok("doctor")["ok"] is True
+    cli.ok("forget", ids[1])
+    assert cli.ok("status")["total_insights"] == 5
+
