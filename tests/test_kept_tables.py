@@ -1,10 +1,15 @@
-"""The tables the triggers write into (SQLite).
+"""The tables the triggers write into, and the schema mark an older mnemon sets back (SQLite).
 
 A ``mnemon_deletions`` or a counter table dropped by hand while its trigger stays made every ``forget``
 (every ``remember``) fail, and ``doctor`` said the store was fine: it checked the triggers, never the
 tables. Now doctor names each missing table and ``--repair`` recreates it; a recreated deletion log
 starts a new epoch, so a reader whose numbers came from the lost log rebuilds instead of taking the new
 log's rows for the ones after its own.
+
+An older mnemon opening a store of schema 10 writes its own version into the mark, so the next open
+here migrates again. That migration recounted every counter (whole-table scans) each time; it now
+recounts only where a counter table or trigger is missing, the one case where a write may have gone
+uncounted.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ import apsw
 from test_hotindex import db_file, fresh_build, same_content
 
 from mnemon.engine.hot import HotIndex
-from mnemon.store import hotindex, sequences
+from mnemon.store import Store, counts, hotindex, schema, sequences
 
 NOW = "2026-01-01T00:00:00Z"
 _EVERY = "SELECT id, content, deleted_at FROM insights ORDER BY rowid"
@@ -140,3 +145,81 @@ def test_dropped_counter_and_entity_tables_are_named_and_recreated(cli, data_dir
     cli.ok("forget", ids[1])
     assert cli.ok("status")["total_insights"] == 5
 
+
+# --- the schema mark an older mnemon sets back ------------------------------------------------------
+
+
+def _statements_of_opening(path) -> list[str]:
+    """Every statement a writable open of ``path`` runs (the migration's included)."""
+    seen: list[str] = []
+
+    def hook(conn: apsw.Connection) -> None:
+        conn.exec_trace = lambda _cursor, sql, _bindings: seen.append(sql) or True
+
+    apsw.connection_hooks.append(hook)
+    try:
+        Store.open(path, readonly=False, now=NOW).close()
+    finally:
+        apsw.connection_hooks.remove(hook)
+    return seen
+
+
+_RECOUNT = "INSERT INTO mnemon_counts (key, n) SELECT"
+# What a mnemon of schema 7 or 8 leaves after an import (store/bulkwrite.py of its day): its own counter
+# trigger definitions, which move a counter holding no integer as well.
+_OLD_EDGES_BI = (
+    "CREATE TRIGGER edges_count_bi BEFORE INSERT ON edges WHEN NOT EXISTS (SELECT 1 FROM edges "
+    "WHERE source_id = NEW.source_id AND target_id = NEW.target_id AND edge_type = NEW.edge_type) "
+    "BEGIN INSERT INTO mnemon_counts (key, n) VALUES ('edges', 1) ON CONFLICT(key) DO UPDATE SET n = n + 1; END"
+)
+
+
+def _older_writer(data_dir, ids: list[str], mark: str) -> None:
+    """What an older mnemon does to this store: its migration sets the mark to its own version (and,
+    schema 7-8, leaves its own trigger definitions); its writes fire every trigger in the schema, the
+    ones it does not know included."""
+    _run(data_dir,
+         "BEGIN",
+         f"INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES ('schema', '{mark}')",
+         "DROP TRIGGER edges_count_bi", _OLD_EDGES_BI,
+         f"INSERT INTO insights (id, content, category, entities, created_at, updated_at) VALUES "
+         f"('older-1', 'Otter written by an older mnemon', 'fact', '[\"Rust\"]', '{NOW}', '{NOW}')",
+         f"INSERT INTO edges (source_id, target_id, edge_type, created_at) VALUES ('older-1', '{ids[2]}', 'causal', '{NOW}')",
+         f"UPDATE insights SET deleted_at = '{NOW}', updated_at = '{NOW}' WHERE id = '{ids[3]}'",
+         f"DELETE FROM edges WHERE source_id = '{ids[3]}' OR target_id = '{ids[3]}'",
+         "COMMIT")  # fmt: skip
+
+
+def test_an_older_mnemon_setting_the_mark_back_costs_no_recount_here(cli, data_dir) -> None:
+    ids = _remember_some(cli)
+    _older_writer(data_dir, ids, "9")
+    statements = _statements_of_opening(db_file(data_dir))
+    assert any("INSERT OR REPLACE INTO mnemon_meta (key, value) VALUES ('schema'" in s for s in statements)  # migrated
+    assert not [s for s in statements if s.startswith(_RECOUNT)]  # but counted nothing
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        assert conn.execute("SELECT value FROM mnemon_meta WHERE key = 'schema'").fetchone()[0] == str(schema.SCHEMA_VERSION)
+        assert counts.problems(conn) == []  # the triggers kept every counter exact
+        edges_bi = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'edges_count_bi'").fetchone()[0]
+        assert edges_bi == counts.TRIGGER_SQL[0].replace(" IF NOT EXISTS", "")  # our definition again
+        assert conn.execute("SELECT insight_id FROM mnemon_deletions ORDER BY seq DESC LIMIT 1").fetchone()[0] == ids[3]
+    finally:
+        conn.close()
+    assert cli.ok("doctor")["ok"] is True
+    assert not [s for s in _statements_of_opening(db_file(data_dir)) if "mnemon_meta (key, value) VALUES ('schema'" in s]
+
+
+def test_a_mark_set_back_over_a_missing_counter_trigger_recounts(cli, data_dir) -> None:
+    """Rows written while a counter trigger was missing went uncounted: that migration still recounts."""
+    ids = _remember_some(cli)
+    _run(data_dir, "DROP TRIGGER insights_count_ai")
+    _older_writer(data_dir, ids, "9-bulk")
+    statements = _statements_of_opening(db_file(data_dir))
+    assert [s for s in statements if s.startswith(_RECOUNT)]
+    conn = apsw.Connection(str(db_file(data_dir)))
+    try:
+        assert counts.problems(conn) == []
+    finally:
+        conn.close()
+    assert cli.ok("status")["total_insights"] == 6
+    assert cli.ok("doctor")["ok"] is True

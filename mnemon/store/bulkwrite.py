@@ -19,8 +19,8 @@ Two costs of an import grow with every row it writes, and neither has to:
   transaction (:func:`defer_indexes`) and recreates them in its last
   (:func:`restore_edge_target_index`, :func:`restore_insight_indexes`). While they are dropped the
   store's ``schema`` mark is not the current version, so any other writable open in between, or
-  the next one after a crash, runs the (idempotent) migration, which recreates them and
-  recounts; readers without them are slower, never wrong. The import itself reads edges
+  the next one after a crash, runs the (idempotent) migration, which recreates them (and leaves
+  the counters, which the triggers kept: ``schema.migrate``); readers without them are slower, never wrong. The import itself reads edges
   by key and by rowid only, insights by id, content and source.
 
 A PostgreSQL store is left to its own statement-level triggers and indexes (both are no-ops

@@ -108,11 +108,23 @@ _SQL_DROP_EDGES_BI = "DROP TRIGGER IF EXISTS edges_count_bi"
 TABLE_NAMES = ("mnemon_counts", "entity_counts")
 
 
-def install(conn: apsw.Connection) -> None:
-    """Create the tables and triggers and fill the counters from a real count (migration; idempotent).
+def kept_exactly(conn: apsw.Connection) -> bool:
+    """Whether the counters have been kept by every write so far: both tables and every counter trigger
+    are there (asked before :func:`install`). Each trigger counts in the writing transaction, whoever
+    writes (an older mnemon, the Go program, the sqlite3 shell), and mnemon's bulk writers drop one only
+    inside their own transaction; so with all of them present the counters hold the real counts, damaged
+    ones aside (a hand edit: doctor names those, ``--repair`` recounts)."""
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'trigger')")}
+    return present.issuperset(TABLE_NAMES) and present.issuperset(TRIGGER_NAMES)
 
-    Runs inside the migration's write transaction, after ``insight_entities`` exists; the one
-    full count of a store's lifetime happens here.
+
+def install(conn: apsw.Connection, *, recount: bool = True) -> None:
+    """Create the tables and triggers and, with ``recount``, fill the counters from a real count
+    (migration, ``doctor --repair``; idempotent).
+
+    Runs inside the caller's write transaction, after ``insight_entities`` exists. The full count is
+    needed where the counters may not hold the real counts (:func:`kept_exactly` is false: a store
+    gaining them, a table or trigger dropped); the migration skips it otherwise (store/schema.py).
     """
     for statement in _SQL_CREATE:
         conn.execute(statement)
@@ -120,7 +132,8 @@ def install(conn: apsw.Connection) -> None:
         conn.execute(f"DROP TRIGGER IF EXISTS {name}")
     for statement in _SQL_TRIGGERS:
         conn.execute(statement)
-    rebuild(conn)
+    if recount:
+        rebuild(conn)
 
 
 def rebuild(conn: apsw.Connection) -> None:

@@ -266,6 +266,18 @@ def migrate(conn: apsw.Connection, now: str) -> None:
             return  # another process migrated while we waited for the lock
         existed = _has_table(conn, "insights")
         fmt = embedding_format(conn) if existed else "float64"
+        # A store is migrated again whenever its mark is not ours: an older mnemon resets it to its own
+        # version on open (its migration writes 'schema' as every migration does), an import of ours
+        # leaves '10-bulk' until its end. That migration is needed (an older writer, schema 7-8, recreates
+        # the counter triggers with its own definitions; a '-bulk' mark means dropped indexes), and it is
+        # cheap but for one full scan: the recount of every counter. The counters need it only where some
+        # write may have gone uncounted, which is exactly where a counter table or trigger is missing
+        # now (counts.kept_exactly): every trigger counts in the writing transaction whoever writes, an
+        # older mnemon included (it never removes one it does not know, and the bulk writers of every
+        # version since schema 7 drop theirs only inside their own transaction), and a version of schema
+        # 6-9 recounted on its own open of this store anyway. So an older writer costs one recount (its
+        # own), not two, and each later open of ours none.
+        counted = existed and counts.kept_exactly(conn)
         conn.execute(_SQL_CREATE_INSIGHTS)
         have = _columns(conn, "insights")
         for name, decl in _ADDED_COLUMNS:
@@ -282,7 +294,7 @@ def migrate(conn: apsw.Connection, now: str) -> None:
             conn.execute(_SQL_ENTITY_BACKFILL)
         for statement in _SQL_ENTITY_TRIGGERS:
             conn.execute(statement)
-        counts.install(conn)  # before the legacy clean-up below, whose update the triggers then follow
+        counts.install(conn, recount=not counted)  # before the legacy clean-up below, whose update the triggers follow
         conn.execute(_SQL_CREATE_META)
         sequences.install(conn)  # before the legacy clean-up below too: its deletions are logged
         for statement in _SQL_DROP_OLD_INDEXES:
