@@ -12,10 +12,13 @@ damage is made with a raw apsw connection, then the real CLI is asked.
 from __future__ import annotations
 
 import shutil
+from datetime import datetime, timezone
 from pathlib import Path
 
 import apsw
 import pytest
+
+from mnemon.engine import upkeep
 
 
 def _db(data_dir: Path, store: str = "default") -> Path:
@@ -93,7 +96,9 @@ def test_repair_writes_the_readers_value_for_every_out_of_range_value(cli, data_
         assert problem in edges, (problem, edges)
     generation = int(_rows(data_dir, "SELECT value FROM mnemon_meta WHERE key = 'generation'")[0][0])
 
+    started = datetime.now(timezone.utc)
     repaired = cli.ok("doctor", "--repair")
+    ended = datetime.now(timezone.utc)
     line = next(r for r in repaired["repaired"] if r.startswith("rewrote 10 value(s) outside the contract: "))
     assert f"insight {four[0]}: importance 7 -> 5" in line and f"edge {four[1]} -> {four[3]} (causal): weight -2.0 -> 0.0" in line
     assert not any(r.startswith("not repaired") for r in repaired["repaired"])
@@ -101,9 +106,16 @@ def test_repair_writes_the_readers_value_for_every_out_of_range_value(cli, data_
     assert int(_rows(data_dir, "SELECT value FROM mnemon_meta WHERE key = 'generation'")[0][0]) == generation + 1
     assert cli.ok("doctor")["ok"] is True
 
-    # exactly the named values changed, to the documented ones; every other column and row as it was
-    expected = {four[0]: {3: 5, 7: 0, 4: "[]"}, four[1]: {3: 1, 5: "[]"}, four[2]: {3: 1, 4: "[]"}}
+    # exactly the named values changed, to the documented ones; every other column and row as it was, but
+    # the effective importance of the importance lowered from 7 to 5: written as upkeep computes it for 5,
+    # at the repair's clock (between the two readings here; it only decays with time)
     after = _rows(data_dir, _EVERY_COLUMN)
+    row = next(r for r in after if r[0] == four[0])
+    touching = _rows(data_dir, f"SELECT (SELECT COUNT(*) FROM edges WHERE source_id = '{four[0]}') "
+                               f"+ (SELECT COUNT(*) FROM edges WHERE target_id = '{four[0]}')")[0][0]
+    bounds = [upkeep.effective_importance(5, 0, row[11], row[8], touching, at) for at in (ended, started)]
+    assert bounds[0] <= row[13] <= bounds[1] and row[13] != next(r for r in before_insights if r[0] == four[0])[13]
+    expected = {four[0]: {3: 5, 7: 0, 4: "[]", 13: row[13]}, four[1]: {3: 1, 5: "[]"}, four[2]: {3: 1, 4: "[]"}}
     assert len(after) == len(before_insights)
     for old, new in zip(before_insights, after):
         want = list(old)

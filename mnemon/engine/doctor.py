@@ -12,10 +12,11 @@ readable and current when the index module exists, otherwise "not present").
 ``repair`` removes dangling edges, rewrites malformed numbers (text, a blob, NULL or an infinity in a numeric
 column: ``store.numeric``, each as the value every command already reads it as) and the values outside the
 contract a valid one can stand for (an importance of 7, a negative access count, a weight of 4.5, tags that
-are no JSON array: ``store.ranges``, each rule argued there) in one write transaction, recreates a table the triggers write into that is gone (the
+are no JSON array: ``store.ranges``, each rule argued there; an importance lowered to 5 gets the effective
+importance 5 gives) in one write transaction, recreates a table the triggers write into that is gone (the
 deletion log, the counters, the entity rows), recounts counters that
 disagree, deletes every derived file (the next command rebuilds it from SQLite, which stays the truth),
-tightens permissions, and then checks again. Beyond those values it never touches insight rows: a failing
+tightens permissions, and then checks again. Beyond those values (and that effective importance) it never touches insight rows: a failing
 ``integrity_check`` needs a backup, not a guess, and an empty content no value can stand for. Every check still
 failing after the repair is listed in the report as "not repaired: <check>: <its detail>".
 The SQL lives in ``mnemon.store.check``; this module never prints.
@@ -30,6 +31,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from mnemon.engine import upkeep
 from mnemon.engine.core import EngineBase
 from mnemon.errors import NotFoundError, StoreError
 from mnemon.store import check, counts, derived, numeric, ranges, registration
@@ -238,6 +240,10 @@ class DoctorPipeline:
                 rewritten = numeric.repair(tx, numeric.malformed(tx))
                 outside = ranges.out_of_range(tx)
                 ranges.repair(tx, outside)
+                # An importance above 5 lowered to 5 moves its effective importance base: the stored value is
+                # written as upkeep computes it (the row's other inputs already repaired above), not left for
+                # the row's next upkeep.
+                upkeep.refresh_effective_importance(tx, ranges.lowered_importance(outside), self.ctx.now())
             if removed:
                 done.append(f"removed {removed} dangling edge(s)")
             if rewritten:

@@ -14,8 +14,10 @@ contract: a valid value is never changed.
   1), and it sorts below every valid importance. Above 5 the readers that decide anything take it as 5:
   immune to auto-prune and ``gc`` (importance >= 4), first among equal recall and ``recall --basic``
   scores. Only its effective-importance base (BASE_IMPORTANCE_OTHER, the lookup's "other") moves to 5's,
-  and effective importance orders only rows that are not immune, so nothing a command decides changes,
-  and the stored effective importance is recomputed by the row's next upkeep as usual. The
+  and effective importance orders only rows that are not immune, so nothing a command decides changes;
+  ``--repair`` writes the row's effective importance that 5 gives along with it (``lowered_importance``:
+  the doctor pipeline computes it with upkeep's function), so the store is consistent at once. (Below 1
+  the base is already 1's, "other": the stored effective importance stays as it is.) The
   default 3 was not chosen: it would make an immune row prunable, or lift a row below 1 over valid 1s and 2s.
 - ``access_count`` (integer >= 0): 0. Effective importance reads a negative count as 0 (``max(0, n)``)
   and the immunity rule (>= 3) treats it as 0: writing 0 changes nothing any reader computes.
@@ -145,6 +147,12 @@ def edges_out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
 def out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
     """Every value outside the contract, insights first, each table in rowid order."""
     return [*insights_out_of_range(conn), *edges_out_of_range(conn)]
+
+
+def lowered_importance(found: list[OutOfRange]) -> list[str]:
+    """The insights whose importance ``repair`` lowers to 5: their effective importance base moves
+    (BASE_IMPORTANCE_OTHER to 5's), so the caller writes the effective importance 5 gives."""
+    return [o.key[0] for o in found if o.table == "insights" and o.column == "importance" and o.value > IMPORTANCE_MAX]
 
 
 def repair(conn: apsw.Connection, found: list[OutOfRange]) -> None:
