@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import stat
 import subprocess
@@ -791,6 +792,53 @@ def test_store_copy_of_a_damaged_sqlite_store_to_postgres(tmp_path, capsys, pg_d
     assert refused.code == 1 and refused.err == (
         f"Error: store copy: insight {b}: created_at is <blob of 2 bytes>, which a PostgreSQL text column cannot "
         "hold (nothing was copied; correct the source row first)\n")
+    assert cli.ok("--store", "pg2", "status")["total_insights"] == 0
+
+
+def test_store_copy_to_postgres_writes_integers_beyond_32_bits_as_read(tmp_path, capsys, pg_db) -> None:
+    """SQLite holds 64-bit integers, a PostgreSQL integer column 32: an importance of 3000000000 failed the copy
+    with a database error. It is written as the readers read it (clamped into 1-5), a negative access count
+    beyond 32 bits as 0; a value within 32 bits is carried as before (doctor names it there too), and the copy
+answers as the source does. An access count
+    above 2^31-1 has no such value: that copy is refused with one Error line, nothing written."""
+    from tests.test_cli_remember import query
+
+    cli = make_cli(tmp_path, "m", capsys)
+    a, b, c = (cli.ok("remember", text, "--no-diff")["id"] for text in (
+        "Kafka retries are capped at five", "Kafka consumer lag is watched hourly", "Kafka brokers run on three hosts"))
+    db = cli.data_dir / "data" / "default" / "mnemon.db"
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE insights SET importance = 3000000000, access_count = -3000000000 WHERE id = ?", (a,))
+    conn.execute("UPDATE insights SET importance = -3000000000, access_count = 2147483647 WHERE id = ?", (b,))
+    conn.execute("UPDATE insights SET access_count = -2 WHERE id = ?", (c,))
+    conn.close()
+    shutil.rmtree(db.with_name("mnemon.db.index"))  # a hand edit bumps no generation: the index is rebuilt
+
+    def answers(*store: str) -> list[object]:
+        found = [cli.ok("--readonly", *store, "search", "Kafka"), cli.ok("--readonly", *store, "recall", "Kafka brokers")]
+        return [[{k: v for k, v in hit.items() if k != "importance"} for hit in hits] for hits in  # importance: as stored
+                (found[0], found[1]["results"])]
+
+    before = answers()
+    cli("store", "create", "pg", "--postgres", pg_db)
+    copied = cli("store", "copy", "default", "pg")
+    assert copied.code == 0 and copied.err == "", copied.err
+    assert query(cli.data_dir, "SELECT id, importance, access_count FROM insights ORDER BY rowid", store="pg") == [
+        (a, 5, 0), (b, 1, 2147483647), (c, 3, -2)]
+    assert answers("--store", "pg") == before
+    report = cli("--store", "pg", "doctor")
+    assert report.code == 1 and report.err == "Error: doctor found problems: insights\n"
+    detail = next(ch["detail"] for ch in json.loads(report.out)["checks"] if ch["name"] == "insights")
+    assert detail == f"1 problem(s): insight {c}: access_count -2 is negative; --repair writes 0"
+
+    conn = apsw.Connection(str(db))
+    conn.execute("UPDATE insights SET access_count = 3000000000 WHERE id = ?", (b,))
+    conn.close()
+    cli("store", "create", "pg2", "--postgres", pg_db)
+    refused = cli("store", "copy", "default", "pg2")
+    assert refused.code == 1 and refused.err == (
+        f"Error: store copy: insight {b}: access_count 3000000000 is beyond what a PostgreSQL integer column holds "
+        "(2147483647) (nothing was copied; correct the source row first)\n")
     assert cli.ok("--store", "pg2", "status")["total_insights"] == 0
 
 

@@ -16,6 +16,12 @@ that is no blob is no vector (NULL). Everything else is carried as it is, out-of
 (an importance of 7 reads the same in the copy, and doctor names it there as on the source). A blob where
 text belongs cannot be held by a PostgreSQL text column: such a copy is refused, naming the row, before
 anything is written (into SQLite it is carried as it is).
+
+A PostgreSQL ``integer`` column holds 32 bits, SQLite's 64: a value beyond them (a hand edit; nothing mnemon
+writes comes near) is written into PostgreSQL as the readers read it, by ``store.ranges``' rules: an
+importance clamped into 1-5, a negative access count as 0. An access count above 2^31-1 has no such value
+(the readers take it as it is, and the column's largest would make the next recall's access bump overflow):
+that copy is refused, naming the row, as a blob in a text column is.
 """
 
 from __future__ import annotations
@@ -27,7 +33,7 @@ import json
 
 from mnemon.errors import InputError
 from mnemon.store import edges as edge_sql
-from mnemon.store import hotindex, numeric
+from mnemon.store import hotindex, numeric, ranges
 from mnemon.store import insights as insight_sql
 from mnemon.store.check import shown
 from mnemon.store.tx import write_tx
@@ -81,6 +87,7 @@ def copy_store(source: Store, target: Store) -> Copied:
     edges = [_edge(r) for r in edges]
     if target.backend == "postgres":
         _refuse_blobs_in_text(insights, edges, oplog)
+        insights = [_in_32_bits(r) for r in insights]
     conn = target.conn
     with write_tx(conn):
         if int(scalar(conn, _SQL_OCCUPIED)):
@@ -132,6 +139,29 @@ def _insight(r: tuple[Any, ...]) -> tuple[Any, ...]:
 def _edge(r: tuple[Any, ...]) -> tuple[Any, ...]:
     metadata = _json_as_read(r[4], dict, edge_sql.dump_metadata(edge_sql.load_metadata(r[4])))
     return (*r[:3], numeric.real(r[3], numeric.WEIGHT_FALLBACK), metadata, r[5])
+
+
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+_IMPORTANCE, _ACCESS_COUNT = 3, 7  # positions in _INSIGHT_COLUMNS
+
+
+def _in_32_bits(r: tuple[Any, ...]) -> tuple[Any, ...]:
+    """An insight row whose integers a PostgreSQL ``integer`` column holds (the module's docstring)."""
+    importance, access_count = r[_IMPORTANCE], r[_ACCESS_COUNT]
+    if INT32_MIN <= importance <= INT32_MAX and INT32_MIN <= access_count <= INT32_MAX:
+        return r
+    if access_count > INT32_MAX:
+        key = r[0] if isinstance(r[0], str) else shown(r[0])
+        raise InputError(
+            f"store copy: insight {key}: access_count {access_count} is beyond what a PostgreSQL integer column "
+            f"holds ({INT32_MAX}) (nothing was copied; correct the source row first)"
+        )
+    fitted = list(r)
+    if not INT32_MIN <= importance <= INT32_MAX:
+        fitted[_IMPORTANCE] = min(max(importance, ranges.IMPORTANCE_MIN), ranges.IMPORTANCE_MAX)
+    if access_count < INT32_MIN:
+        fitted[_ACCESS_COUNT] = 0
+    return tuple(fitted)
 
 
 _TEXT_COLUMNS = {
