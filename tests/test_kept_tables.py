@@ -223,3 +223,27 @@ def test_a_mark_set_back_over_a_missing_counter_trigger_recounts(cli, data_dir) 
         conn.close()
     assert cli.ok("status")["total_insights"] == 6
     assert cli.ok("doctor")["ok"] is True
+
+
+def test_a_dropped_entity_trigger_is_named_and_repair_rewrites_the_lookup(cli, data_dir) -> None:
+    """Without ``insights_entities_ai`` and ``_au`` every remember succeeds and the entity lookup silently
+    stops following the insights (a remember inserts the row, then writes its entities): a new memory's entities are in no lookup row, so the next memory naming the
+    same entity gets no entity edge to it. Doctor names the trigger; --repair recreates it and writes
+    the lookup again from the insights."""
+    first = cli.ok("remember", "Kelp survey in the north bay", "--entities", "Kelpwatch")["id"]
+    _run(data_dir, "DROP TRIGGER insights_entities_ai", "DROP TRIGGER insights_entities_au")
+    second = cli.ok("remember", "Second kelp survey by the diving team", "--entities", "Kelpwatch")["id"]
+    rows = "SELECT insight_id FROM insight_entities WHERE entity = 'Kelpwatch' ORDER BY insight_id"
+    assert _run(data_dir, rows) == [(first,)]  # the lookup no longer follows
+    found = cli("doctor")
+    assert found.code == 1 and found.err == "Error: doctor found problems: counters\n"
+    detail = _counters(found.json())["detail"]
+    assert "trigger insights_entities_ai missing" in detail and "trigger insights_entities_au missing" in detail
+    repaired = cli.ok("doctor", "--repair")["repaired"]
+    assert "recreated the trigger(s) insights_entities_ai, insights_entities_au and rewrote the entity lookup from the insights" in repaired
+    assert cli.ok("doctor")["ok"] is True
+    assert _run(data_dir, rows) == sorted([(first,), (second,)])
+    third = cli.ok("remember", "Third kelp survey after the storm", "--entities", "Kelpwatch")["id"]
+    assert _run(data_dir, rows) == sorted([(first,), (second,), (third,)])  # the trigger follows again
+    entity_edges = _run(data_dir, f"SELECT target_id FROM edges WHERE source_id = '{third}' AND edge_type = 'entity'")
+    assert {first, second} <= {r[0] for r in entity_edges}  # both earlier memories found through the lookup

@@ -888,6 +888,31 @@ def test_doctor_repair_recreates_dropped_tables_and_other_caches_rebuild(tmp_pat
     assert b.ok("--store", "team", "doctor")["ok"] is True
 
 
+def test_doctor_repair_rewrites_the_entity_lookup_a_dropped_entity_trigger_let_drift(tmp_path, capsys, pg_db) -> None:
+    """Without the entity triggers a remember succeeds and its entities reach no lookup row (the next
+    memory naming the entity gets no entity edge to it). Doctor names the triggers; --repair recreates
+    them and writes the lookup again from the insights."""
+    (a,) = _machines(tmp_path, capsys, pg_db, 1)
+    first = a.ok("--store", "team", "remember", "Kelp survey in the north bay", "--entities", "Kelpwatch")["id"]
+    with psycopg.connect(pg_db, autocommit=True) as conn:
+        for name in ("insights_entities_ai", "insights_entities_au"):
+            conn.execute(sql.SQL("DROP TRIGGER {} ON mnemon_team.insights").format(sql.Identifier(name)))
+    second = a.ok("--store", "team", "remember", "Second kelp survey by the divers", "--entities", "Kelpwatch")["id"]
+    lookup = "SELECT insight_id FROM mnemon_team.insight_entities WHERE entity = 'Kelpwatch' ORDER BY insight_id"
+    assert rows(pg_db, lookup) == [(first,)]
+    found = a("--store", "team", "doctor")
+    assert found.code == 1 and found.err == "Error: doctor found problems: counters\n"
+    detail = next(ch["detail"] for ch in json.loads(found.out)["checks"] if ch["name"] == "counters")
+    assert "trigger insights_entities_ai missing" in detail and "trigger insights_entities_au missing" in detail
+    repaired = a.ok("--store", "team", "doctor", "--repair")["repaired"]
+    assert ("recreated the trigger(s) insights_entities_ai, insights_entities_au and rewrote the entity lookup "
+            "from the insights") in repaired
+    assert a.ok("--store", "team", "doctor")["ok"] is True
+    assert rows(pg_db, lookup) == sorted([(first,), (second,)])
+    third = a.ok("--store", "team", "remember", "Third kelp survey after the storm", "--entities", "Kelpwatch")["id"]
+    assert rows(pg_db, lookup) == sorted([(first,), (second,), (third,)])
+
+
 FOREIGN_KEYS_OF_EDGES = (
     "SELECT conname FROM pg_constraint WHERE contype = 'f' AND conrelid = 'mnemon_team.edges'::regclass"
 )

@@ -254,6 +254,10 @@ class DoctorPipeline:
             tables = [p.split()[1] for p in missing if p.startswith("table ")]
             if tables:
                 done.append(f"recreated the table(s) {', '.join(tables)}")
+            entity_triggers = [p.split()[1] for p in missing if p.startswith("trigger insights_entities_")]
+            if entity_triggers and "insight_entities" not in tables:
+                done.append(f"recreated the trigger(s) {', '.join(entity_triggers)} and rewrote the entity lookup "
+                            "from the insights")
             if restarted:
                 done.append("restarted the deletion log (every recall index is rebuilt once)")
             if missing:

@@ -173,18 +173,30 @@ _SQL_DROP_OLD_INDEXES = (
 )
 
 
+ENTITY_TRIGGER_NAMES = tuple(statement.split()[5] for statement in _SQL_ENTITY_TRIGGERS)
+
+
 def entity_rows_missing(conn: apsw.Connection) -> list[str]:
-    """The entity lookup table, if it is missing (doctor: its triggers fail every remember and forget)."""
-    return [] if _has_table(conn, "insight_entities") else ["table insight_entities missing"]
+    """The entity lookup table, if it is missing (doctor: its triggers fail every remember and forget), or
+    its triggers: without one, writes succeed and the lookup silently stops following the insights (a new
+    memory's entities find no neighbours for their entity edges, a forgotten one's are still found)."""
+    if not _has_table(conn, "insight_entities"):
+        return ["table insight_entities missing"]
+    present = {str(r[0]) for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'trigger'")}
+    return [f"trigger {name} missing" for name in ENTITY_TRIGGER_NAMES if name not in present]
 
 
 def restore_entity_rows(conn: apsw.Connection) -> None:
     """Recreate a missing entity lookup with its rows, index and triggers (``doctor --repair``, inside
-    its write transaction; as the migration creates it)."""
+    its write transaction; as the migration creates it). Where a trigger was missing the rows may have
+    drifted from the insights since it went: they are written again from the insights, as the backfill does."""
     if not _has_table(conn, "insight_entities"):
         conn.execute(_SQL_CREATE_ENTITY_INDEX)
         conn.execute(_SQL_ENTITY_BACKFILL)
         conn.execute(index_sql("idx_insight_entities_insight"))
+    elif entity_rows_missing(conn):
+        conn.execute("DELETE FROM insight_entities")
+        conn.execute(_SQL_ENTITY_BACKFILL)
     for statement in _SQL_ENTITY_TRIGGERS:
         conn.execute(statement)
 

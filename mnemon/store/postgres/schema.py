@@ -487,16 +487,22 @@ def reinstall_triggers(conn: PgConnection) -> bool:
     active insights; the edge change log empty, its floor at the change sequence's position (a cache
     behind it cannot be told what changed before and reloads the edges, as for a pruned log); the
     deletion log restarted in a new epoch, as where its trigger was missing (store/sequences.py: every
-    cache rebuilds its index, since a deletion may be in no log). Returns whether the log restarted."""
+    cache rebuilds its index, since a deletion may be in no log); the entity rows written again where an
+    entity trigger was missing. Returns whether the log restarted."""
     missing = missing_tables(conn)
-    restarted = "mnemon_deletions" in missing or sequences.DELETIONS_TRIGGER in missing_triggers(conn)
+    gone = missing_triggers(conn)
+    restarted = "mnemon_deletions" in missing or sequences.DELETIONS_TRIGGER in gone
+    # without one of its triggers the entity lookup drifted from the insights: written again from them
+    entity_rows_stale = "insight_entities" not in missing and any(n.startswith("insights_entities_") for n in gone)
     for name in missing:
         conn.execute(_TABLE_SQL[name], raw=True)
     for statement in _INDEXES:  # the tables' own indexes (IF NOT EXISTS: the others are there)
         conn.execute(statement, raw=True)
     for statement in (*_TRIGGER_FUNCTIONS, _EDGE_CHANGE_FUNCTION, *_ENDPOINT_FUNCTIONS):
         conn.execute(statement, raw=True)
-    if "insight_entities" in missing:
+    if entity_rows_stale:
+        conn.execute("DELETE FROM insight_entities", raw=True)
+    if "insight_entities" in missing or entity_rows_stale:
         conn.execute(_SQL_ENTITY_BACKFILL, raw=True)
     if "edge_changes" in missing:
         row = conn.execute(_SQL_CHANGE_POSITION, raw=True).fetchone()
