@@ -43,16 +43,6 @@ def _counters(report: dict) -> dict:
     return next(c for c in report["checks"] if c["name"] == "counters")
 
 
-def _reader(data_dir) -> HotIndex:
-    """An index as a process holding it in memory has it (the files are deleted by --repair)."""
-    conn = apsw.Connection(str(db_file(data_dir)))
-    try:
-        with hotindex.read_snapshot(conn):
-            return HotIndex.build(conn, hotindex.fingerprint(conn))
-    finally:
-        conn.close()
-
-
 def _caught_up(data_dir, index: HotIndex) -> HotIndex:
     conn = apsw.Connection(str(db_file(data_dir)))
     try:
@@ -65,7 +55,7 @@ def _caught_up(data_dir, index: HotIndex) -> HotIndex:
 def test_a_dropped_deletion_log_is_named_by_doctor_and_recreated_by_repair(cli, data_dir) -> None:
     ids = _remember_some(cli)
     cli.ok("forget", ids[0])
-    reader = _reader(data_dir)
+    reader = fresh_build(data_dir)
     assert reader.fp.deleted_seq == 1 and reader.fp.deletions_epoch == 0
     before = _run(data_dir, "DROP TABLE mnemon_deletions", _EVERY)
     failed = cli("forget", ids[1])
@@ -93,10 +83,10 @@ def test_a_dropped_deletion_log_is_named_by_doctor_and_recreated_by_repair(cli, 
 
 def test_a_reader_of_another_deletion_epoch_rebuilds_and_one_of_the_same_catches_up(cli, data_dir) -> None:
     ids = _remember_some(cli)
-    reader = _reader(data_dir)
+    reader = fresh_build(data_dir)
     cli.ok("forget", ids[0])
     assert _caught_up(data_dir, reader) is reader  # the same log: caught up in place
-    reader = _reader(data_dir)
+    reader = fresh_build(data_dir)
     cli.ok("forget", ids[1])
     _run(data_dir, f"INSERT INTO mnemon_meta (key, value) VALUES ('{sequences.DELETIONS_EPOCH_KEY}', '1')")
     caught = _caught_up(data_dir, reader)

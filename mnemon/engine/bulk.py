@@ -767,7 +767,7 @@ class ImportPipeline:
         items = [_draft_item(ins) for ins in active]
         out_edges: list[dict[str, object]] = []
         self_edges: list[dict[str, object]] = []
-        for edge in edges.all_edges_shared(conn):  # (maps shared between edges: read, never changed)
+        for edge in edges.all_edges(conn):  # (maps shared between edges: read, never changed)
             s, t = position.get(edge.source_id), position.get(edge.target_id)
             if s is None or t is None:
                 continue

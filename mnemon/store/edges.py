@@ -78,10 +78,12 @@ def load_metadata(raw: object) -> dict[str, str]:
     return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
-def _row_to_edge(row: tuple[object, ...]) -> Edge:
+def _row_to_edge(row: tuple[object, ...], metadata: dict[str, str] | None = None) -> Edge:
+    """An edge row as an Edge; ``metadata``: the row's map already decoded (all_edges shares them)."""
     # a malformed weight (text, NULL, an infinity) reads as store.numeric's fallback, not a ValueError
     weight = numeric.real(row[3], numeric.WEIGHT_FALLBACK)
-    return Edge(str(row[0]), str(row[1]), str(row[2]), weight, load_metadata(row[4]), str(row[5]))
+    return Edge(str(row[0]), str(row[1]), str(row[2]), weight,
+                load_metadata(row[4]) if metadata is None else metadata, str(row[5]))
 
 
 def upsert(conn: apsw.Connection, edge: Edge) -> None:
@@ -114,15 +116,11 @@ def counts_by_node(conn: apsw.Connection) -> dict[str, int]:
 
 
 def all_edges(conn: apsw.Connection) -> list[Edge]:
-    return [_row_to_edge(r) for r in conn.execute(_SQL_ALL)]
-
-
-def all_edges_shared(conn: apsw.Connection) -> list[Edge]:
-    """``all_edges`` for a reader that never changes an edge's metadata (export): edges whose stored
-    metadata text is the same share one decoded map. A store repeats few (a backbone's two, an
-    entity's name, a reason), so each is decoded once, not once per edge. An export of 10k insights
-    (352k edges) that carries every map took 1.38x the CPU of the reason-only export decoding per
-    edge, 0.78x with the maps shared (5 pairs each), and 383 MiB at its peak instead of 440."""
+    """Every edge row, for readers that never change an edge's metadata (export, viz): edges whose stored
+    metadata text is the same share one decoded map. A store repeats few (a backbone's two, an entity's
+    name, a reason), so each is decoded once, not once per edge. An export of 10k insights (352k edges)
+    that carries every map took 1.38x the CPU of the reason-only export decoding per edge, 0.78x with the
+    maps shared (5 pairs each), and 383 MiB at its peak instead of 440."""
     decoded: dict[object, dict[str, str]] = {}
     out: list[Edge] = []
     for row in conn.execute(_SQL_ALL):
@@ -130,8 +128,7 @@ def all_edges_shared(conn: apsw.Connection) -> list[Edge]:
         metadata = decoded.get(raw)
         if metadata is None:
             metadata = decoded[raw] = load_metadata(raw)
-        weight = numeric.real(row[3], numeric.WEIGHT_FALLBACK)
-        out.append(Edge(str(row[0]), str(row[1]), str(row[2]), weight, metadata, str(row[5])))
+        out.append(_row_to_edge(row, metadata))
     return out
 
 
