@@ -344,8 +344,11 @@ def possessor_query_terms(text: str) -> list[str]:
 # Query side only: the proper names a query writes, for subject agreement (engine.retrieve, records.
 # SUBJECT_MISMATCH_FACTOR). A name is a capitalised word (an upper-case then a lower-case letter)
 # that does not start the query or a sentence of it: "What did Melanie paint?" names Melanie, while
-# "What" and "Paint the fence" start their sentences. Scripts without case (Chinese) name nothing
-# here. Whether a name is one of the store's frequent ones is the engine's to decide (its postings).
+# "What" and "Paint the fence" start their sentences. In a query written in Han characters
+# (written_in_han) a capitalised Latin word is a name wherever it stands: Chinese has no sentence case,
+# and its subject opens the question ("Melanie什么时候画了日出？", as "When did Melanie paint a sunrise?"
+# names her later). Scripts without case (Chinese names) name nothing here. Whether a name is one of the
+# store's frequent ones is the engine's to decide (its postings).
 _CAPITALISED = regex.compile(
     r"(?<![[\p{L}\p{Nd}]--\p{Script=Han}])\p{Lu}\p{Ll}[\p{L}--\p{Script=Han}]*(?![[\p{L}\p{Nd}]--\p{Script=Han}])",
     regex.V1,
@@ -355,15 +358,18 @@ _OPENERS = " \t\r\n\"'([\u201c\u2018"
 
 
 def query_name_terms(text: str) -> list[str]:
-    """Return the terms of the capitalised words of ``text`` that start no sentence, each once, in order.
+    """Return the terms of the capitalised words of ``text`` that start no sentence (any, in a text
+    written in Han characters), each once, in order.
 
     "When did Caroline meet Melanie's friends?" → ["carolin", "melani"]; "Caroline's plans?" → [] (the
-    first word); "Why? Because Jon left." → ["jon"]; a stopword ("The" mid-sentence) has no term.
+    first word); "Why? Because Jon left." → ["jon"]; a stopword ("The" mid-sentence) has no term;
+    "Gina如何描述Jon开的工作室？" → ["gina", "jon"] (written in Han: no sentence case to skip).
     """
     out: list[str] = []
+    caseless = written_in_han(text)
     for match in _CAPITALISED.finditer(text):
         before = text[: match.start()].rstrip(_OPENERS)
-        if not before or before[-1] in _SENTENCE_END:
+        if not caseless and (not before or before[-1] in _SENTENCE_END):
             continue
         for term in recall_terms(match.group(0)):
             if term not in out:

@@ -501,6 +501,13 @@ def test_the_long_query_regime_grows_with_the_length(monkeypatch: pytest.MonkeyP
         ("我和Caroline去了公园", ["carolin"]),  # a Latin word ends where a Han run starts, on either side
         ("昨天 Melanie画了日出", ["melani"]),
         ("卡罗琳什么时候去的", []),
+        # a query written in Han has no sentence case: its opening Latin word is a name too
+        ("Caroline什么时候去参加LGBTQ支持小组的？", ["carolin"]),
+        ("Gina如何描述Jon开的这家工作室？", ["gina", "jon"]),
+        ("Jon和Gina什么时候决定合作的？", ["jon", "gina"]),
+        ("Caroline 4年前是从哪里搬来的？", ["carolin"]),  # a space after the name, not a Han character
+        ("好的。Melanie画了什么？", ["melani"]),  # after a full stop as well
+        ("Melanie painted 日出?", []),  # mostly English: its first word still starts the sentence
     ],
 )
 def test_query_name_terms(query: str, expected: list[str]) -> None:
