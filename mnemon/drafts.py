@@ -44,7 +44,7 @@ from typing import Any, NamedTuple, overload
 
 from mnemon.errors import InputError, MnemonError
 from mnemon.lifecycle import format_timestamp, parse_timestamp
-from mnemon.validate import check_text
+from mnemon.validate import check_text, encodable as _encodable
 from mnemon.records import (
     CATEGORIES,
     DEFAULT_CATEGORY,
@@ -729,17 +729,6 @@ def _plain_edge(item: object, n: int, reasons: dict[str, str], exact: bool = Fal
             return None
         reason = reasons.setdefault(reason, reason) if len(reasons) < _REASONS_KEPT else reason
     return DraftEdge(source, target, _EDGE_TYPE_OF[edge_type], _weight(weight, exact), reason)
-
-
-def _encodable(text: str) -> bool:
-    """Valid UTF-8 once encoded (no lone surrogates), as ``check_text`` requires."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _edge(index: int, item: object, n: int, exact: bool = False) -> DraftEdge:

@@ -27,6 +27,17 @@ def byte_prefix(text: str, n: int) -> str:
     return text.encode("utf-8")[:n].decode("utf-8", errors="ignore")
 
 
+def encodable(text: str) -> bool:
+    """Valid UTF-8 once encoded: no lone surrogate (a JSON ``\\ud800`` escape, or undecodable argv bytes)."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_text(text: str, what: str) -> str:
     """Reject text that is not valid UTF-8 (lone surrogates from a bad argv) or holds NUL bytes."""
     try:

@@ -132,6 +132,27 @@ def test_link_rejects_bad_flags(cli, trio, args: list[str], message: str) -> Non
     assert (res.code, res.out, res.err) == (1, "", f"Error: {message}\n")
 
 
+@pytest.mark.parametrize(
+    ("meta", "shown"),
+    [('{"k": "\\ud800"}', '"k"'), ('{"\\udc00x": "v"}', '"\\udc00x"'), ('{"a": "ok", "b": "x\\udfff"}', '"b"')],
+)
+def test_link_meta_with_a_lone_surrogate_is_refused_and_writes_nothing(cli, data_dir, trio, meta: str, shown: str) -> None:
+    """A JSON escape of a lone surrogate, in a key or a value, is an input error before anything is written
+    (it was a UnicodeEncodeError traceback from the edge upsert)."""
+    before = query(data_dir, "SELECT COUNT(*) FROM edges"), query(data_dir, "SELECT COUNT(*) FROM oplog")
+    res = cli("link", trio[0]["id"], trio[1]["id"], "--meta", meta)
+    assert (res.code, res.out, res.err) == (1, "", f"Error: invalid metadata JSON: metadata[{shown}] is not valid UTF-8\n")
+    assert (query(data_dir, "SELECT COUNT(*) FROM edges"), query(data_dir, "SELECT COUNT(*) FROM oplog")) == before
+
+
+def test_link_meta_keeps_nul_in_values(cli, data_dir, trio) -> None:
+    """NUL stays allowed in a metadata value (the stored JSON escapes it; an exported draft carries it back)."""
+    out = cli.ok("link", trio[0]["id"], trio[1]["id"], "--meta", '{"k": "a\\u0000b"}')
+    assert out["metadata"] == {"created_by": "claude", "k": "a\x00b"}
+    rows = query(data_dir, "SELECT metadata FROM edges")
+    assert rows == [('{"created_by":"claude","k":"a\\u0000b"}',)] * 2
+
+
 def test_link_unknown_endpoints(cli, trio) -> None:
     assert cli("link", "ghost", trio[0]["id"]).err == "Error: source insight ghost not found\n"
     assert cli("link", trio[0]["id"], "ghost").err == "Error: target insight ghost not found\n"

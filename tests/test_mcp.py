@@ -164,3 +164,18 @@ def test_a_line_that_is_no_utf8_is_a_parse_error_and_stores_nothing(data_dir):
     assert json.loads(text(s.receive()["result"]))["content"] == "café au lait"
     s.close()
     assert run_process(["status"], data_dir=data_dir).json()["total_insights"] == 1
+
+
+def test_link_tool_meta_with_a_lone_surrogate_is_a_tool_error_and_links_nothing(data_dir):
+    """The MCP link tool reaches the engine's link, whose metadata check refuses a lone surrogate (a JSON
+    ``\\ud800`` escape in the tool's ``meta``) as it does for the CLI: it was a traceback, not a tool error."""
+    s = Session(data_dir, "serve")
+    a = json.loads(text(s.call("remember", content="alpha first note")))["id"]
+    b = json.loads(text(s.call("remember", content="beta second remark")))["id"]
+    for meta, shown in (({"k": "\ud800"}, '"k"'), ({"\udc00": "v"}, '"\\udc00"')):
+        bad = s.call("link", source_id=a, target_id=b, type="causal", meta=meta)
+        assert bad["isError"] is True
+        assert text(bad) == f"Error: invalid metadata JSON: metadata[{shown}] is not valid UTF-8"
+    s.close()
+    edges = run_process(["related", a, "--edge", "causal"], data_dir=data_dir).json()
+    assert edges == []

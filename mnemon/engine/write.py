@@ -44,6 +44,7 @@ from mnemon.validate import (
     check_tags,
     check_text,
     check_weight,
+    encodable,
 )
 
 if TYPE_CHECKING:
@@ -255,7 +256,13 @@ class WritePipeline:
                 raise InputError(f"invalid metadata JSON: {exc}") from None
             if not isinstance(parsed, dict) or not all(isinstance(v, str) for v in parsed.values()):
                 raise InputError("invalid metadata JSON: must be an object of string values")
-            metadata = {str(k): v for k, v in parsed.items()}
+            # A \ud800 escape decodes to a lone surrogate, which no UTF-8 column can hold: refused here, before
+            # the transaction, in the draft checks' words (drafts._weight_and_metadata). NUL stays allowed in a
+            # key or value: the stored JSON escapes it (drafts._label).
+            for key, value in parsed.items():
+                if not (encodable(key) and encodable(value)):
+                    raise InputError(f"invalid metadata JSON: metadata[{json.dumps(key)}] is not valid UTF-8")
+            metadata = dict(parsed)
         metadata["created_by"] = "claude"
         if edge_type == "supersedes" and source_id == target_id:
             raise InputError("supersedes requires distinct insights")
