@@ -110,7 +110,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 # session's PostgreSQL server. A test about SQLite's own files is marked ``sqlite_only``.
 BOTH_BACKENDS = {
     "test_cli_remember", "test_cli_commands", "test_cli_errors", "test_search", "test_recall", "test_import",
-    "test_embed_cli", "test_recall_vectors",
+    "test_embed_cli", "test_recall_vectors", "test_inputs_roundtrip",
 }
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import apsw
 
-from mnemon.records import MAX_CONTENT_BYTES, Insight
+from mnemon.records import MAX_ACCESS_COUNT, MAX_CONTENT_BYTES, Insight
 from mnemon.store import numeric
 from mnemon.store.connection import scalar
 
@@ -70,11 +70,19 @@ _SQL_SOFT_DELETE = "UPDATE insights SET deleted_at = ?, updated_at = ? WHERE id 
 # (store.numeric: read as 0) or a negative one (store.ranges: read as 0) is counted from 0. (An integer
 # equals its CAST; text, a blob or a real does not: no typeof(), which PostgreSQL lacks.)
 _ACCESS_READ = "CASE WHEN access_count = CAST(access_count AS INTEGER) AND access_count > 0 THEN access_count ELSE 0 END"
+# The sum saturates at MAX_ACCESS_COUNT, PostgreSQL's integer column's ceiling and the most a draft carries:
+# there "access_count + ?" past it failed the whole recall ("integer out of range"), and on SQLite a larger
+# count made an export that import refuses. The comparison is written so that no step overflows a 32-bit
+# integer (the amount is 1 or 3, never negative); a SQLite count an older writer let grow past the ceiling
+# is written as the ceiling, the value its export carries.
+_ACCESS_PLUS = (
+    f"CASE WHEN {_ACCESS_READ} >= {MAX_ACCESS_COUNT} - ? THEN {MAX_ACCESS_COUNT} ELSE {_ACCESS_READ} + ? END"
+)
 _SQL_BUMP_ACCESS = (
-    f"UPDATE insights SET access_count = {_ACCESS_READ} + ?, last_accessed_at = ? WHERE id = ? AND deleted_at IS NULL"
+    f"UPDATE insights SET access_count = {_ACCESS_PLUS}, last_accessed_at = ? WHERE id = ? AND deleted_at IS NULL"
 )
 _SQL_KEEP = (
-    f"UPDATE insights SET access_count = {_ACCESS_READ} + ?, last_accessed_at = ?, updated_at = ? "
+    f"UPDATE insights SET access_count = {_ACCESS_PLUS}, last_accessed_at = ?, updated_at = ? "
     "WHERE id = ? AND deleted_at IS NULL"
 )
 _SQL_ALL_ACTIVE = f"SELECT {INSIGHT_COLUMNS} FROM insights WHERE deleted_at IS NULL ORDER BY created_at, rowid"
@@ -347,11 +355,11 @@ def soft_delete(conn: apsw.Connection, insight_id: str, now: str) -> bool:
 
 
 def bump_access(conn: apsw.Connection, ids: Iterable[str], now: str, amount: int = 1) -> None:
-    conn.executemany(_SQL_BUMP_ACCESS, [(amount, now, i) for i in ids])
+    conn.executemany(_SQL_BUMP_ACCESS, [(amount, amount, now, i) for i in ids])
 
 
 def keep(conn: apsw.Connection, insight_id: str, now: str, amount: int) -> bool:
-    conn.execute(_SQL_KEEP, (amount, now, now, insight_id))
+    conn.execute(_SQL_KEEP, (amount, amount, now, now, insight_id))
     return conn.changes() > 0
 
 
