@@ -3,7 +3,7 @@
 Owns the EI formula (base × access × decay × edge factor), the immunity rule, how many rows an
 over-capacity store prunes and from which stored_at they become eligible, the prune oplog
 detail (§3.12), and the RFC 3339 timestamps everything is stamped with (§2.3: UTC, second
-precision, compared as strings).
+precision, compared as strings; parsed by ``validate.parse_timestamp``, which the store's doctor reads too).
 
 Pure: the caller passes ``now`` (an aware datetime) so that the time rules are testable; no
 clock, no I/O, stdlib only.
@@ -12,7 +12,6 @@ clock, no I/O, stdlib only.
 from __future__ import annotations
 
 import math
-import re
 from datetime import datetime, timedelta, timezone
 
 from mnemon.errors import InputError
@@ -23,9 +22,11 @@ from mnemon.records import (
     DECAY_HALF_LIFE_DAYS,
     EDGE_FACTOR_CAP,
     EDGE_FACTOR_STEP,
+    GO_ZERO_STAMP,
     IMMUNE_ACCESS_COUNT,
     IMMUNE_IMPORTANCE,
 )
+from mnemon.validate import parse_timestamp  # the parser is validate's: the store's doctor reads stamps too
 
 __all__ = [
     "base_importance",
@@ -43,38 +44,6 @@ __all__ = [
 
 _SECONDS_PER_DAY = 86_400.0
 
-# Go's time.RFC3339 layout as the parser accepts it: optional fractional seconds (any number of
-# digits), "Z" or a ±hh:mm offset, an upper-case "T".
-_RFC3339 = re.compile(
-    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:(Z)|([+-])(\d{2}):(\d{2}))",
-    re.ASCII,
-)
-
-
-def parse_timestamp(s: str) -> datetime:
-    """Parse an RFC 3339 timestamp (offsets and fractional seconds allowed) to aware UTC.
-
-    Fractions beyond microseconds are truncated. Raises :class:`InputError` if ``s`` is not a
-    valid RFC 3339 date-time.
-    """
-    m = _RFC3339.fullmatch(s)
-    if m is None:
-        raise InputError(f'invalid timestamp "{s}": expected RFC 3339 such as 2026-02-18T10:00:00Z')
-    year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
-    micros = int((m.group(7) or "0")[:6].ljust(6, "0"))
-    try:
-        if m.group(8):
-            tz = timezone.utc
-        else:
-            offset = timedelta(hours=int(m.group(10)), minutes=int(m.group(11)))
-            tz = timezone(-offset if m.group(9) == "-" else offset)
-        # converting to UTC can step outside datetime's years 1-9999 (year 1 at +14:00, year 9999
-        # at -14:00): OverflowError, reported like any other unusable stamp
-        return datetime(year, month, day, hour, minute, second, micros, tzinfo=tz).astimezone(timezone.utc)
-    except (ValueError, OverflowError) as exc:  # month 13, hour 24, offset ≥ 24h, year 0 ...
-        raise InputError(f'invalid timestamp "{s}": {exc}') from None
-
-
 def format_timestamp(dt: datetime) -> str:
     """Format ``dt`` as UTC RFC 3339 with second precision ("2026-02-18T10:00:00Z").
 
@@ -90,8 +59,9 @@ def days_since(ts: str, now: datetime) -> float:
     return (now - parse_timestamp(ts)).total_seconds() / _SECONDS_PER_DAY
 
 
-# Go parses an unreadable timestamp to its zero time (year 1): such a row reads as ancient.
-_GO_ZERO_TIME = datetime(1, 1, 1, tzinfo=timezone.utc)
+# Go parses an unreadable timestamp to its zero time (year 1): such a row reads as ancient. (export writes
+# an unreadable created_at as this stamp, and doctor --repair stores it: records.GO_ZERO_STAMP.)
+_GO_ZERO_TIME = parse_timestamp(GO_ZERO_STAMP)
 
 
 def days_since_access(last_access: str | None, created_at: str, now: datetime) -> float:

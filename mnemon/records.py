@@ -26,6 +26,9 @@ MAX_ENTITIES = 50
 MAX_ENTITY_BYTES = 200
 # An imported access count (a draft's ``access_count``): what a PostgreSQL store's integer column holds.
 MAX_ACCESS_COUNT = 2**31 - 1
+# The time every reader takes a created_at that does not parse as (lifecycle's decay counts from Go's zero
+# time): what export writes for it, so the draft imports, and what doctor --repair stores.
+GO_ZERO_STAMP = "0001-01-01T00:00:00Z"
 DEFAULT_IMPORTANCE = 3
 DEFAULT_CATEGORY = "general"
 DEFAULT_SOURCE = "user"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import re
+from datetime import datetime, timedelta, timezone
 
 from mnemon.errors import InputError, go_quote
 from mnemon.records import (
@@ -25,6 +26,56 @@ from mnemon.records import (
 def byte_prefix(text: str, n: int) -> str:
     """The first ``n`` UTF-8 bytes of ``text``, dropping a partial trailing character (Go byte slicing)."""
     return text.encode("utf-8")[:n].decode("utf-8", errors="ignore")
+
+
+# Go's time.RFC3339 layout as the parser accepts it: optional fractional seconds (any number of
+# digits), "Z" or a ±hh:mm offset, an upper-case "T".
+_RFC3339 = re.compile(
+    r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:(Z)|([+-])(\d{2}):(\d{2}))",
+    re.ASCII,
+)
+
+
+def parse_timestamp(s: str) -> datetime:
+    """Parse an RFC 3339 timestamp (offsets and fractional seconds allowed) to aware UTC.
+
+    Fractions beyond microseconds are truncated. Raises :class:`InputError` if ``s`` is not a
+    valid RFC 3339 date-time.
+    """
+    m = _RFC3339.fullmatch(s)
+    if m is None:
+        raise InputError(f'invalid timestamp "{s}": expected RFC 3339 such as 2026-02-18T10:00:00Z')
+    year, month, day, hour, minute, second = (int(g) for g in m.group(1, 2, 3, 4, 5, 6))
+    micros = int((m.group(7) or "0")[:6].ljust(6, "0"))
+    try:
+        if m.group(8):
+            tz = timezone.utc
+        else:
+            offset = timedelta(hours=int(m.group(10)), minutes=int(m.group(11)))
+            tz = timezone(-offset if m.group(9) == "-" else offset)
+        # converting to UTC can step outside datetime's years 1-9999 (year 1 at +14:00, year 9999
+        # at -14:00): OverflowError, reported like any other unusable stamp
+        return datetime(year, month, day, hour, minute, second, micros, tzinfo=tz).astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:  # month 13, hour 24, offset ≥ 24h, year 0 ...
+        raise InputError(f'invalid timestamp "{s}": {exc}') from None
+
+# A canonical stamp (what every mnemon writer stores) whose date needs no calendar: a day up to 28 exists
+# in every month. Anything else goes through the parser.
+_PLAIN_STAMP = re.compile(r"\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|1\d|2[0-8])T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\dZ", re.ASCII)
+
+
+def timestamp_parses(s: object) -> bool:
+    """Whether ``parse_timestamp`` reads ``s`` (a str); a whole-table check (doctor) reads most
+    stamps by the pattern alone."""
+    if type(s) is not str:
+        return False
+    if _PLAIN_STAMP.fullmatch(s) is not None and not s.startswith("0000"):
+        return True
+    try:
+        parse_timestamp(s)
+    except InputError:
+        return False
+    return True
 
 
 def encodable(text: str) -> bool:

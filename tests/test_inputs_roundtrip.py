@@ -5,6 +5,10 @@ working under recall and ``gc --keep``, and exports a draft that ``import`` take
   of range" (the access bump overflowed the column); a SQLite count could grow past what a draft carries
   (0..2^31-1). The bump now saturates at 2147483647 on both backends, and export writes any larger count as
   2147483647.
+- A created_at that does not parse (hand-edited text, an old writer's form, a blob) was exported as it is, and
+  import refused the draft; doctor named only an empty or non-text one. Export now writes the time the readers
+  take it for (lifecycle's decay: Go's zero time, records.GO_ZERO_STAMP), doctor names the text and --repair
+  stores that stamp.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from mnemon.records import MAX_ACCESS_COUNT
+from mnemon import records
 from tests.conftest import Cli
 from tests.test_cli_remember import query
 
 CEILING = 2**31 - 1
+GO_ZERO_STAMP = "0001-01-01T00:00:00Z"  # Go's zero time, from which decay counts an unparsable stamp
 
 
 def _count(cli: Cli, insight_id: str, store: str = "default") -> int:
@@ -30,8 +35,9 @@ def _set_count(cli: Cli, insight_id: str, count: int, store: str = "default") ->
     query(cli.data_dir, "UPDATE insights SET access_count = ? WHERE id = ?", (count, insight_id), store=store)
 
 
-def test_the_draft_ceiling_is_the_postgresql_column_ceiling() -> None:
-    assert MAX_ACCESS_COUNT == CEILING
+def test_the_constants_are_the_ones_the_code_uses() -> None:
+    assert records.MAX_ACCESS_COUNT == CEILING  # PostgreSQL's integer column, and a draft's bound
+    assert records.GO_ZERO_STAMP == GO_ZERO_STAMP
 
 
 def test_recall_and_show_saturate_the_access_count_at_the_ceiling(cli: Cli) -> None:
@@ -108,3 +114,86 @@ def test_an_export_of_a_store_at_the_ceiling_imports_and_recalls(cli: Cli, tmp_p
     again = cli("--store", "copy", "recall", "Qdrant")
     assert again.code == 0, again.err
     assert query(cli.data_dir, "SELECT access_count FROM insights", store="copy") == [(CEILING,)]
+
+
+# --- a created_at that does not parse ----------------------------------------------------------------------
+
+UNPARSABLE = ["not a time", "2026-02-30T10:00:00Z", "2026-01-01 10:00:00", "2026-01-01t10:00:00z"]
+
+
+def _damaged_pair(cli: Cli, created: str) -> tuple[str, str]:
+    """Two memories, the first's created_at hand-edited to ``created`` (apsw on the SQLite file, SQL on the
+    PostgreSQL schema: the store's own text column), the second intact."""
+    damaged = cli.ok("remember", "Kafka retries are capped at five", "--entities", "Kafka")["id"]
+    intact = cli.ok("remember", "Milvus holds the GPU index", "--no-diff")["id"]
+    query(cli.data_dir, "UPDATE insights SET created_at = ? WHERE id = ?", (created, damaged))
+    return damaged, intact
+
+
+def _gc_ei(cli: Cli, insight_id: str, store: str = "default") -> float:
+    """The effective importance gc computes now for the insight (never stored, never rounded by a write)."""
+    out = cli.ok("--store", store, "gc", "--threshold", "10", "--limit", "100")
+    (found,) = [c for c in out["candidates"] if c["insight"]["id"] == insight_id]
+    return float(found["effective_importance"])
+
+
+@pytest.mark.parametrize("created", UNPARSABLE)
+def test_an_unparsable_created_at_exports_a_draft_that_imports(cli: Cli, tmp_path: Path, created: str) -> None:
+    damaged, intact = _damaged_pair(cli, created)
+    out = tmp_path / "export.json"
+    assert cli("export", "-o", str(out)).code == 0
+    items = {i["content"]: i for i in json.loads(out.read_text(encoding="utf-8"))["insights"]}
+    assert items["Kafka retries are capped at five"]["created_at"] == GO_ZERO_STAMP
+    ((kept,),) = query(cli.data_dir, "SELECT created_at FROM insights WHERE id = ?", (intact,))
+    assert items["Milvus holds the GPU index"]["created_at"] == kept
+    imported = cli.ok("--store", "copy", "import", str(out))
+    assert imported["imported"] == 2 and imported["errors"] == 0
+    assert query(cli.data_dir, "SELECT created_at FROM insights WHERE content LIKE 'Kafka%'", store="copy") == [
+        (GO_ZERO_STAMP,)]
+    # decay reads the exported stamp as it read the unparsable one: the same effective importance on both sides
+    ((copied,),) = query(cli.data_dir, "SELECT id FROM insights WHERE content LIKE 'Kafka%'", store="copy")
+    assert _gc_ei(cli, copied, "copy") == _gc_ei(cli, damaged) == 0
+
+
+@pytest.mark.sqlite_only  # a PostgreSQL text column holds no blob
+def test_a_blob_created_at_exports_a_draft_that_imports(cli: Cli, tmp_path: Path) -> None:
+    damaged, _ = _damaged_pair(cli, "2026-01-01T00:00:00Z")
+    query(cli.data_dir, "UPDATE insights SET created_at = x'0102' WHERE id = ?", (damaged,))
+    out = tmp_path / "export.json"
+    assert cli("export", "-o", str(out)).code == 0
+    items = {i["content"]: i for i in json.loads(out.read_text(encoding="utf-8"))["insights"]}
+    assert items["Kafka retries are capped at five"]["created_at"] == GO_ZERO_STAMP
+    assert cli.ok("--store", "copy", "import", str(out))["imported"] == 2
+
+
+@pytest.mark.parametrize("created", UNPARSABLE)
+def test_doctor_names_an_unparsable_created_at_and_repair_writes_what_decay_reads(cli: Cli, created: str) -> None:
+    damaged, intact = _damaged_pair(cli, created)
+    before = _gc_ei(cli, damaged)
+    res = cli("doctor")
+    assert res.code == 1 and res.err == "Error: doctor found problems: insights\n"
+    (check,) = [c for c in res.json()["checks"] if c["name"] == "insights"]
+    assert check["detail"] == (
+        f"1 problem(s): insight {damaged}: created_at {created!r} is not RFC 3339; --repair writes {GO_ZERO_STAMP!r}")
+    repaired = cli("doctor", "--repair")
+    assert repaired.code == 0, repaired.err
+    assert (f"rewrote 1 value(s) outside the contract: insight {damaged}: created_at {created!r} -> "
+            f"{GO_ZERO_STAMP!r}") in repaired.json()["repaired"]
+    assert query(cli.data_dir, "SELECT id, created_at FROM insights ORDER BY id") == sorted(
+        [(damaged, GO_ZERO_STAMP), (intact, query(cli.data_dir, "SELECT created_at FROM insights WHERE id = ?",
+                                                   (intact,))[0][0])])
+    # the entity lookup follows the row's stamp (its update trigger), and nothing a reader computes moved
+    assert query(cli.data_dir, "SELECT created_at FROM insight_entities WHERE insight_id = ?", (damaged,)) == [
+        (GO_ZERO_STAMP,)]
+    assert _gc_ei(cli, damaged) == before
+    assert cli.ok("doctor")["ok"] is True
+    assert damaged in [r["id"] for r in cli.ok("recall", "Kafka retries")["results"]]
+
+
+def test_doctor_passes_every_stamp_that_parses(cli: Cli) -> None:
+    """Offsets, fractions and a leap day parse (the readers read them): not named."""
+    made = [cli.ok("remember", f"Kafka note number {k}", "--no-diff")["id"] for k in range(3)]
+    for insight_id, stamp in zip(made, ["2026-01-01T10:00:00+02:00", "2026-01-01T10:00:00.123456789Z",
+                                        "2024-02-29T23:59:59Z"], strict=True):
+        query(cli.data_dir, "UPDATE insights SET created_at = ? WHERE id = ?", (stamp, insight_id))
+    assert cli.ok("doctor")["ok"] is True

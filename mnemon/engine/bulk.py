@@ -40,19 +40,20 @@ from mnemon.engine.core import EngineBase, format_ts
 from mnemon.engine.semantic import ChunkNeighbours
 from mnemon.engine.upkeep import auto_prune, refresh_effective_importance
 from mnemon.engine.upkeep import effective_importance as upkeep_ei
-from mnemon.errors import EmbedderError, InputError
+from mnemon.errors import EmbedderError
 from mnemon.heap import release_free_memory
-from mnemon.lifecycle import parse_timestamp
 from mnemon.records import (
     CAUSAL_LOOKBACK,
     CAUSAL_MIN_OVERLAP,
     ENTITY_EDGE_CAP,
     ENTITY_EDGE_NEIGHBOURS,
+    GO_ZERO_STAMP,
     MAX_ACCESS_COUNT,
     Insight,
 )
 from mnemon.store import StatementError, bulkwrite, edges, insights, oplog
 from mnemon.text import token_overlap, tokenize
+from mnemon.validate import timestamp_parses
 
 if TYPE_CHECKING:
     import apsw
@@ -793,29 +794,27 @@ def _draft_item(ins: Insight) -> dict[str, object]:
     """An active insight as a draft item: the contract's fields, and what it has of its use (drafts.py:
     ``access_count``, ``last_accessed_at``, ``updated_at``) where that is not the default of a draft item.
 
-    As every reader does (store.numeric, lifecycle): a negative access count is never accessed; a
-    timestamp no reader can parse is left out rather than make the draft one that import refuses.
+    As every reader does (store.numeric, lifecycle): a negative access count is never accessed, one past
+    MAX_ACCESS_COUNT (a SQLite count an older writer let grow) is written as that ceiling, the most a draft
+    carries; an optional timestamp no reader can parse is left out rather than make the draft one that import
+    refuses. A created_at is required, and one that does not parse (hand-edited text, a blob, an old writer's
+    form) is written as the time the readers take it for: lifecycle's decay counts it from Go's zero time
+    (``GO_ZERO_STAMP``, which doctor --repair also stores), so the imported row decays as the exported one did.
+    (Recall reads no time from such a row: only its raw bytes, for same-day grouping and the last tie-break.)
     """
+    created = ins.created_at if timestamp_parses(ins.created_at) else GO_ZERO_STAMP
     item: dict[str, object] = {
         "content": ins.content, "category": ins.category, "importance": ins.importance,
-        "tags": ins.tags, "entities": ins.entities, "source": ins.source, "created_at": ins.created_at,
+        "tags": ins.tags, "entities": ins.entities, "source": ins.source, "created_at": created,
     }
     accessed = min(max(ins.access_count, 0), MAX_ACCESS_COUNT)
     if accessed:
         item["access_count"] = accessed
-    if ins.last_accessed_at and _parses(ins.last_accessed_at):
+    if ins.last_accessed_at and timestamp_parses(ins.last_accessed_at):
         item["last_accessed_at"] = ins.last_accessed_at
-    if ins.updated_at != ins.created_at and _parses(ins.updated_at):
+    if ins.updated_at != ins.created_at and timestamp_parses(ins.updated_at):
         item["updated_at"] = ins.updated_at
     return item
-
-
-def _parses(stamp: str) -> bool:
-    try:
-        parse_timestamp(stamp)
-    except InputError:
-        return False
-    return True
 
 
 def _release(items: Any) -> None:

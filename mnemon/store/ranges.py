@@ -31,6 +31,13 @@ contract: a valid value is never changed.
 - an edge's ``metadata`` (a JSON object of strings): likewise the object ``store.edges`` reads, ``{}`` for
   anything but a JSON object. (The recall index's backbone flag looks for two words in the raw text; a
   non-JSON text holding both read as a backbone link there and no longer does.)
+- ``created_at`` (an RFC 3339 stamp): text that does not parse (a hand edit, an old writer's form) becomes
+  ``records.GO_ZERO_STAMP``, 0001-01-01T00:00:00Z: lifecycle's decay, the one reader that reads a time from it,
+  counts such a row from Go's zero time, so effective importance, ``gc`` and auto-prune compute what they did;
+  ``export`` writes the same stamp for it (its draft then imports). Recall read only the raw bytes (the first ten
+  as a day for same-day grouping, the whole for the last tie-break, where text after the digits sorted as the
+  newest); it now reads the oldest day. An empty one, or one that is no text, stays
+  ``check.insight_problems``' ("missing", "not text": not repaired).
 
 The candidates are selected by SQL that runs on both backends; Python decides each value by the
 rules above (the malformed numbers are ``store.numeric``'s and skipped here).
@@ -44,10 +51,12 @@ from typing import Any
 
 import apsw
 
+from mnemon.records import GO_ZERO_STAMP
 from mnemon.store import edges as edge_sql
 from mnemon.store import insights as insight_sql
 from mnemon.store import check
 from mnemon.store.check import shown
+from mnemon.validate import timestamp_parses
 
 IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 5
 WEIGHT_MIN, WEIGHT_MAX = 0.0, 1.0
@@ -72,8 +81,12 @@ _SQL_EDGE_CANDIDATES = (
     f"SELECT source_id, target_id, edge_type, weight, metadata, {_kind('metadata')} FROM edges "
     f"WHERE NOT (weight BETWEEN 0.0 AND 1.0) OR {_not_kind('metadata', 'object')} ORDER BY rowid"
 )
+# Every row's stamp is read: no SQL that runs on both backends tells an RFC 3339 stamp (PostgreSQL's LIKE is
+# rewritten to ILIKE, SQLite's folds case); ``timestamp_parses`` reads most by a pattern alone.
+_SQL_CREATED = "SELECT id, created_at FROM insights WHERE created_at != '' ORDER BY rowid"
 _INSIGHT_UPDATE = {
-    name: f"UPDATE insights SET {name} = ? WHERE id = ?" for name in ("importance", "access_count", "tags", "entities")
+    name: f"UPDATE insights SET {name} = ? WHERE id = ?"
+    for name in ("importance", "access_count", "tags", "entities", "created_at")
 }
 _EDGE_UPDATE = {
     name: f"UPDATE edges SET {name} = ? WHERE source_id = ? AND target_id = ? AND edge_type = ?"
@@ -127,6 +140,10 @@ def insights_out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
             if raw is not None and kind != "array":
                 canonical = insight_sql.dump_list(insight_sql.load_list(raw))
                 found.append(OutOfRange("insights", key, name, raw, "is not a JSON array", canonical))
+    for insight_id, created in conn.execute(_SQL_CREATED):
+        if type(created) is str and not timestamp_parses(created):  # (a blob is check.insight_problems')
+            found.append(OutOfRange("insights", (str(insight_id),), "created_at", created, "is not RFC 3339",
+                                    GO_ZERO_STAMP))
     return found
 
 
@@ -145,7 +162,7 @@ def edges_out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
 
 
 def out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
-    """Every value outside the contract, insights first, each table in rowid order."""
+    """Every value outside the contract, insights first (their created_at stamps last), each in rowid order."""
     return [*insights_out_of_range(conn), *edges_out_of_range(conn)]
 
 
