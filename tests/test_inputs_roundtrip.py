@@ -197,3 +197,18 @@ def test_doctor_passes_every_stamp_that_parses(cli: Cli) -> None:
                                         "2024-02-29T23:59:59Z"], strict=True):
         query(cli.data_dir, "UPDATE insights SET created_at = ? WHERE id = ?", (stamp, insight_id))
     assert cli.ok("doctor")["ok"] is True
+
+
+@pytest.mark.parametrize("created", ["not a time", "2999-02-30T10:00:00Z", "2999-01-01 10:00:00", "2999-01-01t10:00:00z"])
+def test_remember_beside_an_unparsable_created_at_links_around_it(cli: Cli, created: str) -> None:
+    """Stamps are compared as text, so these sort as the most recent: the proximity links of a new memory (of
+    another source: no backbone link) took the damaged row in, and parsing its stamp failed the remember
+    ("invalid timestamp ..."), a write refused for another row's value. The row reads as Go's zero time there
+    too: far outside the 24 h window, no link."""
+    damaged, intact = _damaged_pair(cli, created)
+    made = cli("remember", "Kafka consumer lag is watched hourly", "--source", "ops", "--no-diff")
+    assert made.code == 0, made.err
+    new = json.loads(made.out)["id"]
+    linked = query(cli.data_dir, "SELECT target_id, metadata FROM edges WHERE source_id = ? AND edge_type = "
+                   "'temporal'", (new,))
+    assert [(target, json.loads(meta)["sub_type"]) for target, meta in linked] == [(intact, "proximity")]

@@ -27,6 +27,7 @@ from mnemon.records import (
 )
 from mnemon.store import edges, insights
 from mnemon.text import token_overlap, tokenize
+from mnemon.validate import timestamp_parses
 
 if TYPE_CHECKING:
     import apsw
@@ -79,6 +80,10 @@ def temporal_edges(conn: apsw.Connection, new: Insight, now: datetime, counts: E
     taken = 0
     for other_id, other_created in recent:
         if other_id in exclude or taken >= PROXIMITY_LIMIT:
+            continue
+        if not timestamp_parses(other_created):
+            # Text that is no stamp ("not a time", "2999-02-30...") can compare as recent, but every reader takes
+            # it as Go's zero time (lifecycle): far outside the window. Parsing it failed this write.
             continue
         hours = abs(_hours_between(new.created_at, other_created))
         meta = {"sub_type": "proximity", "hours_diff": linking.format_metric(hours, 2)}
