@@ -2,6 +2,10 @@
 
 Runs before any database is opened, so a rejected input never changes a store. Messages are the
 contract's, word for word; lengths are UTF-8 byte counts as in the Go program. stdlib only.
+
+Also the RFC 3339 parser (``parse_timestamp``, which ``lifecycle`` re-exports): a draft's stamps are read
+with it, and the store's doctor reads stored stamps with it (the store may import this module, no other
+domain module).
 """
 
 from __future__ import annotations
