@@ -65,7 +65,7 @@ def test_gc_keep_saturates_the_access_count_at_the_ceiling(cli: Cli) -> None:
     assert cli.ok("gc", "--keep", made)["new_access"] == CEILING
     assert _count(cli, made) == CEILING
     logged = query(cli.data_dir, "SELECT detail FROM oplog WHERE operation = 'gc_keep'")
-    assert logged == [(f"access={CEILING}",)] * 2
+    assert len(logged) == 2 and all(d.endswith(f"access={CEILING}") for (d,) in logged)  # (a gateway adds its token)
 
 
 def test_an_ordinary_bump_still_adds(cli: Cli) -> None:
@@ -166,6 +166,7 @@ def test_a_blob_created_at_exports_a_draft_that_imports(cli: Cli, tmp_path: Path
     assert cli.ok("--store", "copy", "import", str(out))["imported"] == 2
 
 
+@pytest.mark.local_only  # doctor has no remote form: it runs on the gateway's machine
 @pytest.mark.parametrize("created", UNPARSABLE)
 def test_doctor_names_an_unparsable_created_at_and_repair_writes_what_decay_reads(cli: Cli, created: str) -> None:
     damaged, intact = _damaged_pair(cli, created)
@@ -190,6 +191,7 @@ def test_doctor_names_an_unparsable_created_at_and_repair_writes_what_decay_read
     assert damaged in [r["id"] for r in cli.ok("recall", "Kafka retries")["results"]]
 
 
+@pytest.mark.local_only  # doctor has no remote form: it runs on the gateway's machine
 def test_doctor_passes_every_stamp_that_parses(cli: Cli) -> None:
     """Offsets, fractions and a leap day parse (the readers read them): not named."""
     made = [cli.ok("remember", f"Kafka note number {k}", "--no-diff")["id"] for k in range(3)]
