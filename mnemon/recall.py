@@ -4,7 +4,7 @@ anchors (keyword BM25, vector, entity, recency for WHEN) → RRF (k = 60) normal
 per-anchor beam search with the intent's parameters and edge weights (ties: the later row) →
 rerank with the one weight table of Decision 1 → directional neighbour expansion over the
 temporal backbone (Decision 14; a neighbour lends its own signals in the lift table) → subject
-agreement (records.SUBJECT_MISMATCH_FACTOR) → ``supersedes`` demotion → ordering (score,
+agreement (records.SUBJECT_MISMATCH_FACTOR_*) → ``supersedes`` demotion → ordering (score,
 importance, created_at desc, id asc) → truncation → WHY causal reorder (Kahn) →
 ``sparse_results`` hint.
 
@@ -38,7 +38,8 @@ from mnemon.records import (
     RERANK_WEIGHTS_TOKENS,
     RRF_K,
     SESSION_PRIOR_WEIGHT,
-    SUBJECT_MISMATCH_FACTOR,
+    SUBJECT_MISMATCH_FACTOR_EMBEDDED,
+    SUBJECT_MISMATCH_FACTOR_TOKENS,
     SUPERSEDED_FACTOR,
     Intent,
     SimilarityScale,
@@ -133,7 +134,7 @@ class RecallArrays:
     # row gains its session's best match (records.SESSION_PRIOR_WEIGHT). None: no session prior.
     created_day: Callable[[np.ndarray], np.ndarray] | None = None
     # bool (n,): the rows whose first term is a frequent proper name the query writes (engine.retrieve,
-    # records.SUBJECT_MISMATCH_FACTOR); the other candidates' scores are scaled down. None: the query names none.
+    # records.SUBJECT_MISMATCH_FACTOR_*); the other candidates' scores are scaled down. None: the query names none.
     subject: np.ndarray | None = None
     # The share of the backbone neighbour lift the store's backbone earns (backbone_lift_share): 1 where
     # consecutive memories are about the same thing (a conversation), 0 where they are separate events.
@@ -387,8 +388,10 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
         lift_weights = _long_query_weights(lift_weights, to_similarity, a.long_query)
     after, before = NEIGHBOUR_EXPANSION_EMBEDDED if embedded else NEIGHBOUR_EXPANSION_TOKENS
     after, before = after * a.backbone_share, before * a.backbone_share
-    # subject agreement: a candidate about someone other than the person the query names weighs less
-    agreement = None if a.subject is None else np.where(a.subject[cand], 1.0, SUBJECT_MISMATCH_FACTOR)
+    # subject agreement: a candidate about someone other than the person the query names weighs less; more so
+    # when only the keyword list can tell who a memory is about (no similarity)
+    mismatch = SUBJECT_MISMATCH_FACTOR_EMBEDDED if embedded else SUBJECT_MISMATCH_FACTOR_TOKENS
+    agreement = None if a.subject is None else np.where(a.subject[cand], 1.0, mismatch)
 
     def mix(rows: np.ndarray, weights: tuple[float, ...], similarity: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Weighted sum of the (keyword, entity, similarity, graph) signals at ``rows``; 0 at non-candidates."""

@@ -342,7 +342,7 @@ def possessor_query_terms(text: str) -> list[str]:
 
 
 # Query side only: the proper names a query writes, for subject agreement (engine.retrieve, records.
-# SUBJECT_MISMATCH_FACTOR). A name is a capitalised word (an upper-case then a lower-case letter)
+# SUBJECT_MISMATCH_FACTOR_*). A name is a capitalised word (an upper-case then a lower-case letter)
 # that does not start the query or a sentence of it: "What did Melanie paint?" names Melanie, while
 # "What" and "Paint the fence" start their sentences. In a query written in Han characters
 # (written_in_han) a capitalised Latin word is a name wherever it stands: Chinese has no sentence case,

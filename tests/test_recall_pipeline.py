@@ -17,7 +17,8 @@ from mnemon.records import (
     NEIGHBOUR_LIFT_WEIGHTS_TOKENS,
     RERANK_WEIGHTS_TOKENS,
     SESSION_PRIOR_WEIGHT,
-    SUBJECT_MISMATCH_FACTOR,
+    SUBJECT_MISMATCH_FACTOR_EMBEDDED,
+    SUBJECT_MISMATCH_FACTOR_TOKENS,
     SUBJECT_NAME_MIN_SHARE,
     Intent,
 )
@@ -666,7 +667,7 @@ def test_a_relative_floor_ranks_bounded_similarities_as_the_exact_ones() -> None
 def test_a_candidate_without_the_querys_subject_is_scaled_down() -> None:
     # Rows 0-3 match; rows 0 and 2 carry the name the query writes (the subject mask), rows 1 and 3
     # do not; row 4 follows row 3 on the backbone and joins by the lift. Every candidate without the
-    # subject, a joined neighbour too, scores SUBJECT_MISMATCH_FACTOR x its score without the rule;
+    # subject, a joined neighbour too, scores SUBJECT_MISMATCH_FACTOR_TOKENS x its score without the rule (no similarity);
     # the signals reported are the row's own.
     import dataclasses
 
@@ -676,14 +677,30 @@ def test_a_candidate_without_the_querys_subject_is_scaled_down() -> None:
     after = {h.row: h for h in recall.run(dataclasses.replace(plain, subject=subject), Intent.GENERAL, 10).hits}
     assert sorted(after) == sorted(before) == [0, 1, 2, 3, 4] and after[4].via == "neighbor"
     for r in after:
-        factor = 1.0 if subject[r] else SUBJECT_MISMATCH_FACTOR
+        factor = 1.0 if subject[r] else SUBJECT_MISMATCH_FACTOR_TOKENS
         assert math.isclose(after[r].score, factor * before[r].score, rel_tol=1e-12)
         assert (after[r].keyword, after[r].graph) == (before[r].keyword, before[r].graph)
-    assert 0.0 < SUBJECT_MISMATCH_FACTOR < 1.0
+    assert 0.0 < SUBJECT_MISMATCH_FACTOR_TOKENS < SUBJECT_MISMATCH_FACTOR_EMBEDDED < 1.0
     # a row without the subject can fall below one that has it; without a mask nothing changes
     order = [h.row for h in recall.run(dataclasses.replace(plain, subject=subject), Intent.GENERAL, 10).hits]
     assert order == sorted(after, key=lambda r: (-after[r].score, -r))
     assert recall.run(dataclasses.replace(plain, subject=None), Intent.GENERAL, 10) == recall.run(plain, Intent.GENERAL, 10)
+
+
+def test_with_a_models_similarity_a_candidate_without_the_subject_keeps_more_of_its_score() -> None:
+    # A model's vector reads the name in its context (a turn's vector carries its speaker's label), so with
+    # the query's similarity the factor is the milder SUBJECT_MISMATCH_FACTOR_EMBEDDED; the keyword list alone
+    # (no similarity, the test above) takes SUBJECT_MISMATCH_FACTOR_TOKENS.
+    import dataclasses
+
+    plain = dataclasses.replace(arrays(5, bm25=[1.0, 3.0, 0.5, 2.0, 0.0]), similarity=np.array([0.6, 0.5, 0.4, 0.7, 0.2]))
+    subject = np.array([True, False, True, False, False])
+    before = {h.row: h.score for h in recall.run(plain, Intent.GENERAL, 10).hits}
+    after = {h.row: h.score for h in recall.run(dataclasses.replace(plain, subject=subject), Intent.GENERAL, 10).hits}
+    assert sorted(after) == sorted(before) and len(after) >= 4
+    for r in after:
+        factor = 1.0 if subject[r] else SUBJECT_MISMATCH_FACTOR_EMBEDDED
+        assert math.isclose(after[r], factor * before[r], rel_tol=1e-12)
 
 
 def test_the_subject_is_a_frequent_name_the_query_writes(engine, monkeypatch) -> None:
@@ -725,11 +742,11 @@ def test_the_subject_is_a_frequent_name_the_query_writes(engine, monkeypatch) ->
     # the candidates do not.
     query = "When did Melanie paint a sunset over the lake?"
     ruled = {h.insight.content: h.score for h in engine.recall(query, limit=50).hits}
-    monkeypatch.setattr(recall, "SUBJECT_MISMATCH_FACTOR", 1.0)
+    monkeypatch.setattr(recall, "SUBJECT_MISMATCH_FACTOR_TOKENS", 1.0)
     free = {h.insight.content: h.score for h in engine.recall(query, limit=50).hits}
     assert ruled.keys() == free.keys() and len(ruled) > 10
     for text, score in ruled.items():
-        expected = free[text] * (1.0 if text.startswith("Melanie") else SUBJECT_MISMATCH_FACTOR)
+        expected = free[text] * (1.0 if text.startswith("Melanie") else SUBJECT_MISMATCH_FACTOR_TOKENS)
         assert math.isclose(score, expected, rel_tol=1e-12), text
     assert any(not text.startswith("Melanie") for text in ruled)
 
@@ -938,10 +955,10 @@ def test_a_chinese_query_names_its_subject_where_it_opens_the_question(engine, m
     # End to end, through recall: every memory that does not open with Melanie scores the factor times
     # its score without the rule (before, the question had no subject and nothing was scaled).
     ruled = {h.insight.content: h.score for h in engine.recall(query, limit=50).hits}
-    monkeypatch.setattr(recall, "SUBJECT_MISMATCH_FACTOR", 1.0)
+    monkeypatch.setattr(recall, "SUBJECT_MISMATCH_FACTOR_TOKENS", 1.0)
     free = {h.insight.content: h.score for h in engine.recall(query, limit=50).hits}
     assert ruled.keys() == free.keys() and speakers[1] in ruled
     for text, score in ruled.items():
-        expected = free[text] * (1.0 if text.startswith("Melanie") else SUBJECT_MISMATCH_FACTOR)
+        expected = free[text] * (1.0 if text.startswith("Melanie") else SUBJECT_MISMATCH_FACTOR_TOKENS)
         assert math.isclose(score, expected, rel_tol=1e-12), text
     assert any(not text.startswith("Melanie") for text in ruled)
