@@ -184,9 +184,18 @@ def _long_import(tmp_path: Path, items: int) -> Path:
 
 
 def _busy_worker(server: int, timeout: float = 60.0) -> int:
-    """The worker running a command: the server's oldest child (the next spare forks only after it)."""
-    assert _wait(lambda: [k for k in _children(server) if _alive(k)], timeout)
-    return [k for k in _children(server) if _alive(k)][0]
+    """The worker running a command: the server's oldest child (the next spare forks only after it).
+
+    One listing is both the test and the answer: a child listed a moment ago may be gone by the next
+    listing (a spare reaped while the next forks), which left the second listing empty under load."""
+    found: list[int] = []
+
+    def listed() -> bool:
+        found[:] = [k for k in _children(server) if _alive(k)]
+        return bool(found)
+
+    assert _wait(listed, timeout)
+    return found[0]
 
 
 def _stored_count(data: Path) -> int:
@@ -266,8 +275,9 @@ def test_a_worker_whose_client_is_killed_stops_and_writes_nothing_more(tmp_path:
         with open(out_path, "wb") as out, open(err_path, "wb") as err:
             proc = subprocess.Popen([sys.executable, "-m", "mnemon", "--data-dir", str(data), "import", str(draft)],
                                     stdout=out, stderr=err, env=_env(runtime, "require"))
-        worker = _busy_worker(server)
+        _busy_worker(server)
         time.sleep(0.5)
+        worker = _busy_worker(server)  # by now the import's: the oldest child
         proc.kill()
         proc.wait(timeout=30)
         assert _wait(lambda: not _alive(worker), 30), "the worker outlived its client"
