@@ -800,7 +800,7 @@ def test_store_copy_to_postgres_writes_integers_beyond_32_bits_as_read(tmp_path,
     with a database error. It is written as the readers read it (clamped into 1-5), a negative access count
     beyond 32 bits as 0; a value within 32 bits is carried as before (doctor names it there too), and the copy
 answers as the source does. An access count
-    above 2^31-1 has no such value: that copy is refused with one Error line, nothing written."""
+    above 2^31-1 is written as 2^31-1, where the access bump saturates and export writes it (it was refused)."""
     from tests.test_cli_remember import query
 
     cli = make_cli(tmp_path, "m", capsys)
@@ -834,12 +834,16 @@ answers as the source does. An access count
     conn = apsw.Connection(str(db))
     conn.execute("UPDATE insights SET access_count = 3000000000 WHERE id = ?", (b,))
     conn.close()
+    shutil.rmtree(db.with_name("mnemon.db.index"), ignore_errors=True)  # (the answers above read --readonly)
+    before = answers()
     cli("store", "create", "pg2", "--postgres", pg_db)
-    refused = cli("store", "copy", "default", "pg2")
-    assert refused.code == 1 and refused.err == (
-        f"Error: store copy: insight {b}: access_count 3000000000 is beyond what a PostgreSQL integer column holds "
-        "(2147483647) (nothing was copied; correct the source row first)\n")
-    assert cli.ok("--store", "pg2", "status")["total_insights"] == 0
+    copied = cli("store", "copy", "default", "pg2")
+    assert copied.code == 0 and copied.err == "", copied.err
+    assert query(cli.data_dir, "SELECT access_count FROM insights WHERE id = ?", (b,), store="pg2") == [(2147483647,)]
+    assert answers("--store", "pg2") == before
+    # the access bump saturates there: a recall of the copied row works, and the count stays at the ceiling
+    assert b in [r["id"] for r in cli.ok("--store", "pg2", "recall", "Kafka consumer lag")["results"]]
+    assert query(cli.data_dir, "SELECT access_count FROM insights WHERE id = ?", (b,), store="pg2") == [(2147483647,)]
 
 
 def test_doctor_repair_recreates_dropped_tables_and_other_caches_rebuild(tmp_path, capsys, pg_db, monkeypatch) -> None:

@@ -19,9 +19,10 @@ anything is written (into SQLite it is carried as it is).
 
 A PostgreSQL ``integer`` column holds 32 bits, SQLite's 64: a value beyond them (a hand edit; nothing mnemon
 writes comes near) is written into PostgreSQL as the readers read it, by ``store.ranges``' rules: an
-importance clamped into 1-5, a negative access count as 0. An access count above 2^31-1 has no such value
-(the readers take it as it is, and the column's largest would make the next recall's access bump overflow):
-that copy is refused, naming the row, as a blob in a text column is.
+importance clamped into 1-5, a negative access count as 0, and an access count above 2^31-1 as 2^31-1
+(``records.MAX_ACCESS_COUNT``): the access bump saturates there (the next recall of such a SQLite row writes
+it), ``export`` writes it, and no reader decides anything between the two (immunity is 3 accesses; effective
+importance orders only rows that are not immune).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 import json
 
 from mnemon.errors import InputError
+from mnemon.records import MAX_ACCESS_COUNT
 from mnemon.store import edges as edge_sql
 from mnemon.store import hotindex, numeric, ranges
 from mnemon.store import insights as insight_sql
@@ -150,17 +152,13 @@ def _in_32_bits(r: tuple[Any, ...]) -> tuple[Any, ...]:
     importance, access_count = r[_IMPORTANCE], r[_ACCESS_COUNT]
     if INT32_MIN <= importance <= INT32_MAX and INT32_MIN <= access_count <= INT32_MAX:
         return r
-    if access_count > INT32_MAX:
-        key = r[0] if isinstance(r[0], str) else shown(r[0])
-        raise InputError(
-            f"store copy: insight {key}: access_count {access_count} is beyond what a PostgreSQL integer column "
-            f"holds ({INT32_MAX}) (nothing was copied; correct the source row first)"
-        )
     fitted = list(r)
     if not INT32_MIN <= importance <= INT32_MAX:
         fitted[_IMPORTANCE] = min(max(importance, ranges.IMPORTANCE_MIN), ranges.IMPORTANCE_MAX)
     if access_count < INT32_MIN:
         fitted[_ACCESS_COUNT] = 0
+    elif access_count > INT32_MAX:
+        fitted[_ACCESS_COUNT] = MAX_ACCESS_COUNT
     return tuple(fitted)
 
 
