@@ -45,13 +45,15 @@ from mnemon.heap import release_free_memory
 from mnemon.records import (
     CAUSAL_LOOKBACK,
     CAUSAL_MIN_OVERLAP,
+    CATEGORIES,
+    DEFAULT_CATEGORY,
     ENTITY_EDGE_CAP,
     ENTITY_EDGE_NEIGHBOURS,
     GO_ZERO_STAMP,
     MAX_ACCESS_COUNT,
     Insight,
 )
-from mnemon.store import StatementError, bulkwrite, edges, insights, oplog
+from mnemon.store import StatementError, bulkwrite, edges, insights, oplog, ranges
 from mnemon.text import token_overlap, tokenize
 from mnemon.validate import timestamp_parses
 
@@ -801,10 +803,19 @@ def _draft_item(ins: Insight) -> dict[str, object]:
     form) is written as the time the readers take it for: lifecycle's decay counts it from Go's zero time
     (``GO_ZERO_STAMP``, which doctor --repair also stores), so the imported row decays as the exported one did.
     (Recall reads no time from such a row: only its raw bytes, for same-day grouping and the last tie-break.)
+    An empty created_at is one decay skips the same way, so it gets the same stamp (import would read "" as
+    "now", a fresh memory where the readers saw an ancient one).
+
+    The same holds for the other values ``store.ranges`` argues and doctor --repair stores: an importance
+    outside 1-5 is written clamped into it, the importance every reader decides by (immunity, recall's ties;
+    writing 0 would even read as "unstated", 3, in a draft), and a category not among the six (``narrative``
+    included: the readers return it as a live memory) as ``general``, the category of a memory that states none.
     """
     created = ins.created_at if timestamp_parses(ins.created_at) else GO_ZERO_STAMP
+    importance = min(max(ins.importance, ranges.IMPORTANCE_MIN), ranges.IMPORTANCE_MAX)
+    category = ins.category if ins.category in CATEGORIES else DEFAULT_CATEGORY
     item: dict[str, object] = {
-        "content": ins.content, "category": ins.category, "importance": ins.importance,
+        "content": ins.content, "category": category, "importance": importance,
         "tags": ins.tags, "entities": ins.entities, "source": ins.source, "created_at": created,
     }
     accessed = min(max(ins.access_count, 0), MAX_ACCESS_COUNT)

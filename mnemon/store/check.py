@@ -14,7 +14,7 @@ import struct
 
 import apsw
 
-from mnemon.records import CATEGORIES, OPLOG_KEEP
+from mnemon.records import OPLOG_KEEP
 
 PROBLEM_SAMPLE = 20  # problems listed per check; the count is always exact
 
@@ -32,15 +32,15 @@ DELETE FROM edges WHERE rowid IN (
     WHERE s.id IS NULL OR t.id IS NULL OR s.deleted_at IS NOT NULL OR t.deleted_at IS NOT NULL
 )"""
 # Rows out of the contract in a way no repair can undo: what a command reads there is no value the row was
-# meant to hold (empty content, a missing creation time, an unknown category, a timestamp that is no text).
-# The columns a repair can write (importance, access_count, tags, entities) are store.ranges' and
-# store.numeric's. A timestamp is asked only whether it is text: on SQLite a TEXT column keeps a blob as
+# meant to hold (empty content, a missing creation time, no category at all, a timestamp that is no text).
+# The columns a repair can write (importance, access_count, tags, entities, a category or a stamp that is text)
+# are store.ranges' and store.numeric's. A timestamp is asked only whether it is text: on SQLite a TEXT column keeps a blob as
 # given, which equals no CAST of it to text (PostgreSQL's text columns hold nothing else).
 _TIMESTAMPS = ("created_at", "updated_at", "deleted_at", "last_accessed_at", "stored_at")
 _SQL_INSIGHT_PROBLEMS = (
     f"SELECT id, content, category, {', '.join(_TIMESTAMPS)} FROM insights "
     "WHERE id = '' OR content = '' OR content IS NULL OR content != CAST(content AS TEXT) "
-    "OR created_at IS NULL OR created_at = '' OR updated_at IS NULL OR category NOT IN ({categories}) "
+    "OR created_at IS NULL OR updated_at IS NULL OR category IS NULL OR category != CAST(category AS TEXT) "
     + "".join(f"OR {c} != CAST({c} AS TEXT) " for c in _TIMESTAMPS)
     + "ORDER BY rowid"
 )
@@ -95,9 +95,8 @@ def shown(value: object) -> str:
 def insight_problems(conn: apsw.Connection) -> list[str]:
     """Each out-of-contract value of an insight row that no repair rewrites, named with the row and
     the value (``store.ranges`` and ``store.numeric`` name those a repair rewrites)."""
-    categories = ", ".join(f"'{c}'" for c in (*CATEGORIES, "narrative"))
     out: list[str] = []
-    for row in conn.execute(_SQL_INSIGHT_PROBLEMS.format(categories=categories)):
+    for row in conn.execute(_SQL_INSIGHT_PROBLEMS):
         where = f"insight {shown(row[0]) if not isinstance(row[0], str) else row[0]}"
         content, category, stamps = row[1], row[2], dict(zip(_TIMESTAMPS, row[3:]))
         found = []
@@ -108,10 +107,12 @@ def insight_problems(conn: apsw.Connection) -> list[str]:
         elif not isinstance(content, str):
             found.append(f"content {shown(content)} is not text")
         for name in ("created_at", "updated_at"):
-            if stamps[name] is None or (name == "created_at" and stamps[name] == ""):
+            if stamps[name] is None:
                 found.append(f"{name} is missing")
-        if category is not None and category not in (*CATEGORIES, "narrative"):
-            found.append(f"category {shown(category)} is not one of {', '.join(CATEGORIES)}")
+        if category is None:
+            found.append("category is missing")
+        elif not isinstance(category, str):
+            found.append(f"category {shown(category)} is not text")
         found += [f"{name} {shown(v)} is not text" for name, v in stamps.items() if v is not None and not isinstance(v, str)]
         out += [f"{where}: {problem}; not repaired" for problem in found]
     return out

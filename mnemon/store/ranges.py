@@ -20,7 +20,10 @@ contract: a valid value is never changed.
   the base is already 1's, "other": the stored effective importance stays as it is.) The
   default 3 was not chosen: it would make an immune row prunable, or lift a row below 1 over valid 1s and 2s.
 - ``access_count`` (integer >= 0): 0. Effective importance reads a negative count as 0 (``max(0, n)``)
-  and the immunity rule (>= 3) treats it as 0: writing 0 changes nothing any reader computes.
+  and the immunity rule (>= 3) treats it as 0: writing 0 changes nothing any reader computes. One above
+  ``records.MAX_ACCESS_COUNT`` (a SQLite count an older writer let grow) becomes that ceiling: the access bump
+  writes it on the row's next access, ``export`` and ``store copy`` write it, and nothing a command decides
+  moves (immune either way; effective importance orders only rows that are not).
 - ``weight`` (finite, 0-1): clamped into 0-1. The readers take a weight as it is (recall's beam search
   adds lambda x type weight x weight), so no valid value reads the same; the nearest valid one keeps the
   edge's order among every valid edge (a 4.5 stays a strongest link, a -2 a weakest), where the
@@ -36,8 +39,23 @@ contract: a valid value is never changed.
   counts such a row from Go's zero time, so effective importance, ``gc`` and auto-prune compute what they did;
   ``export`` writes the same stamp for it (its draft then imports). Recall read only the raw bytes (the first ten
   as a day for same-day grouping, the whole for the last tie-break, where text after the digits sorted as the
-  newest); it now reads the oldest day. An empty one, or one that is no text, stays
-  ``check.insight_problems``' ("missing", "not text": not repaired).
+  newest); it now reads the oldest day. An empty one (``''``) is read by decay exactly so (it skips an empty
+  stamp as it skips one that does not parse) and gets the same stamp; one that is no text (a blob) stays
+  ``check.insight_problems``' ("not text": not repaired), though export writes the stamp for it too.
+- ``last_accessed_at`` (an RFC 3339 stamp or NULL): text that does not parse becomes NULL. Decay, its one
+  reader, skips such a stamp and counts from ``created_at``, as it does for a row never accessed (NULL), and
+  ``export`` leaves it out, so an imported copy holds NULL too.
+- ``updated_at`` (an RFC 3339 stamp): text that does not parse becomes the row's ``created_at`` (GO_ZERO_STAMP
+  where that does not parse either). No reader computes anything from it (``show`` prints it); ``export``
+  leaves it out, and import gives a row without one its created_at: the repair stores what a round trip does.
+- ``category`` (one of the six): any other text, the legacy ``narrative`` included, becomes ``general``. No
+  command decides anything by a category but the ``--cat`` scope, which holds no such row, and ``viz``, which
+  colours it as general; ``general`` is what the contract gives a memory whose category is not stated (a
+  draft item without one, the column's default), so ``export`` writes it and the draft imports. ``narrative``
+  is soft-deleted by the schema migration (§1), which runs only when an older store is brought forward: a row
+  given it later (an old Go writer on a migrated store, a hand edit) stays active, and recall, ``show`` and
+  ``status`` read it as a live memory, so it is carried like any other rather than dropped unseen. (It does
+  lose its own label: ``show`` printed ``bogus``, the repaired row ``general``; README says so.)
 
 The candidates are selected by SQL that runs on both backends; Python decides each value by the
 rules above (the malformed numbers are ``store.numeric``'s and skipped here).
@@ -51,7 +69,7 @@ from typing import Any
 
 import apsw
 
-from mnemon.records import GO_ZERO_STAMP
+from mnemon.records import CATEGORIES, DEFAULT_CATEGORY, GO_ZERO_STAMP, MAX_ACCESS_COUNT
 from mnemon.store import edges as edge_sql
 from mnemon.store import insights as insight_sql
 from mnemon.store import check
@@ -74,7 +92,7 @@ def _not_kind(column: str, kind: str) -> str:
 
 _SQL_INSIGHT_CANDIDATES = (
     f"SELECT id, importance, access_count, tags, entities, {_kind('tags')}, {_kind('entities')} FROM insights "
-    "WHERE importance NOT BETWEEN 1 AND 5 OR access_count < 0 "
+    f"WHERE importance NOT BETWEEN 1 AND 5 OR access_count < 0 OR access_count > {MAX_ACCESS_COUNT} "
     f"OR {_not_kind('tags', 'array')} OR {_not_kind('entities', 'array')} ORDER BY rowid"
 )
 _SQL_EDGE_CANDIDATES = (
@@ -83,10 +101,13 @@ _SQL_EDGE_CANDIDATES = (
 )
 # Every row's stamp is read: no SQL that runs on both backends tells an RFC 3339 stamp (PostgreSQL's LIKE is
 # rewritten to ILIKE, SQLite's folds case); ``timestamp_parses`` reads most by a pattern alone.
-_SQL_CREATED = "SELECT id, created_at FROM insights WHERE created_at != '' ORDER BY rowid"
+_SQL_STAMPS = "SELECT id, created_at, updated_at, last_accessed_at FROM insights ORDER BY rowid"
+_CATEGORY_LIST = ", ".join(f"'{c}'" for c in CATEGORIES)
+_SQL_CATEGORY = f"SELECT id, category FROM insights WHERE category NOT IN ({_CATEGORY_LIST}) ORDER BY rowid"
 _INSIGHT_UPDATE = {
     name: f"UPDATE insights SET {name} = ? WHERE id = ?"
-    for name in ("importance", "access_count", "tags", "entities", "created_at")
+    for name in ("importance", "access_count", "tags", "entities", "category", "created_at", "updated_at",
+                 "last_accessed_at")
 }
 _EDGE_UPDATE = {
     name: f"UPDATE edges SET {name} = ? WHERE source_id = ? AND target_id = ? AND edge_type = ?"
@@ -136,14 +157,29 @@ def insights_out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
                                     f"is out of {IMPORTANCE_MIN}-{IMPORTANCE_MAX}", fixed))
         if type(access_count) is int and access_count < 0:
             found.append(OutOfRange("insights", key, "access_count", access_count, "is negative", 0))
+        elif type(access_count) is int and access_count > MAX_ACCESS_COUNT:
+            found.append(OutOfRange("insights", key, "access_count", access_count,
+                                    f"is beyond {MAX_ACCESS_COUNT}", MAX_ACCESS_COUNT))
         for name, raw, kind in (("tags", row[3], row[5]), ("entities", row[4], row[6])):
             if raw is not None and kind != "array":
                 canonical = insight_sql.dump_list(insight_sql.load_list(raw))
                 found.append(OutOfRange("insights", key, name, raw, "is not a JSON array", canonical))
-    for insight_id, created in conn.execute(_SQL_CREATED):
-        if type(created) is str and not timestamp_parses(created):  # (a blob is check.insight_problems')
-            found.append(OutOfRange("insights", (str(insight_id),), "created_at", created, "is not RFC 3339",
-                                    GO_ZERO_STAMP))
+    for insight_id, category in conn.execute(_SQL_CATEGORY):
+        if type(category) is str:  # (NULL and a blob are check.insight_problems')
+            found.append(OutOfRange("insights", (str(insight_id),), "category", category,
+                                    f"is not one of {', '.join(CATEGORIES)}", DEFAULT_CATEGORY))
+    for insight_id, created, updated, accessed in conn.execute(_SQL_STAMPS):
+        key = (str(insight_id),)
+        # (a blob is check.insight_problems'; a NULL created_at or updated_at too: the columns are NOT NULL)
+        created_ok = timestamp_parses(created)
+        if type(created) is str and not created_ok:
+            why = "is empty" if created == "" else "is not RFC 3339"
+            found.append(OutOfRange("insights", key, "created_at", created, why, GO_ZERO_STAMP))
+        if type(updated) is str and not timestamp_parses(updated):
+            found.append(OutOfRange("insights", key, "updated_at", updated, "is not RFC 3339",
+                                    created if created_ok else GO_ZERO_STAMP))
+        if type(accessed) is str and not timestamp_parses(accessed):
+            found.append(OutOfRange("insights", key, "last_accessed_at", accessed, "is not RFC 3339", None))
     return found
 
 
@@ -162,7 +198,8 @@ def edges_out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
 
 
 def out_of_range(conn: apsw.Connection) -> list[OutOfRange]:
-    """Every value outside the contract, insights first (their created_at stamps last), each in rowid order."""
+    """Every value outside the contract, insights first (their categories, then their stamps, last), each in rowid
+    order."""
     return [*insights_out_of_range(conn), *edges_out_of_range(conn)]
 
 
