@@ -59,7 +59,10 @@ from mnemon.records import (
     MAX_TAGS,
 )
 
-__all__ = ["DRAFT_SCHEMA_VERSION", "DEFAULT_EDGE_WEIGHT", "Draft", "DraftEdge", "DraftInsight", "load_draft", "parse_draft"]
+__all__ = [
+    "DRAFT_SCHEMA_VERSION", "DEFAULT_EDGE_WEIGHT", "Draft", "DraftEdge", "DraftInsight", "item_problem", "load_draft",
+    "parse_draft",
+]
 
 DRAFT_SCHEMA_VERSION = "1"
 DEFAULT_EDGE_WEIGHT = 0.5  # an explicit edge with weight 0 (or none) is written with 0.5 (§3.15)
@@ -630,6 +633,16 @@ def _insight(index: int, item: object, default_source: str) -> DraftInsight:
         content, category, importance, tags, entities, source, created_at,
         int(accessed), _stamp(item, "last_accessed_at", bad), _stamp(item, "updated_at", bad),
     )
+
+
+def item_problem(item: dict[str, Any]) -> str | None:
+    """What import's check says of one draft item, without its "invalid draft: insights[i]: " prefix; None
+    when it passes (export asks this of every item it writes)."""
+    try:
+        _insight(0, item, IMPORT_SOURCE)
+    except InputError as exc:
+        return str(exc).removeprefix("invalid draft: insights[0]: ")
+    return None
 
 
 def _stamp(item: dict[str, Any], key: str, bad: Any) -> str | None:

@@ -116,6 +116,28 @@ def check_content(content: str) -> str:
     return content
 
 
+def stored_text_problems(content: object, source: object) -> list[str]:
+    """What keeps a stored memory's text out of any draft ``import`` takes, as doctor and export name it: an
+    empty content or one of whitespace only, holding a NUL, or over MAX_CONTENT_BYTES, a source holding a NUL. No valid
+    value stands for them without changing the memory (cutting it, dropping a character), so neither export
+    nor ``doctor --repair`` writes one. (NULL or a blob is ``store.check``'s "content is empty", "not text".)"""
+    found = []
+    if content == "":
+        found.append("content is empty")
+    elif isinstance(content, str):
+        if content.isspace():
+            found.append("content is whitespace only")
+        if "\x00" in content:
+            found.append("content holds a NUL byte")
+        # a content of at most MAX_CONTENT_BYTES / 4 characters is at most MAX_CONTENT_BYTES bytes: most rows
+        # are never encoded
+        if len(content) > MAX_CONTENT_BYTES // 4 and (size := len(content.encode("utf-8", "surrogatepass"))) > MAX_CONTENT_BYTES:
+            found.append(f"content is {size} bytes, over the {MAX_CONTENT_BYTES} a memory holds")
+    if isinstance(source, str) and "\x00" in source:
+        found.append("source holds a NUL byte")
+    return found
+
+
 def check_category(category: str) -> str:
     if category not in CATEGORIES:
         raise InputError(f'invalid category "{category}"; valid: {", ".join(CATEGORIES)}')

@@ -221,8 +221,8 @@ def test_remember_beside_an_unparsable_created_at_links_around_it(cli: Cli, crea
 #
 # Each store below is hand-edited (apsw on the SQLite file, SQL on the PostgreSQL schema), exported and imported
 # into a fresh store: on main the draft was refused (importance 9, category 'bogus', ...), imported as another
-# memory without a word (importance 0 read as "unstated", 3), or read by doctor as it is (an empty created_at as
-# "missing", unparsable access and update stamps not at all).
+# memory without a word (importance 0 read as "unstated", 3; an empty created_at as "now"), or written although
+# no import takes it (empty, NUL-holding or over-long text).
 
 
 def _edited(cli: Cli, sql: str, params: tuple = ()) -> tuple[str, str]:
@@ -289,6 +289,60 @@ def test_a_category_not_among_the_six_exports_as_general(cli: Cli, tmp_path: Pat
     assert items["Kafka retries are capped at five"]["category"] == "general"
     assert _same(_gc_view(cli, copied, "copy"), _gc_view(cli, damaged))  # (before the copy's recall bumps its count)
     assert _recalled(cli, copied, "copy")["category"] == "general"
+
+
+UNDRAFTABLE = [
+    ("content = ''", "content is empty"),
+    ("content = '   '", "content is whitespace only"),
+    (f"content = '{'Kafka' * 1800}'", "content is 9000 bytes, over the 8000 a memory holds"),
+]
+SQLITE_UNDRAFTABLE = [  # a PostgreSQL text column holds no NUL
+    ("content = 'Kafka' || char(0) || 'retries'", "content holds a NUL byte"),
+    ("source = 'ops' || char(0)", "source holds a NUL byte"),
+]
+
+
+def _refused(cli: Cli, tmp_path: Path, assignment: str, problem: str) -> str:
+    damaged, _ = _edited(cli, f"UPDATE insights SET {assignment} WHERE id = ?")
+    out = tmp_path / "export.json"
+    refused = cli("export", "-o", str(out))
+    assert refused.code == 1 and refused.out == ""
+    assert refused.err == (
+        f"Error: export: insight {damaged}: {problem}: import refuses such a draft, so none was written; "
+        "`mnemon doctor` names each such memory: correct or forget it, then export again\n")
+    assert not out.exists()
+    to_stdout = cli("export")
+    assert to_stdout.code == 1 and to_stdout.out == "" and to_stdout.err == refused.err
+    return damaged
+
+
+@pytest.mark.parametrize(("assignment", "problem"), UNDRAFTABLE)
+def test_export_refuses_a_memory_no_draft_carries(cli: Cli, tmp_path: Path, assignment: str, problem: str) -> None:
+    """Cutting the content or dropping a character would export another memory, and leaving the row out would
+    lose one unseen: export writes nothing and says which memory and why."""
+    _refused(cli, tmp_path, assignment, problem)
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize(("assignment", "problem"), SQLITE_UNDRAFTABLE)
+def test_export_refuses_a_nul_no_draft_carries(cli: Cli, tmp_path: Path, assignment: str, problem: str) -> None:
+    _refused(cli, tmp_path, assignment, problem)
+
+
+@pytest.mark.sqlite_only
+def test_export_refuses_tags_past_a_drafts_limits_in_imports_words(cli: Cli, tmp_path: Path) -> None:
+    """What the text test does not cover goes through import's own item check."""
+    tags = json.dumps([f"t{k}" for k in range(25)])
+    _refused(cli, tmp_path, f"tags = '{tags}'", "too many tags (25, max 20)")
+
+
+@pytest.mark.sqlite_only
+def test_export_counts_every_memory_it_refuses(cli: Cli, tmp_path: Path) -> None:
+    first, second = (cli.ok("remember", text, "--no-diff")["id"] for text in ("Kafka one", "Kafka two"))
+    query(cli.data_dir, "UPDATE insights SET content = content || char(0)")
+    refused = cli("export")
+    assert refused.code == 1 and refused.err.startswith(f"Error: export: insight {first}: content holds a NUL byte: ")
+    assert "so none was written (and 1 more); " in refused.err and refused.err.count("\n") == 1
 
 
 # --- doctor names each, and --repair stores what export writes ----------------------------------------------------
@@ -365,6 +419,27 @@ def test_doctor_names_unparsable_access_and_update_stamps_and_repair_writes_what
         (created, None)]
     assert _same(_gc_view(cli, damaged), before)
     assert cli.ok("doctor")["ok"] is True
+
+
+@pytest.mark.local_only
+@pytest.mark.parametrize(("assignment", "problem"), UNDRAFTABLE)
+def test_doctor_names_what_export_refuses_and_repair_leaves_it(cli: Cli, tmp_path: Path, assignment: str,
+                                                               problem: str) -> None:
+    damaged = _refused(cli, tmp_path, assignment, problem)
+    assert _insights_detail(cli) == f"1 problem(s): insight {damaged}: {problem}; not repaired"
+    res = cli("doctor", "--repair")
+    assert res.code == 1 and f"not repaired: insights: 1 problem(s): insight {damaged}: {problem}" in " ".join(
+        res.json()["repaired"])
+    assert cli("export").code == 1  # still refused: nothing was cut or dropped
+    cli.ok("forget", damaged)
+    assert cli("export").code == 0
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize(("assignment", "problem"), SQLITE_UNDRAFTABLE)
+def test_doctor_names_a_nul_export_refuses(cli: Cli, tmp_path: Path, assignment: str, problem: str) -> None:
+    damaged = _refused(cli, tmp_path, assignment, problem)
+    assert _insights_detail(cli) == f"1 problem(s): insight {damaged}: {problem}; not repaired"
 
 
 @pytest.mark.sqlite_only  # only a SQLite column holds a count past 32 bits

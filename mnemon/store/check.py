@@ -15,6 +15,7 @@ import struct
 import apsw
 
 from mnemon.records import OPLOG_KEEP
+from mnemon.validate import stored_text_problems
 
 PROBLEM_SAMPLE = 20  # problems listed per check; the count is always exact
 
@@ -102,7 +103,7 @@ def insight_problems(conn: apsw.Connection) -> list[str]:
         found = []
         if row[0] == "":
             found.append("id is empty")
-        if content is None or content == "":
+        if content is None:  # (an empty text is text_problems', with the rest of what no draft carries)
             found.append("content is empty")
         elif not isinstance(content, str):
             found.append(f"content {shown(content)} is not text")
@@ -115,6 +116,21 @@ def insight_problems(conn: apsw.Connection) -> list[str]:
             found.append(f"category {shown(category)} is not text")
         found += [f"{name} {shown(v)} is not text" for name, v in stamps.items() if v is not None and not isinstance(v, str)]
         out += [f"{where}: {problem}; not repaired" for problem in found]
+    return out
+
+
+# Every row's text is read: no SQL that runs on both backends finds a NUL (a PostgreSQL text column holds none,
+# SQLite's may), and a whole-table read is what doctor's integrity_check already costs.
+_SQL_TEXT = "SELECT id, content, source FROM insights ORDER BY rowid"
+
+
+def text_problems(conn: apsw.Connection) -> list[str]:
+    """Each insight whose text no draft carries unchanged (``validate.stored_text_problems``): export refuses
+    a store holding one among its active memories, and ``--repair`` writes no value for it."""
+    out: list[str] = []
+    for insight_id, content, source in conn.execute(_SQL_TEXT):
+        where = f"insight {insight_id if isinstance(insight_id, str) else shown(insight_id)}"
+        out += [f"{where}: {problem}; not repaired" for problem in stored_text_problems(content, source)]
     return out
 
 
@@ -201,6 +217,7 @@ __all__ = [
     "foreign_keys",
     "insight_problems",
     "integrity",
+    "text_problems",
     "json_detail",
     "meta_problems",
     "oplog_problems",

@@ -222,4 +222,5 @@ def insight_findings(conn: apsw.Connection) -> list[str]:
     """Every problem of the insight rows doctor's ``insights`` check names: the values ``--repair`` rewrites,
     then those it cannot (``check.insight_problems``). Empty for a store every command reads as written
     (the crash and fuzz suites' invariant)."""
-    return [*(i.describe() for i in insights_out_of_range(conn)), *check.insight_problems(conn)]
+    return [*(i.describe() for i in insights_out_of_range(conn)), *check.insight_problems(conn),
+            *check.text_problems(conn)]
