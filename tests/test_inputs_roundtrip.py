@@ -451,3 +451,41 @@ def test_doctor_names_a_count_past_the_ceiling_and_repair_writes_the_ceiling(cli
     _repaired(cli)
     assert _count(cli, made) == CEILING
     assert cli.ok("doctor")["ok"] is True
+
+
+# --- an edge weight outside 0-1 --------------------------------------------------------------------------------
+
+_SET_CAUSAL = "UPDATE edges SET weight = ? WHERE source_id = ? AND target_id = ? AND edge_type = 'causal'"
+
+
+def test_export_refuses_an_edge_weight_outside_0_to_1_and_repair_lets_it_through(cli: Cli, tmp_path: Path) -> None:
+    """The draft carried the weight as stored and import refused it ("weight must be between 0.0 and 1.0"). Recall
+    adds a weight as it is, so export chooses no valid one: it refuses, naming the edge, and doctor --repair's clamp
+    (which keeps the edge the strongest link) is the user's to ask for; the repaired store exports and imports."""
+    a = cli.ok("remember", "Kafka retries are capped at five")["id"]
+    b = cli.ok("remember", "Kafka consumer lag is watched hourly", "--no-diff")["id"]
+    cli.ok("link", a, b, "--type", "causal", "--weight", "0.9")
+    query(cli.data_dir, _SET_CAUSAL, (4.5, a, b))
+    out = tmp_path / "export.json"
+    refused = cli("export", "-o", str(out))
+    assert refused.code == 1 and refused.out == "" and not out.exists()
+    assert refused.err == (
+        f"Error: export: edge {a} -> {b} (causal): weight 4.5 is out of 0-1: import refuses such a draft, so none was "
+        "written; `mnemon doctor --repair` clamps it into 0-1, then export again\n")
+    query(cli.data_dir, _SET_CAUSAL, (1.0, a, b))  # what --repair writes
+    assert cli("export", "-o", str(out)).code == 0
+    assert cli.ok("--store", "copy", "import", str(out))["imported"] == 2
+    assert (1.0,) in query(cli.data_dir, "SELECT weight FROM edges WHERE edge_type = 'causal'", store="copy")
+
+
+@pytest.mark.local_only  # doctor has no remote form
+def test_doctor_repair_of_an_edge_weight_outside_0_to_1_makes_the_store_export(cli: Cli, tmp_path: Path) -> None:
+    a = cli.ok("remember", "Kafka retries are capped at five")["id"]
+    b = cli.ok("remember", "Kafka consumer lag is watched hourly", "--no-diff")["id"]
+    cli.ok("link", a, b, "--type", "causal", "--weight", "0.9")
+    query(cli.data_dir, _SET_CAUSAL, (4.5, a, b))
+    assert cli("export").code == 1
+    assert f"edge {a} -> {b} (causal): weight 4.5 -> 1.0" in " ".join(_repaired(cli))
+    out = tmp_path / "export.json"
+    assert cli("export", "-o", str(out)).code == 0
+    assert cli.ok("--store", "copy", "import", str(out))["imported"] == 2

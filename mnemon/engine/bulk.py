@@ -55,6 +55,7 @@ from mnemon.records import (
     MAX_ENTITY_BYTES,
     MAX_TAG_BYTES,
     MAX_TAGS,
+    Edge,
     Insight,
 )
 from mnemon.store import StatementError, bulkwrite, edges, insights, oplog, ranges
@@ -775,10 +776,13 @@ class ImportPipeline:
         _refuse_undraftable(active, items)
         out_edges: list[dict[str, object]] = []
         self_edges: list[dict[str, object]] = []
+        heavy: list[Edge] = []
         for edge in edges.all_edges(conn):  # (maps shared between edges: read, never changed)
             s, t = position.get(edge.source_id), position.get(edge.target_id)
             if s is None or t is None:
                 continue
+            if not 0.0 <= edge.weight <= 1.0:
+                heavy.append(edge)
             row: dict[str, object] = (
                 {"source_index": s, "target_index": t} if s != t else {"index": s}  # a link to itself (§3.8)
             )
@@ -790,6 +794,8 @@ class ImportPipeline:
                     row["reason"] = reason  # what the Go program's import reads
                 row["metadata"] = metadata  # the whole map: entity, sub_type, hours_diff, link --meta's, ...
             (out_edges if s != t else self_edges).append(row)
+        if heavy:
+            _refuse_weights(heavy)
         # exact_weights: a stored weight 0 is imported as 0, not as the default 0.5 (drafts.py)
         draft: dict[str, object] = {"schema_version": "1", "exact_weights": True, "insights": items, "edges": out_edges}
         if self_edges:
@@ -820,6 +826,19 @@ def _refuse_undraftable(active: list[Insight], items: list[dict[str, object]]) -
             f"export: insight {insight_id}: {problem}: import refuses such a draft, so none was written{more}; "
             "`mnemon doctor` names each such memory: correct or forget it, then export again"
         )
+
+
+def _refuse_weights(heavy: list[Edge]) -> None:
+    """Refuse the export of an edge weight outside 0-1 (a hand edit: import refuses it). Recall adds a weight as it
+    is, so no valid weight reads the same and the export does not choose one; ``doctor --repair`` clamps it into
+    0-1 (``store.ranges``: the edge keeps its order among valid edges), which the user asks for knowingly."""
+    first = heavy[0]
+    more = f" (and {len(heavy) - 1} more)" if len(heavy) > 1 else ""
+    raise InputError(
+        f"export: edge {first.source_id} -> {first.target_id} ({first.edge_type}): weight {first.weight!r} is out of "
+        f"0-1: import refuses such a draft, so none was written{more}; `mnemon doctor --repair` clamps it into 0-1, "
+        "then export again"
+    )
 
 
 def _plainly_valid(values: list[str], most: int, max_bytes: int) -> bool:
