@@ -107,6 +107,19 @@ QUERY_IRREGULAR_WEIGHT = 0.6
 # three of them further; the month at 0.5 on top raised all four again.
 QUERY_DAY_BOOST = 3.0
 QUERY_MONTH_BOOST = 0.5
+# Query terms by their specificity in English (mnemon.frequency): each of a query's own keyword terms that the
+# bundled table of English word frequencies knows weighs (its idf in a background of English memories as long as
+# the store's / the mean of that idf over the query's terms some memory in scope carries)^POWER; a word the table
+# lacks (a rare or misspelt word, Han text) keeps 1. A store of a few hundred memories cannot tell a word it holds
+# twice because its memories seldom say it ("activities": any memory may say so otherwise) from one it holds twice
+# because it is specific ("yoga"); English at large can. The table is wordfreq's list, no data set of ours. Five
+# development conversations (bench/quality-ablations.md, twenty-sixth session), without a model (_TOKENS 0.5):
+# facts 64.82 -> 65.56, turns 77.98 -> 78.34; 0.25 gives facts 64.98 and turns 77.94 (conv-43 -0.9), 0.75 lowers
+# facts conv-26 by 1.3, 1.0 gives 65.54 and 78.10. With MiniLM's similarity (_EMBEDDED 0.375, the
+# SimilarityScale default): facts 67.18 -> 67.38, turns 81.57 -> 81.77 (conv-42 -0.75); 0.25 and 0.5 lower turns
+# conv-42 by 1.01 (two questions at rank 10). e5 reads none (its scale's 0: English facts fell). Chinese unchanged.
+QUERY_SPECIFICITY_POWER_TOKENS = 0.5
+QUERY_SPECIFICITY_POWER_EMBEDDED = 0.375
 # A long query (a whole dialogue turn or prompt) weighs each term by idf ** LONG_QUERY_IDF_POWER instead of idf:
 # most of its words are not what it asks about, and their sum would outweigh the few rare ones that are
 # (kernels.bm25_scores); its rerank and lift give the graph signal's weight to the keyword signal
@@ -255,6 +268,8 @@ class SimilarityScale:
     ``term_floor`` (when > 0): an ordinary query's words find neighbour terms among the store's words by this
     model's own single-word cosines at or above it (TERM_NEIGHBOURS). Else ``thesaurus``: they find them in the
     bundled English thesaurus, as a query without similarity does (THESAURUS_WEIGHT); neither: none.
+    ``specificity``: the power of a query's keyword terms' weights by their specificity in English
+    (QUERY_SPECIFICITY_POWER_EMBEDDED, mnemon.frequency) when the query has this model's similarity; 0: alike.
     """
 
     auto_link: float = 0.80  # SEMANTIC_AUTO_COSINE
@@ -277,6 +292,7 @@ class SimilarityScale:
     composed: SimilarityScale | None = None
     term_floor: float = 0.0
     thesaurus: bool = False
+    specificity: float = QUERY_SPECIFICITY_POWER_EMBEDDED
 
     def for_vector(self, composed: bool) -> SimilarityScale:
         """The scale a new memory's comparisons with stored ones read (§4.7, §4.9): ``composed`` for one whose
@@ -382,6 +398,7 @@ _E5_WHOLE = SimilarityScale(
     auto_link=0.92, candidate=0.85, diff_override=0.95, diff_extra=0.90, signal_floor=0.85,
     signal_below_best=0.07, long_below_best=0.04, session_prior=SESSION_PRIOR_E5,
     separate_best_signal=SEPARATE_BEST_SIGNAL_E5, diff_add_below=0.88, diff_conflict_at=0.93, diff_duplicate_above=0.97,
+    specificity=0.0,  # QUERY_SPECIFICITY_POWER_EMBEDDED: at 0.375 English facts 67.2 -> 67.0, turns 79.7 -> 79.7
 )
 # The diff advice's cuts for an e5 cosine (diff.classify's 0.5 / 0.7 / 0.9, set for MiniLM's space): where e5's
 # cosines select the same share of memory pairs (English development turns, pairs with a labelled memory: 0.882 /

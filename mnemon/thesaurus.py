@@ -7,14 +7,16 @@ records.THESAURUS_PER_STEM, closest first. One line a stem, sorted by its bytes,
 
     pet<TAB>anim 822 dog 817 cat 765 ...
 
-(a cosine in thousandths). A lookup is a binary search over the memory-mapped file, so a one-shot recall reads a
-few pages of it, not 5 MB. A missing or damaged file gives no neighbours (recall without them), never an error.
+(a cosine in thousandths). A lookup is a binary search over the memory-mapped file (``mnemon.sortedtable``), so a
+one-shot recall reads a few pages of it, not 5 MB. A missing or damaged file gives no neighbours (recall without them), never an error.
 """
 
 from __future__ import annotations
 
 import mmap
 from pathlib import Path
+
+from mnemon.sortedtable import find, map_file
 
 FILE = Path(__file__).with_name("thesaurus.txt")
 
@@ -26,31 +28,8 @@ def _map() -> mmap.mmap | None:
     global _mapped, _opened
     if not _opened:
         _opened = True
-        try:
-            with open(FILE, "rb") as f:
-                _mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-        except (OSError, ValueError):  # missing, unreadable or empty: no thesaurus
-            _mapped = None
+        _mapped = map_file(FILE)
     return _mapped
-
-
-def _line(data: mmap.mmap, key: bytes) -> bytes | None:
-    """The neighbours part of ``key``'s line, by binary search over the sorted lines."""
-    lo, hi = 0, len(data)  # lo and hi always sit at the start of a line
-    while lo < hi:
-        start = data.rfind(b"\n", 0, (lo + hi) // 2) + 1
-        start = max(start, lo)
-        end = data.find(b"\n", start)
-        end = len(data) if end < 0 else end
-        tab = data.find(b"\t", start, end)
-        found = data[start : end if tab < 0 else tab]
-        if found == key:
-            return None if tab < 0 else data[tab + 1 : end]
-        if found < key:
-            lo = end + 1
-        else:
-            hi = start
-    return None
 
 
 def neighbours(stem: str) -> list[tuple[str, float]]:
@@ -58,7 +37,7 @@ def neighbours(stem: str) -> list[tuple[str, float]]:
     data = _map()
     if data is None or not stem.isascii() or not stem:
         return []
-    raw = _line(data, stem.encode("ascii"))
+    raw = find(data, stem.encode("ascii"))
     if not raw:
         return []
     fields = raw.split()

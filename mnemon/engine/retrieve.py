@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from mnemon import entities as entity_extraction
-from mnemon import feedback
+from mnemon import feedback, frequency
 from mnemon.engine.core import EngineBase
 from mnemon.intent import detect_intent, parse_intent
 from mnemon.query_dates import query_days, query_months
@@ -32,6 +32,7 @@ from mnemon.records import (
     QUERY_DERIVED_WEIGHT,
     QUERY_IRREGULAR_WEIGHT,
     QUERY_MONTH_BOOST,
+    QUERY_SPECIFICITY_POWER_TOKENS,
     SUBJECT_NAME_MIN_SHARE,
     TERM_NEIGHBOUR_MAX_SHARE,
     TERM_NEIGHBOUR_WEIGHT,
@@ -204,8 +205,10 @@ class RetrievePipeline:
         mean_len = float(index.doc_len[scope].mean()) if scope.any() else 0.0  # BM25's avgdl, once
         # e5 (a scale with long_below_best) keeps the long-query switch it was measured with
         switch = similarity is not None and scale.long_below_best > 0.0
+        # without similarity the keyword list alone carries the query: its terms' specificity weighs more there
+        specificity = QUERY_SPECIFICITY_POWER_TOKENS if similarity is None else scale.specificity
         bm25, long_query = self._keyword(index, query, scope, use_numba, mean_len, switch,
-                                         with_feedback=similarity is None)
+                                         with_feedback=similarity is None, specificity=specificity)
         if long_query == 0.0:
             # the model's word vectors where it has measured ones, else the bundled thesaurus (no similarity, or
             # a model whose scale asks for it: SimilarityScale.thesaurus)
@@ -327,7 +330,7 @@ class RetrievePipeline:
 
     def _keyword(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool,
                  mean_len: float | None = None, switch: bool = False,
-                 with_feedback: bool = False) -> tuple[np.ndarray, float]:
+                 with_feedback: bool = False, specificity: float = 0.0) -> tuple[np.ndarray, float]:
         """Decision 12: BM25 over stemmed terms, N = active insights in scope, df within scope;
         plus the roots of the query's derived nouns at QUERY_DERIVED_WEIGHT (text.derived_query_terms)
         and its irregular verbs' other forms at QUERY_IRREGULAR_WEIGHT (text.irregular_query_terms).
@@ -336,6 +339,8 @@ class RetrievePipeline:
         ``mean_len``: the rows' mean length in scope when the caller has it (BM25's avgdl).
         ``with_feedback``: a query written in Han characters adds its best rows' terms (:meth:`_feedback`);
         recall asks for it when the query has no similarity (no model, or one that cannot read it).
+        ``specificity``: the power of the query's own terms' weights by their specificity in English
+        (frequency.query_term_weights; records.QUERY_SPECIFICITY_POWER_*); 0 weighs them alike.
         Returns the scores and how long the query is (:func:`long_query_share`, ``switch``)."""
         import numpy as np
 
@@ -357,7 +362,9 @@ class RetrievePipeline:
         fed = with_feedback and long > 0.0 and bool(qids) and written_in_han(query)
         # the feedback reads its rows from the scores at idf power 1: the same pass writes them
         plain = np.empty(index.n, dtype=np.float64) if fed else None
-        scores = self._bm25_terms(index, qids, scope, stats, use_numba, plain)
+        # the query's own terms weighed by how specific each is in English (mnemon.frequency)
+        stems = [term for term, _ in known] if specificity else None
+        scores = self._bm25_terms(index, qids, scope, stats, use_numba, plain, stems, specificity)
         if plain is not None:
             scores = self._feedback(index, qids, scores, plain, scope, stats, use_numba, long)
         possessive = index.term_ids([POSSESSIVE_TERM]) if owners else []
@@ -425,10 +432,13 @@ class RetrievePipeline:
 
     def _bm25_terms(self, index: HotIndex, qids: list[int], scope: np.ndarray,
                     stats: tuple[int, float, np.ndarray, float], use_numba: bool,
-                    plain: np.ndarray | None = None) -> np.ndarray:
+                    plain: np.ndarray | None = None, stems: list[str] | None = None,
+                    specificity: float = 0.0) -> np.ndarray:
         """BM25 of the term ids ``qids`` over the rows in ``scope`` (zeros without terms); ``stats``
         is (rows in scope, their mean length, every row's length as float64, the idf power); ``plain``,
-        when given, is overwritten with the scores at idf power 1 in the same pass."""
+        when given, is overwritten with the scores at idf power 1 in the same pass. ``stems``, the terms
+        of ``qids``, weighs each by its specificity in English to the power ``specificity``
+        (frequency.query_term_weights)."""
         import kernels
         import numpy as np
 
@@ -439,10 +449,14 @@ class RetrievePipeline:
         n_docs, avgdl, doc_len, power = stats
         post, local = index.query_postings(qids, plain=False)  # base lists + delta entries, qids only
         assert post.tf is not None  # plain=False: the postings carry their term frequencies
+        weights = None
+        if stems is not None and specificity and len(qids) > 1:
+            present = (df_in_scope(post.ptr, post.rows, scope, n_docs) > 0).tolist()
+            weights = np.array(frequency.query_term_weights(stems, present, avgdl, specificity))
         score = kernels.bm25_scores if use_numba else kernels.bm25_scores_numpy
         return score(
             post.ptr, post.rows, post.tf, doc_len, np.array(local, dtype=np.int32),
-            n_docs, avgdl, BM25_K1, BM25_B, scope, power, None, plain,
+            n_docs, avgdl, BM25_K1, BM25_B, scope, power, weights, plain,
         )  # fmt: skip
 
     def _neighbour_terms(self, index: HotIndex, query: str, scope: np.ndarray, use_numba: bool, mean_len: float,
