@@ -17,32 +17,19 @@ weight 1, as before the rule, never an error.
 from __future__ import annotations
 
 import math
-import mmap
 from pathlib import Path
 
-from mnemon.sortedtable import find, map_file
+from mnemon.sortedtable import SortedTable
 
-FILE = Path(__file__).with_name("frequency.txt")
-
-_mapped: mmap.mmap | None = None
-_opened = False
-
-
-def _map() -> mmap.mmap | None:
-    global _mapped, _opened
-    if not _opened:
-        _opened = True
-        _mapped = map_file(FILE)
-    return _mapped
+TABLE = SortedTable(Path(__file__).with_name("frequency.txt"))
 
 
 def frequency(stem: str) -> float | None:
     """The share of English running words that are one of ``stem``'s words; None for a stem the table
     lacks (a name, a rare or misspelt word, a non-ASCII term) or a damaged line."""
-    data = _map()
-    if data is None or not stem or not stem.isascii():
+    if not stem or not stem.isascii():
         return None
-    raw = find(data, stem.encode("ascii"))
+    raw = TABLE.get(stem.encode("ascii"))
     if not raw:
         return None
     try:

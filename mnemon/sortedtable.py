@@ -1,7 +1,7 @@
 """A bundled lookup table read without loading it: a text file of ``KEY<TAB>VALUE`` lines sorted by the keys'
-bytes (a ``#`` header line first), memory-mapped and searched by bisection, so a one-shot recall reads a few
-pages of it whatever its size. The thesaurus (``mnemon.thesaurus``) and the English word frequencies
-(``mnemon.frequency``) are such files."""
+bytes (a ``#`` header line first), memory-mapped on its first lookup and searched by bisection, so a one-shot
+recall reads a few pages of it whatever its size. The thesaurus (``mnemon.thesaurus``) and the English word
+frequencies (``mnemon.frequency``) are such files."""
 
 from __future__ import annotations
 
@@ -9,19 +9,33 @@ import mmap
 from pathlib import Path
 
 
-def map_file(path: Path) -> mmap.mmap | None:
-    """The file memory-mapped read-only; None when it is missing, unreadable or empty (no table, never an
-    error: the callers then go without what it gives)."""
-    try:
-        with open(path, "rb") as f:
-            return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
-        return None
+class SortedTable:
+    """One such file. A missing, unreadable or empty file is an empty table (never an error: the callers go
+    without what it gives); it is mapped once per process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._data: mmap.mmap | None = None
+        self._opened = False
+
+    def _map(self) -> mmap.mmap | None:
+        if not self._opened:
+            self._opened = True
+            try:
+                with open(self.path, "rb") as f:
+                    self._data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):  # missing, unreadable or empty
+                self._data = None
+        return self._data
+
+    def get(self, key: bytes) -> bytes | None:
+        """The value part of ``key``'s line (empty when the line has no tab); None when no line has that key."""
+        data = self._map()
+        return None if data is None else find(data, key)
 
 
 def find(data: mmap.mmap, key: bytes) -> bytes | None:
-    """The value part of ``key``'s line (empty when the line has no tab), by binary search over the sorted
-    lines; None when no line has that key."""
+    """The value part of ``key``'s line in the mapped sorted ``data``, by binary search over its lines."""
     lo, hi = 0, len(data)  # lo and hi always sit at the start of a line
     while lo < hi:
         start = data.rfind(b"\n", 0, (lo + hi) // 2) + 1

@@ -13,31 +13,18 @@ one-shot recall reads a few pages of it, not 5 MB. A missing or damaged file giv
 
 from __future__ import annotations
 
-import mmap
 from pathlib import Path
 
-from mnemon.sortedtable import find, map_file
+from mnemon.sortedtable import SortedTable
 
-FILE = Path(__file__).with_name("thesaurus.txt")
-
-_mapped: mmap.mmap | None = None
-_opened = False
-
-
-def _map() -> mmap.mmap | None:
-    global _mapped, _opened
-    if not _opened:
-        _opened = True
-        _mapped = map_file(FILE)
-    return _mapped
+TABLE = SortedTable(Path(__file__).with_name("thesaurus.txt"))
 
 
 def neighbours(stem: str) -> list[tuple[str, float]]:
     """The thesaurus's neighbours of ``stem`` with their cosines, closest first; [] for none."""
-    data = _map()
-    if data is None or not stem.isascii() or not stem:
+    if not stem.isascii() or not stem:
         return []
-    raw = find(data, stem.encode("ascii"))
+    raw = TABLE.get(stem.encode("ascii"))
     if not raw:
         return []
     fields = raw.split()

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from mnemon import frequency, sortedtable
+from mnemon import frequency
 from mnemon.config import Settings
 from mnemon.drafts import parse_draft
 from mnemon.engine import Engine
 from mnemon.engine import retrieve as retrieve_module
 from mnemon.records import CONTRACT_SIMILARITY, QUERY_SPECIFICITY_POWER_TOKENS
+from mnemon.sortedtable import SortedTable
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 12, 8, 12, 0, 0, tzinfo=timezone.utc)
@@ -26,13 +27,6 @@ FILLERS = [f"Joanna wrote chapter {k} of her screenplay about a road trip throug
 # the same memory but for one word: a store's statistics cannot tell them apart
 YOGA = "The green notebook on the shelf holds notes about yoga."
 ACTIVITIES = "The green notebook on the shelf holds notes about activities."
-
-
-@pytest.fixture
-def fresh_table(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test that swaps the file maps it afresh, and leaves the real one to be mapped again after."""
-    monkeypatch.setattr(frequency, "_mapped", None)
-    monkeypatch.setattr(frequency, "_opened", False)
 
 
 def _engine(data_dir: Path) -> Engine:
@@ -62,7 +56,7 @@ STORE = FILLERS[:15] + [ACTIVITIES] + FILLERS[15:] + [YOGA]
 
 
 def test_the_bundled_table_is_sorted_with_one_line_a_stem_and_names_its_source_and_licence() -> None:
-    lines = frequency.FILE.read_bytes().decode("ascii").splitlines()
+    lines = frequency.TABLE.path.read_bytes().decode("ascii").splitlines()
     assert lines[0].startswith("#") and "wordfreq" in lines[0] and "CC BY-SA 4.0" in lines[0]
     keys = [line.split("\t", 1)[0] for line in lines[1:]]
     assert [k.encode() for k in keys] == sorted(k.encode() for k in keys)
@@ -91,35 +85,29 @@ def test_the_build_script_writes_the_bundled_table(tmp_path: Path) -> None:
     out = tmp_path / "frequency.txt"
     subprocess.run([sys.executable, str(REPO / "scripts" / "build-word-frequency"), "--out", str(out)], check=True,
                    capture_output=True)  # fmt: skip
-    assert wordfreq and out.read_bytes() == frequency.FILE.read_bytes()
+    assert wordfreq and out.read_bytes() == frequency.TABLE.path.read_bytes()
 
 
 # --- the lookup ----------------------------------------------------------------------------------------
 
 
-def test_the_lookup_finds_every_line_of_a_file_and_nothing_between(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_table: None
-) -> None:
-    keys = sorted({f"{a}{b}" for a in "bdfhk" for b in ("", "a", "ab", "zz")})
+def test_a_line_of_the_table_is_read_as_a_zipf_value(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     table = tmp_path / "frequency.txt"
-    table.write_text("# header\n" + "".join(f"{k}\t{3 + len(k) / 10:.2f}\n" for k in keys), encoding="ascii")
-    monkeypatch.setattr(frequency, "FILE", table)
-    for k in keys:
-        assert frequency.frequency(k) == pytest.approx(10 ** (3 + len(k) / 10 - 9))
-    for absent in ("a", "c", "bac", "bb", "kzzz", "z", "dzy", "bz"):
-        assert frequency.frequency(absent) is None
-    data = sortedtable.map_file(table)
-    assert data is not None and sortedtable.find(data, b"ka") == b"3.20" and sortedtable.find(data, b"kaa") is None
+    table.write_text("# header\nactiv\t5.46\npaint\t5.06\nyoga\t4.20\n", encoding="ascii")
+    monkeypatch.setattr(frequency, "TABLE", SortedTable(table))
+    assert frequency.frequency("activ") == pytest.approx(10 ** (5.46 - 9))
+    assert frequency.frequency("yoga") == pytest.approx(10 ** (4.20 - 9))
+    assert frequency.frequency("pain") is None and frequency.frequency("zz") is None
 
 
 @pytest.mark.parametrize("content", [None, b"", b"# header\nyoga\tfour\n", b"# header\nyoga\t12.5\n"])
 def test_a_missing_empty_or_damaged_table_weighs_every_term_alike_and_recall_still_answers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fresh_table: None, content: bytes | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None
 ) -> None:
     table = tmp_path / "frequency.txt"
     if content is not None:
         table.write_bytes(content)
-    monkeypatch.setattr(frequency, "FILE", table)
+    monkeypatch.setattr(frequency, "TABLE", SortedTable(table))
     assert frequency.frequency("yoga") is None
     assert frequency.query_term_weights(["yoga", "activ"], [True, True], 12.0, 0.5) == [1.0, 1.0]
     data = tmp_path / "data"

