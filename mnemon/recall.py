@@ -390,8 +390,11 @@ def run(a: RecallArrays, intent: Intent, limit: int, *, use_numba: bool = False)
     after, before = after * a.backbone_share, before * a.backbone_share
     # subject agreement: a candidate about someone other than the person the query names weighs less; more so
     # when only the keyword list can tell who a memory is about (no similarity)
+    # when no candidate is about them (a product the store's notes name, not open with) no candidate agrees
+    # more than another: scaling them all alike would only lower every score the output shows
     mismatch = SUBJECT_MISMATCH_FACTOR_EMBEDDED if embedded else SUBJECT_MISMATCH_FACTOR_TOKENS
-    agreement = None if a.subject is None else np.where(a.subject[cand], 1.0, mismatch)
+    carries = None if a.subject is None else a.subject[cand]
+    agreement = None if carries is None or not carries.any() else np.where(carries, 1.0, mismatch)
 
     def mix(rows: np.ndarray, weights: tuple[float, ...], similarity: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
         """Weighted sum of the (keyword, entity, similarity, graph) signals at ``rows``; 0 at non-candidates."""

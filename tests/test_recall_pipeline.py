@@ -687,6 +687,36 @@ def test_a_candidate_without_the_querys_subject_is_scaled_down() -> None:
     assert recall.run(dataclasses.replace(plain, subject=None), Intent.GENERAL, 10) == recall.run(plain, Intent.GENERAL, 10)
 
 
+def test_when_no_candidate_carries_the_subject_no_score_is_scaled() -> None:
+    # The query names a frequent name that no candidate opens with (a product an agent's notes name later in
+    # their sentences): no candidate agrees more than another, so the scores stay what they are without the
+    # rule (they were all scaled by the factor, the order unchanged, before).
+    import dataclasses
+
+    plain = arrays(5, bm25=[1.0, 3.0, 0.5, 2.0, 0.0], prev=[-1, -1, -1, -1, 3], nxt=[-1, -1, -1, 4, -1])
+    nobody = np.zeros(5, dtype=np.bool_)
+    assert recall.run(dataclasses.replace(plain, subject=nobody), Intent.GENERAL, 10) == recall.run(
+        plain, Intent.GENERAL, 10
+    )
+    # a carrier outside the candidates does not count either
+    outside = arrays(6, bm25=[1.0, 3.0, 0.5, 2.0, 0.0, 0.0])
+    far = np.array([False] * 5 + [True])
+    assert recall.run(dataclasses.replace(outside, subject=far), Intent.GENERAL, 10) == recall.run(
+        outside, Intent.GENERAL, 10
+    )
+
+
+def test_the_readme_query_keeps_its_score_when_its_memory_names_the_subject_later(engine, monkeypatch) -> None:
+    # The README's first command: one memory, "Chose Qdrant ...", recalled by "why did we pick Qdrant". Qdrant is
+    # in every memory (a frequent name), yet the memory opens with "Chose": no memory is about Qdrant more
+    # than another, and the score is the one without the rule.
+    engine.remember("Chose Qdrant because Rust performance is critical", no_diff=True)
+    ruled = [h.score for h in engine.recall("why did we pick Qdrant", limit=5).hits]
+    monkeypatch.setattr(recall, "SUBJECT_MISMATCH_FACTOR_TOKENS", 1.0)
+    monkeypatch.setattr(recall, "SUBJECT_MISMATCH_FACTOR_EMBEDDED", 1.0)
+    assert ruled == [h.score for h in engine.recall("why did we pick Qdrant", limit=5).hits] and len(ruled) == 1
+
+
 def test_with_a_models_similarity_a_candidate_without_the_subject_keeps_more_of_its_score() -> None:
     # A model's vector reads the name in its context (a turn's vector carries its speaker's label), so with
     # the query's similarity the factor is the milder SUBJECT_MISMATCH_FACTOR_EMBEDDED; the keyword list alone
