@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mnemon import frequency
+from mnemon import frequency, relevance
 from mnemon.config import Settings
 from mnemon.drafts import parse_draft
 from mnemon.engine import Engine
@@ -189,3 +189,39 @@ def test_a_query_with_a_models_similarity_weighs_its_terms_by_the_embedded_power
     monkeypatch.setattr(Engine, "similarity_scale", lambda self: replace(CONTRACT_SIMILARITY, specificity=0.0))
     flat = keyword_signals()
     assert flat[YOGA] == flat[ACTIVITIES] == 1.0
+
+
+# --- relevance (the prompt hook's judgement) -------------------------------------------------------
+
+
+def test_relevance_weighs_a_terms_specificity_beside_its_idf() -> None:
+    idf = [2.0, 2.0, 1.0]
+    weighed = relevance.specific_weights(["activ", "yoga", "zzzzqx"], idf, 12.0)
+    assert weighed[0] < 2.0 < weighed[1] and weighed[2] == 1.0  # the unknown word keeps its idf
+    factors = frequency.query_term_weights(["activ", "yoga", "zzzzqx"], [True] * 3, 12.0, relevance.SPECIFICITY_POWER)
+    assert weighed == [w * f for w, f in zip(idf, factors, strict=True)]
+    assert relevance.specific_weights([], [], 12.0) == []
+
+
+def test_a_prompt_sharing_only_common_words_with_a_memory_is_judged_less_about_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    notes = [
+        "Decided to use Qdrant as the vector database for semantic search because it supports payload filters",
+        "The billing service is written in Go and deployed on Fly.io",
+        "The team prefers small pull requests reviewed within one day",
+        "Redis caches session tokens for thirty minutes",
+        "Alice owns the onboarding flow and the welcome emails",
+    ]
+    _fill(tmp_path, notes)
+    idle = "Can you suggest some small activities for one day off?"  # shares "small", "one", "day"
+    asked = "Which vector database did we choose for semantic search, and why?"
+
+    def judged(prompt: str) -> float:
+        with _engine(tmp_path) as engine:
+            return engine.recall(prompt, limit=3).hits[0].relevance
+
+    weighed = {prompt: judged(prompt) for prompt in (idle, asked)}
+    monkeypatch.setattr(relevance, "SPECIFICITY_POWER", 0.0)
+    plain = {prompt: judged(prompt) for prompt in (idle, asked)}
+    assert weighed[idle] < plain[idle] and weighed[asked] > plain[asked]

@@ -234,7 +234,7 @@ class RetrievePipeline:
         )  # fmt: skip
         outcome = pipeline.run(arrays, chosen, limit, use_numba=use_numba)
         # issue 28: each hit's absolute relevance, beside the relative score (hooks filter on it)
-        judged = self._relevance(index, query, scope, similarity, outcome.hits)
+        judged = self._relevance(index, query, scope, similarity, outcome.hits, mean_len)
         hits = []
         for hit, relevance in zip(outcome.hits, judged, strict=True):
             found = insights.get(self.ctx.store.conn, index.id_at(hit.row))
@@ -278,9 +278,10 @@ class RetrievePipeline:
         return subject
 
     def _relevance(self, index: HotIndex, query: str, scope: np.ndarray, similarity: np.ndarray | None,
-                   hits: list[Hit]) -> list[float]:
+                   hits: list[Hit], mean_len: float) -> list[float]:
         """The absolute relevance of each hit row (``mnemon.relevance``): the share of the query's
-        term weight the row carries, and its cosine against the query's background in the scope."""
+        term weight the row carries, and its cosine against the query's background in the scope;
+        ``mean_len``: the rows' mean length in scope."""
         import numpy as np
 
         from mnemon import relevance
@@ -306,6 +307,7 @@ class RetrievePipeline:
             posted = post.rows[: int(post.ptr[1])]
             weights.append(relevance.term_weight(term, int(np.count_nonzero(scope[posted])), n_docs))
             carried[k] = np.isin(hit_rows, posted[is_hit[posted]])
+        weights = relevance.specific_weights(terms, weights, mean_len)
         background = None
         if similarity is not None:
             background = relevance.background(similarity[relevance.sample_rows(np.flatnonzero(scope))])
