@@ -26,7 +26,7 @@ TABLE = SortedTable(Path(__file__).with_name("frequency.txt"))
 
 def frequency(stem: str) -> float | None:
     """The share of English running words that are one of ``stem``'s words; None for a stem the table
-    lacks (a name, a rare or misspelt word, a non-ASCII term) or a damaged line."""
+    lacks (a rare or misspelt word, most names, a non-ASCII term) or a damaged line."""
     if not stem or not stem.isascii():
         return None
     raw = TABLE.get(stem.encode("ascii"))
@@ -54,7 +54,8 @@ def query_term_weights(stems: list[str], present: list[bool], mean_len: float, p
     own terms, so a query's total weight moves little; with fewer than two such terms every weight is 1."""
     shares = [frequency(s) if here else None for s, here in zip(stems, present, strict=True)]
     known = [specificity(share, mean_len) for share in shares if share is not None]
-    if len(known) < 2 or power == 0.0:
+    mean = sum(known) / len(known) if known else 0.0
+    # mean 0: every known word is in every memory of such a length (p rounds to 1): nothing to weigh them by
+    if len(known) < 2 or power == 0.0 or mean <= 0.0:
         return [1.0] * len(stems)
-    mean = sum(known) / len(known)
     return [1.0 if share is None else (specificity(share, mean_len) / mean) ** power for share in shares]

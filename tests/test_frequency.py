@@ -144,6 +144,14 @@ def test_a_name_an_unknown_word_or_a_term_that_matches_nothing_keeps_the_weight_
     assert frequency.query_term_weights([], [], 12.0, 0.5) == []
 
 
+def test_memories_so_long_that_every_known_word_is_in_each_weigh_the_terms_alike() -> None:
+    # p = 1 - (1 - share)^L rounds to 1 for common words in very long memories: specificity 0, no mean to divide by
+    assert frequency.specificity(0.05, 5000.0) == 0.0
+    assert frequency.query_term_weights(["the", "and"], [True, True], 5000.0, 0.5) == [1.0, 1.0]
+    weights = frequency.query_term_weights(["the", "yoga"], [True, True], 5000.0, 0.5)
+    assert weights[0] == 0.0 < 1.0 < weights[1]  # a word in every such memory tells nothing
+
+
 def test_specificity_is_the_idf_of_a_background_of_memories_as_long_as_the_stores() -> None:
     share = 1e-4
     p = 1.0 - (1.0 - share) ** 12.0
