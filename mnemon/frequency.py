@@ -17,6 +17,7 @@ weight 1, as before the rule, never an error.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from pathlib import Path
 
 from mnemon.sortedtable import SortedTable
@@ -29,7 +30,12 @@ def frequency(stem: str) -> float | None:
     lacks (a rare or misspelt word, most names, a non-ASCII term) or a damaged line."""
     if not stem or not stem.isascii():
         return None
-    raw = TABLE.get(stem.encode("ascii"))
+    return _share(TABLE, stem)
+
+
+@lru_cache(maxsize=1 << 14)  # a warm process asks for the same words again and again (0.3 ms a recall without)
+def _share(table: SortedTable, stem: str) -> float | None:
+    raw = table.get(stem.encode("ascii"))
     if not raw:
         return None
     try:
