@@ -116,6 +116,13 @@ def check_content(content: str) -> str:
     return content
 
 
+def plainly_draftable(values: list[str], most: int, max_bytes: int) -> bool:
+    """Tags or entities a draft carries as they are, told without encoding any: at most ``most`` of them, none
+    of more than ``max_bytes`` / 4 characters (so at most ``max_bytes`` bytes), none holding a NUL. False says
+    only that import's own item check must look (``drafts.item_problem``)."""
+    return len(values) <= most and all(len(v) <= max_bytes // 4 and "\x00" not in v for v in values)
+
+
 def stored_text_problems(content: object, source: object) -> list[str]:
     """What keeps a stored memory's text out of any draft ``import`` takes, as doctor and export name it: an
     empty content or one of whitespace only, holding a NUL, or over MAX_CONTENT_BYTES, a source holding a NUL. No valid

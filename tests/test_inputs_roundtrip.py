@@ -442,6 +442,25 @@ def test_doctor_names_a_nul_export_refuses(cli: Cli, tmp_path: Path, assignment:
     assert _insights_detail(cli) == f"1 problem(s): insight {damaged}: {problem}; not repaired"
 
 
+LISTS_PAST_LIMITS = [
+    (f"tags = '{json.dumps([f't{k}' for k in range(25)])}'", "too many tags (25, max 20)"),
+    (f"entities = '{json.dumps(['E' * 300])}'", f"entity too long (300 bytes, max 200): {'E' * 50}"),
+]
+
+
+@pytest.mark.sqlite_only
+@pytest.mark.parametrize(("assignment", "problem"), LISTS_PAST_LIMITS)
+def test_doctor_names_tags_or_entities_export_refuses(cli: Cli, tmp_path: Path, assignment: str, problem: str) -> None:
+    """Export's refusal points at doctor, which used to say nothing of tags or entities past a draft's limits:
+    it names them in import's words, and --repair leaves them (dropping a tag would change the memory)."""
+    damaged = _refused(cli, tmp_path, assignment, problem)
+    assert _insights_detail(cli) == f"1 problem(s): insight {damaged}: {problem}; not repaired"
+    res = cli("doctor", "--repair")
+    assert res.code == 1 and f"insight {damaged}: {problem}" in " ".join(res.json()["repaired"])
+    cli.ok("forget", damaged)
+    assert cli("export").code == 0
+
+
 @pytest.mark.sqlite_only  # only a SQLite column holds a count past 32 bits
 def test_doctor_names_a_count_past_the_ceiling_and_repair_writes_the_ceiling(cli: Cli) -> None:
     made = cli.ok("remember", "Qdrant is accessed a great deal")["id"]

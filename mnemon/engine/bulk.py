@@ -60,7 +60,7 @@ from mnemon.records import (
 )
 from mnemon.store import StatementError, bulkwrite, edges, insights, oplog, ranges
 from mnemon.text import token_overlap, tokenize
-from mnemon.validate import stored_text_problems, timestamp_parses
+from mnemon.validate import plainly_draftable, stored_text_problems, timestamp_parses
 
 if TYPE_CHECKING:
     import apsw
@@ -812,8 +812,8 @@ def _refuse_undraftable(active: list[Insight], items: list[dict[str, object]]) -
     refused: list[tuple[str, str]] = []
     for ins, item in zip(active, items, strict=True):
         problems = stored_text_problems(ins.content, ins.source)
-        if not problems and not (_plainly_valid(ins.tags, MAX_TAGS, MAX_TAG_BYTES)
-                                 and _plainly_valid(ins.entities, MAX_ENTITIES, MAX_ENTITY_BYTES)):
+        if not problems and not (plainly_draftable(ins.tags, MAX_TAGS, MAX_TAG_BYTES)
+                                 and plainly_draftable(ins.entities, MAX_ENTITIES, MAX_ENTITY_BYTES)):
             # What is left (tags or entities past a draft's limits, a NUL in one): import's own item check, for
             # the few items the test above cannot vouch for (it costs 12 us an item: 12 s a million).
             problems = [p] if (p := drafts.item_problem(item)) else []
@@ -839,12 +839,6 @@ def _refuse_weights(heavy: list[Edge]) -> None:
         f"0-1: import refuses such a draft, so none was written{more}; `mnemon doctor --repair` clamps it into 0-1, "
         "then export again"
     )
-
-
-def _plainly_valid(values: list[str], most: int, max_bytes: int) -> bool:
-    """Tags or entities a draft carries as they are, told without encoding any: at most ``most`` of them, none
-    of more than ``max_bytes`` / 4 characters (so at most ``max_bytes`` bytes), none holding a NUL."""
-    return len(values) <= most and all(len(v) <= max_bytes // 4 and "\x00" not in v for v in values)
 
 
 def _draft_item(ins: Insight) -> dict[str, object]:
