@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 import struct
+from collections.abc import Callable
 
 import apsw
 
-from mnemon.records import MAX_ENTITIES, MAX_ENTITY_BYTES, MAX_TAG_BYTES, MAX_TAGS, OPLOG_KEEP
-from mnemon.validate import plainly_draftable, stored_text_problems
+from mnemon.records import OPLOG_KEEP
+from mnemon.validate import stored_text_problems
 
 PROBLEM_SAMPLE = 20  # problems listed per check; the count is always exact
 
@@ -124,45 +125,18 @@ def insight_problems(conn: apsw.Connection) -> list[str]:
 _SQL_TEXT = "SELECT id, content, source, tags, entities FROM insights ORDER BY rowid"
 
 
-def text_problems(conn: apsw.Connection) -> list[str]:
-    """Each insight whose text no draft carries unchanged (``validate.stored_text_problems``), or whose tags or
-    entities are past a draft's limits (import's own item check, ``drafts.item_problem``, in its words): export
-    refuses a store holding one among its active memories, and ``--repair`` writes no value for it (dropping a
-    tag would change the memory)."""
+def text_problems(conn: apsw.Connection, lists: Callable[[object, object], list[str]]) -> list[str]:
+    """Each insight whose text no draft carries unchanged (``validate.stored_text_problems``), or whose stored
+    tags and entities ``lists`` finds past a draft's limits (``store.ranges.list_problems``: they are decoded as
+    the readers decode them, which this module, imported by theirs, cannot import): export refuses a store
+    holding one among its active memories, and ``--repair`` writes no value for it (dropping a tag would change
+    the memory)."""
     out: list[str] = []
     for insight_id, content, source, tags, entities in conn.execute(_SQL_TEXT):
         where = f"insight {insight_id if isinstance(insight_id, str) else shown(insight_id)}"
-        problems = stored_text_problems(content, source) + _list_problems(tags, entities)
+        problems = stored_text_problems(content, source) + lists(tags, entities)
         out += [f"{where}: {problem}; not repaired" for problem in problems]
     return out
-
-
-# The longest JSON text of a list that cannot be past a draft's limits, when ASCII and holding no NUL: n items
-# take at least 3n + 1 characters ('[""]', '["",""]', ...), and an ASCII JSON string decodes to at most as many
-# bytes as it has characters. 3 x 20 + 1 for tags, 3 x 50 + 1 for entities (both under 100 and 200 bytes).
-_SHORT_TAGS = 3 * MAX_TAGS + 1
-_SHORT_ENTITIES = 3 * MAX_ENTITIES + 1
-
-
-def _short(raw: object, most: int) -> bool:
-    """A stored list too short to be past a draft's limits, told without parsing it (doctor reads every row)."""
-    return raw is None or (isinstance(raw, str) and len(raw) <= most and raw.isascii() and "\x00" not in raw
-                           and "\\u0000" not in raw)
-
-
-def _list_problems(tags: object, entities: object) -> list[str]:
-    """What import's item check says of a row's tags and entities, as the readers read them (``load_list``)."""
-    if _short(tags, _SHORT_TAGS) and _short(entities, _SHORT_ENTITIES):
-        return []
-    from mnemon import drafts  # (store.insights imports this module: not at import time)
-    from mnemon.store.insights import load_list
-
-    tag_list, entity_list = load_list(tags), load_list(entities)
-    if plainly_draftable(tag_list, MAX_TAGS, MAX_TAG_BYTES) and plainly_draftable(entity_list, MAX_ENTITIES,
-                                                                                    MAX_ENTITY_BYTES):
-        return []
-    problem = drafts.item_problem({"content": "-", "tags": tag_list, "entities": entity_list})
-    return [problem] if problem else []
 
 
 def bad_embeddings(conn: apsw.Connection, fmt: str) -> list[str]:

@@ -69,12 +69,21 @@ from typing import Any
 
 import apsw
 
-from mnemon.records import CATEGORIES, DEFAULT_CATEGORY, GO_ZERO_STAMP, MAX_ACCESS_COUNT
+from mnemon.records import (
+    CATEGORIES,
+    DEFAULT_CATEGORY,
+    GO_ZERO_STAMP,
+    MAX_ACCESS_COUNT,
+    MAX_ENTITIES,
+    MAX_ENTITY_BYTES,
+    MAX_TAG_BYTES,
+    MAX_TAGS,
+)
 from mnemon.store import edges as edge_sql
 from mnemon.store import insights as insight_sql
 from mnemon.store import check
 from mnemon.store.check import shown
-from mnemon.validate import timestamp_parses
+from mnemon.validate import plainly_draftable, timestamp_parses
 
 IMPORTANCE_MIN, IMPORTANCE_MAX = 1, 5
 WEIGHT_MIN, WEIGHT_MAX = 0.0, 1.0
@@ -218,9 +227,36 @@ def repair(conn: apsw.Connection, found: list[OutOfRange]) -> None:
             conn.execute(_EDGE_UPDATE[item.column], (item.repair, *item.key))
 
 
+# The longest JSON text of a list that cannot be past a draft's limits, when ASCII and holding no NUL: n items
+# take at least 3n + 1 characters ('[""]', '["",""]', ...), and an ASCII JSON string decodes to at most as many
+# bytes as it has characters. 3 x 20 + 1 for tags, 3 x 50 + 1 for entities (both under 100 and 200 bytes).
+_SHORT_TAGS = 3 * MAX_TAGS + 1
+_SHORT_ENTITIES = 3 * MAX_ENTITIES + 1
+
+
+def _short(raw: object, most: int) -> bool:
+    """A stored list too short to be past a draft's limits, told without parsing it (doctor reads every row)."""
+    return raw is None or (isinstance(raw, str) and len(raw) <= most and raw.isascii() and "\x00" not in raw
+                           and "\\u0000" not in raw)
+
+
+def list_problems(tags: object, entities: object) -> list[str]:
+    """What import's item check says of a row's tags and entities, as the readers read them (``load_list``)."""
+    if _short(tags, _SHORT_TAGS) and _short(entities, _SHORT_ENTITIES):
+        return []
+    tag_list, entity_list = insight_sql.load_list(tags), insight_sql.load_list(entities)
+    if plainly_draftable(tag_list, MAX_TAGS, MAX_TAG_BYTES) and plainly_draftable(entity_list, MAX_ENTITIES,
+                                                                                    MAX_ENTITY_BYTES):
+        return []
+    from mnemon import drafts  # a rare row only: doctor's other paths need no draft parser
+
+    problem = drafts.item_problem({"content": "-", "tags": tag_list, "entities": entity_list})
+    return [problem] if problem else []
+
+
 def insight_findings(conn: apsw.Connection) -> list[str]:
     """Every problem of the insight rows doctor's ``insights`` check names: the values ``--repair`` rewrites,
     then those it cannot (``check.insight_problems``). Empty for a store every command reads as written
     (the crash and fuzz suites' invariant)."""
     return [*(i.describe() for i in insights_out_of_range(conn)), *check.insight_problems(conn),
-            *check.text_problems(conn)]
+            *check.text_problems(conn, list_problems)]
